@@ -1,0 +1,52 @@
+# Thin front door over meson + ninja. Everything real lives in meson.build,
+# tests/ and bench/.
+BUILD ?= build
+PYTHON ?= python3
+
+.PHONY: all deps test unit e2e demo bench fuzz asan clean
+
+all: $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD)
+
+# Installs what a fresh Debian bookworm machine lacks (apt-get, needs root).
+deps:
+	bash scripts/install-deps.sh
+
+unit: all
+	meson test -C $(BUILD) --print-errorlogs
+
+e2e: all
+	$(PYTHON) -m pytest -q tests/e2e
+
+# The README's test command: deps, build, unit tests, end-to-end tests,
+# and the sanitizer build's unit tests.
+test: deps
+	$(MAKE) all
+	meson test -C $(BUILD) --print-errorlogs
+	$(MAKE) asan
+	$(PYTHON) -m pytest -q tests/e2e
+
+# AddressSanitizer + UndefinedBehaviorSanitizer build of the unit tests.
+asan:
+	[ -f build-asan/build.ninja ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
+	ninja -C build-asan
+	meson test -C build-asan --print-errorlogs
+
+demo: deps
+	$(MAKE) all
+	$(PYTHON) bench/demo.py
+
+bench: all
+	$(PYTHON) bench/rpc.py
+	$(PYTHON) bench/wal.py
+
+fuzz:
+	[ -f build-fuzz/build.ninja ] || CC=clang meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
+	ninja -C build-fuzz
+	bash fuzz/run.sh build-fuzz
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz

@@ -1,0 +1,2 @@
+#include "paste.h"
+int main(void) { return 0; }

@@ -1,0 +1,2 @@
+/* placeholder */
+typedef int phttpd_wal_placeholder_t;

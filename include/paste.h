@@ -1,0 +1,402 @@
+/*
+ * paste.h - the whole public API of libpaste.
+ *
+ * paste brings PASTE (Honda et al., NSDI 2018) to stock Linux on io_uring:
+ * one submission per event-loop pass serves every connection, receive
+ * buffers are carved from a named file (the packet store), and an app makes
+ * a request durable where it landed (flush + log record + hold) instead of
+ * copying it. See docs/design.md for the data path and the on-disk layout.
+ *
+ * Conventions:
+ *  - Functions that can fail return 0 (or a count) on success and a negative
+ *    errno on failure; where a struct paste_error is passed, it receives a
+ *    sentence a user can act on.
+ *  - Buffer indices are uint32_t; PASTE_NO_BUF means "not a store buffer".
+ *  - Nothing here allocates per request on the hot path.
+ */
+#ifndef PASTE_H
+#define PASTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                              */
+/* ------------------------------------------------------------------ */
+
+struct paste_error {
+	int code;          /* negative errno, 0 when no error */
+	char msg[256];     /* human-readable, names the file and the problem */
+};
+
+/* Fill *err (if non-NULL) with code and a printf-style message; returns code. */
+int paste_error_set(struct paste_error *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ------------------------------------------------------------------ */
+/* CRC32C (Castagnoli), SSE4.2 instruction when the CPU has it         */
+/* ------------------------------------------------------------------ */
+
+/* Continue a CRC32C over p[0..n). Start with crc = 0. Roughly 0.1 us per
+ * KiB with SSE4.2; a table fallback is used on CPUs without it. */
+uint32_t paste_crc32c(uint32_t crc, const void *p, size_t n);
+
+/* ------------------------------------------------------------------ */
+/* Packet store (lib/store.c)                                          */
+/* ------------------------------------------------------------------ */
+/*
+ * A file holding a versioned superblock, a log area split into lanes, and an
+ * array of fixed-size packet buffers named by index. The file and the
+ * indices survive restarts. Layout (version PASTE_STORE_VERSION) is in
+ * docs/design.md. Opening validates everything and never reformats an
+ * existing file.
+ */
+
+#define PASTE_STORE_MAGIC       "PASTESTO"   /* 8 bytes, no NUL stored */
+#define PASTE_STORE_VERSION     1u
+#define PASTE_NO_BUF            UINT32_MAX
+#define PASTE_DEFAULT_BUF_SIZE  2048u
+#define PASTE_DEFAULT_STORE_SIZE (256ull << 20)
+#define PASTE_DEFAULT_STORE_PATH "/dev/shm/paste.store"
+#define PASTE_MAX_LANES         64u
+
+struct paste_store;
+
+struct paste_store_config {
+	uint64_t size;       /* whole file size in bytes (create only); 0 = default */
+	uint32_t buf_size;   /* bytes per buffer, power of two >= 512; 0 = default */
+	uint32_t log_lanes;  /* independent log lanes (one per thread); 0 = 8 */
+	uint64_t log_size;   /* bytes for the whole log area; 0 = auto (64 B per buffer, >= 1 MiB) */
+};
+
+enum paste_store_open_flags {
+	PASTE_STORE_CREATE = 1,  /* create (and format) the file if it does not exist */
+	PASTE_STORE_EXCL   = 2,  /* with CREATE: fail if it exists */
+	PASTE_STORE_RDONLY = 4,  /* map read-only (inspection tools) */
+};
+
+/* Geometry as stored in the superblock. */
+struct paste_store_geom {
+	uint32_t version;
+	uint32_t buf_size;
+	uint32_t nbufs;
+	uint32_t log_lanes;
+	uint64_t file_size;
+	uint64_t log_offset;   /* byte offset of lane 0 in the file */
+	uint64_t lane_size;    /* bytes per lane */
+	uint64_t ckpt_offset;  /* byte offset of the per-lane checkpoint slots */
+	uint64_t buf_offset;   /* byte offset of buffer 0 */
+	uint64_t uuid[2];      /* random at format time */
+};
+
+/* Open (and with PASTE_STORE_CREATE, create) a store. The mapping is
+ * MAP_SHARED and prefaulted (MAP_POPULATE), so first-touch faults do not
+ * land on the hot path. An existing file is validated: bad magic, another
+ * layout version, a geometry that disagrees with cfg (when cfg sets it), a
+ * bad superblock checksum or a truncated file each give a distinct message
+ * and -EINVAL/-EPROTO/-EBADMSG. Never reformats an existing file. */
+int paste_store_open(struct paste_store **out, const char *path,
+		     const struct paste_store_config *cfg, int flags,
+		     struct paste_error *err);
+void paste_store_close(struct paste_store *st);
+
+const struct paste_store_geom *paste_store_geom(const struct paste_store *st);
+const char *paste_store_path(const struct paste_store *st);
+int paste_store_fd(const struct paste_store *st);
+uint8_t *paste_store_base(const struct paste_store *st);   /* mapping start */
+
+/* Index <-> address. paste_store_buf returns NULL for an index out of
+ * range; paste_store_index returns PASTE_NO_BUF for an address outside the
+ * buffer area (any byte inside a buffer maps to that buffer). */
+uint8_t *paste_store_buf(const struct paste_store *st, uint32_t idx);
+uint32_t paste_store_index(const struct paste_store *st, const void *addr);
+
+/* Buffer ownership. Every buffer has an in-DRAM reference count (0 = free).
+ * After open every count is 0 and the free list is empty; recovery (see
+ * paste_wal_open) takes references for buffers that live records point at,
+ * then paste_store_start builds the free list from the buffers still at 0.
+ * Allocation before paste_store_start fails with -EAGAIN.
+ * The free list is shared by all threads (a mutex; ports take and return
+ * buffers in batches to keep it off the per-request path). */
+int paste_store_start(struct paste_store *st);
+
+/* Take up to n free buffers (count set to 1). Returns how many were taken. */
+uint32_t paste_store_alloc(struct paste_store *st, uint32_t *idx, uint32_t n);
+/* Add a reference (hold). Returns the new count. */
+uint32_t paste_store_ref(struct paste_store *st, uint32_t idx);
+/* Drop a reference. At 0 the buffer goes back to the free list unless
+ * keep_if_free is true, in which case the caller keeps it (count 0, not on
+ * the free list) to repost it without touching the shared list.
+ * Returns the new count. */
+uint32_t paste_store_unref(struct paste_store *st, uint32_t idx, bool keep_if_free);
+uint32_t paste_store_refcount(const struct paste_store *st, uint32_t idx);
+uint32_t paste_store_nfree(const struct paste_store *st);
+/* Buffers with count > 0 that are not owned by a port ring (held by apps/log). */
+uint32_t paste_store_nheld(const struct paste_store *st);
+
+/* Log area of one lane: its bytes, and its two checkpoint slots. */
+uint8_t *paste_store_lane(const struct paste_store *st, uint32_t lane, uint64_t *len);
+uint8_t *paste_store_ckpt(const struct paste_store *st, uint32_t lane, uint32_t slot);
+#define PASTE_CKPT_SLOT_SIZE 64u
+
+/* ------------------------------------------------------------------ */
+/* Persistence (lib/persist.c)                                         */
+/* ------------------------------------------------------------------ */
+
+enum paste_durability {
+	PASTE_DUR_AUTO = 0,   /* from the file system: DAX -> pmem, tmpfs -> emulated, else fsync */
+	PASTE_DUR_NONE,       /* nothing is flushed; acks are not durable */
+	PASTE_DUR_EMULATED,   /* cache-line write-back + sfence on DRAM (optional latency) */
+	PASTE_DUR_PMEM,       /* cache-line write-back + sfence on a DAX mapping */
+	PASTE_DUR_FSYNC,      /* dirty ranges made durable by fdatasync (group commit) */
+};
+
+const char *paste_durability_name(enum paste_durability d);
+/* Parse "auto|none|emulated|pmem|fsync"; -EINVAL otherwise. */
+int paste_durability_parse(const char *s, enum paste_durability *out);
+/* What PASTE_DUR_AUTO resolves to for this path (statfs magic, DAX flag). */
+enum paste_durability paste_durability_detect(const char *path);
+
+/* One per thread: it tracks what that thread flushed since its last fence. */
+struct paste_persist;
+
+struct paste_persist_config {
+	enum paste_durability mode;   /* AUTO is resolved from the store path */
+	uint64_t pm_latency_ns;       /* emulated: busy wait per fence (seed: 10000) */
+};
+
+int paste_persist_open(struct paste_persist **out, struct paste_store *st,
+		       const struct paste_persist_config *cfg, struct paste_error *err);
+void paste_persist_close(struct paste_persist *p);
+enum paste_durability paste_persist_mode(const struct paste_persist *p);
+/* Which write-back instruction was chosen: "clwb", "clflushopt", "clflush", "none". */
+const char *paste_persist_flush_insn(const struct paste_persist *p);
+
+/* Start writing back [addr, addr+len) without waiting (clwb/clflushopt per
+ * 64-byte line; fsync mode records the dirty page range). addr must lie in
+ * the store mapping. Costs ~5 ns per line on DRAM. */
+void paste_persist_flush(struct paste_persist *p, const void *addr, size_t len);
+/* True when something was flushed since the last fence/commit. */
+bool paste_persist_pending(const struct paste_persist *p);
+/* Make everything flushed so far durable, synchronously: sfence (+ the
+ * emulated latency), or fdatasync in fsync mode. Used by the epoll engine
+ * before each write() and by rare operations (truncation). */
+int paste_persist_fence(struct paste_persist *p);
+
+/* Asynchronous group commit for fsync mode, driven by the uring port:
+ * begin_commit moves the pending dirty range into commit `ticket` and
+ * returns the fd to fdatasync (-1 if nothing is pending); end_commit is
+ * called when that fdatasync completed with result res. Only one commit
+ * is in flight at a time per persist object. */
+int paste_persist_begin_commit(struct paste_persist *p, uint64_t *ticket);
+void paste_persist_end_commit(struct paste_persist *p, uint64_t ticket, int res);
+
+/* ------------------------------------------------------------------ */
+/* Write-ahead log (lib/wal.c)                                         */
+/* ------------------------------------------------------------------ */
+/*
+ * Records live in the store's log lanes and point at packet buffers that
+ * hold the data (zero copy). Each record carries its LSN, an epoch, the
+ * extents, the data length, a CRC32C of the data and a CRC32C of the record
+ * itself, so a torn or stale record is detected. Each lane has a persisted
+ * checkpoint (head offset, head LSN) so recovery does not scan the whole
+ * area. One lane is written by one thread only.
+ */
+
+struct paste_wal;
+
+struct paste_extent {
+	uint32_t buf;   /* store buffer index */
+	uint32_t off;   /* offset inside the buffer */
+	uint32_t len;   /* bytes */
+};
+
+#define PASTE_WAL_MAX_EXTENTS 64u
+
+struct paste_wal_info {
+	uint64_t first_lsn;   /* lowest live LSN, 0 if empty */
+	uint64_t last_lsn;    /* highest live LSN, 0 if empty */
+	uint64_t records;     /* live records */
+	uint64_t bytes;       /* data bytes of live records */
+	uint64_t log_used;    /* log-area bytes in use, all lanes */
+	uint64_t log_size;    /* log-area bytes, all lanes */
+	uint32_t epoch;
+};
+
+/* Recover every lane (scan from the checkpoint, stop at the first invalid
+ * record), take buffer references for live records, then the caller calls
+ * paste_store_start. Deletes nothing. A damaged record is reported in
+ * err->msg when recovery stopped early (the return value is still 0). */
+int paste_wal_open(struct paste_wal **out, struct paste_store *st, struct paste_error *err);
+void paste_wal_close(struct paste_wal *w);
+
+/* Append a record in `lane` for the data at ext[0..n). Takes a reference on
+ * every buffer named (the caller keeps its own), flushes the data and the
+ * record through p (no fence: the caller fences once per batch).
+ * Returns 0 and *lsn, -ENOSPC when the lane is full (truncate first),
+ * -EINVAL for bad extents, -E2BIG for n > PASTE_WAL_MAX_EXTENTS. */
+int paste_wal_append(struct paste_wal *w, uint32_t lane, struct paste_persist *p,
+		     const struct paste_extent *ext, uint32_t n, uint64_t *lsn);
+
+/* Find a live record. Returns 0 and its extents (valid until the record is
+ * truncated), -ENOENT if absent or truncated. */
+int paste_wal_lookup(struct paste_wal *w, uint64_t lsn,
+		     const struct paste_extent **ext, uint32_t *n, uint32_t *len);
+
+/* Drop every record with LSN <= upto in every lane: persist the new
+ * checkpoints (flush + fence through p), then release the buffers.
+ * Returns the number of records dropped. */
+int64_t paste_wal_truncate(struct paste_wal *w, uint64_t upto, struct paste_persist *p);
+
+void paste_wal_info(const struct paste_wal *w, struct paste_wal_info *out);
+
+/* Visit live records in LSN order (for dump/check). Stop when cb returns non-zero. */
+typedef int (*paste_wal_visit_fn)(void *arg, uint64_t lsn, uint32_t lane,
+				  const struct paste_extent *ext, uint32_t n,
+				  uint32_t len, uint32_t data_crc);
+int paste_wal_foreach(struct paste_wal *w, paste_wal_visit_fn cb, void *arg);
+
+/* Verify every live record: extents in range, data CRC matches.
+ * Returns the number of damaged records (0 = clean), problems in err. */
+int paste_wal_check(struct paste_wal *w, struct paste_error *err);
+
+/* ------------------------------------------------------------------ */
+/* HTTP/1.1 request head parser (lib/http.c)                           */
+/* ------------------------------------------------------------------ */
+/*
+ * Zero-copy: the result points into the caller's bytes. Incremental: call
+ * again with more bytes (the same prefix plus new data) and it resumes its
+ * scan for the end of the head where it stopped.
+ */
+
+enum paste_http_method {
+	PASTE_HTTP_OTHER = 0, PASTE_HTTP_GET, PASTE_HTTP_HEAD, PASTE_HTTP_POST,
+	PASTE_HTTP_PUT, PASTE_HTTP_DELETE,
+};
+
+struct paste_http_req {
+	enum paste_http_method method;
+	const char *method_str; uint32_t method_len;
+	const char *target;     uint32_t target_len;
+	uint8_t  version_minor;     /* 0 or 1 (HTTP/1.x only) */
+	bool     keep_alive;        /* after Connection: and version defaults */
+	bool     has_content_length;
+	uint64_t content_length;    /* 0 when absent */
+	uint32_t head_len;          /* bytes up to and including the blank line */
+	uint32_t nheaders;
+};
+
+struct paste_http_parser {
+	uint32_t scanned;       /* bytes already searched for the end of head */
+	uint32_t max_head;      /* limit for the head: default 8192 -> 431 */
+	uint64_t max_body;      /* limit for Content-Length: default 1 MiB -> 413 */
+};
+
+void paste_http_parser_init(struct paste_http_parser *ps, uint32_t max_head, uint64_t max_body);
+/* Returns head length (> 0) when a whole head is in p[0..len) and *req is
+ * filled; 0 when more bytes are needed; or a negative HTTP status to answer
+ * before closing: -400 malformed, -413 body over max_body, -431 head over
+ * max_head, -501 unsupported Transfer-Encoding, -505 not HTTP/1.0 or 1.1. */
+int paste_http_parse(struct paste_http_parser *ps, const char *p, size_t len,
+		     struct paste_http_req *req);
+const char *paste_http_reason(int status);
+
+/* ------------------------------------------------------------------ */
+/* The paste port (lib/port.c, lib/port_uring.c, lib/port_epoll.c)     */
+/* ------------------------------------------------------------------ */
+/*
+ * One per thread. paste_port_poll is the netmap poll() of PASTE: it submits
+ * every reply queued since the previous call (after the persistence barrier
+ * the replies wait for), waits for work, and returns one batch of events for
+ * all connections. In steady state it is one io_uring_enter per call.
+ */
+
+enum paste_engine { PASTE_ENGINE_URING = 0, PASTE_ENGINE_EPOLL };
+
+struct paste_port;
+
+struct paste_port_config {
+	enum paste_engine engine;
+	const char *host;          /* listen address, default "127.0.0.1" */
+	uint16_t port;             /* listen port (SO_REUSEPORT: one socket per thread) */
+	uint32_t ring_bufs;        /* provided store buffers per port (power of 2), default 4096 */
+	uint32_t max_conns;        /* connection slots, default 4096 */
+	uint32_t conn_data_size;   /* bytes of app state per connection, zeroed at accept */
+	int busy_poll;             /* 1: never sleep in the kernel (spin on the CQ) */
+	struct paste_store *store; /* required: receive buffers come from here */
+	struct paste_persist *persist; /* optional: the barrier before durable replies */
+};
+
+enum paste_event_type { PASTE_EV_ACCEPT = 1, PASTE_EV_DATA, PASTE_EV_CLOSED };
+
+struct paste_event {
+	uint16_t type;
+	uint32_t conn;           /* connection slot */
+	uint32_t buf;            /* store buffer index, or PASTE_NO_BUF (epoll engine) */
+	uint32_t off, len;       /* bytes at data = buffer + off */
+	const uint8_t *data;
+};
+
+struct paste_port_stats {
+	uint64_t polls;          /* paste_port_poll calls that returned events */
+	uint64_t events;         /* events returned */
+	uint64_t syscalls;       /* io_uring_enter / epoll_wait / read / write / fsync issued */
+	uint64_t accepts, closes;
+	uint64_t bytes_in, bytes_out;
+	uint64_t enobufs;        /* multishot recv re-armed after the ring ran dry */
+	uint64_t fences;         /* persistence barriers paid */
+	uint64_t commits;        /* group commits (fsync mode) */
+	uint64_t held;           /* buffers held by the app */
+	uint32_t conns;          /* open connections */
+	uint32_t ring_free;      /* buffers posted in the ring now */
+};
+
+int paste_port_open(struct paste_port **out, const struct paste_port_config *cfg,
+		    struct paste_error *err);
+void paste_port_close(struct paste_port *pt);
+
+/* Submit queued replies and wait up to timeout_ms (-1 forever) for events.
+ * Returns the number of events in *evs (valid until the next call), 0 on
+ * timeout, or -EINTR when a signal arrived. Buffers delivered in the
+ * previous batch and not held are recycled here. */
+int paste_port_poll(struct paste_port *pt, struct paste_event **evs, int timeout_ms);
+
+/* Keep the buffer of a DATA event of the current batch (a reference for the
+ * caller; drop it with paste_store_unref). The port puts a free buffer in
+ * the ring in its place. -EINVAL for an epoll-engine event (no store buffer). */
+int paste_port_hold(struct paste_port *pt, const struct paste_event *ev);
+
+/* Per-connection app state (conn_data_size bytes), NULL for a bad slot. */
+void *paste_port_conn_data(struct paste_port *pt, uint32_t conn);
+
+enum paste_send_flags {
+	PASTE_SEND_DURABLE = 1,  /* leaves only after this thread's flushes are durable */
+};
+/* Queue a reply copied from p[0..n) (into a per-connection output buffer). */
+int paste_port_send(struct paste_port *pt, uint32_t conn, const void *p, size_t n, int flags);
+/* Queue a reply straight from a store buffer (no copy); the buffer is
+ * pinned (a reference) until the kernel is done with it. */
+int paste_port_send_store(struct paste_port *pt, uint32_t conn, uint32_t buf,
+			  uint32_t off, uint32_t len, int flags);
+/* Close after everything queued has been sent. No further events for conn
+ * after its CLOSED event. */
+void paste_port_close_conn(struct paste_port *pt, uint32_t conn);
+
+void paste_port_stats(const struct paste_port *pt, struct paste_port_stats *out);
+enum paste_engine paste_port_engine(const struct paste_port *pt);
+/* Bound port (useful with port 0). */
+uint16_t paste_port_local_port(const struct paste_port *pt);
+
+/* Kernel feature probe for the uring engine: 0 if usable, else -errno with
+ * a message naming what is missing. */
+int paste_uring_probe(struct paste_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PASTE_H */

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install what paste needs on Debian bookworm, only where it is missing, so a
+# second run costs a few dpkg queries. Run as root (CI and dev machines are).
+set -euo pipefail
+pkgs=(build-essential meson ninja-build pkg-config liburing-dev clang
+      libclang-rt-14-dev wrk curl python3 python3-pytest linux-perf)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	echo "install-deps: installing ${missing[*]}"
+	SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# The python3 on PATH may not be Debian's (pyenv); make sure it has pytest.
+if ! python3 -c 'import pytest' 2>/dev/null; then
+	python3 -m pip install -q pytest || { echo "install-deps: cannot install pytest for $(command -v python3)" >&2; exit 1; }
+fi

@@ -1,0 +1,27 @@
+/* check.h - the unit tests' whole harness: CHECK() records a failure with
+ * file:line and goes on; check_done() prints "N passed, N failed" and
+ * returns the exit status meson's test runner reads. */
+#ifndef PASTE_CHECK_H
+#define PASTE_CHECK_H
+#include <stdio.h>
+
+static int check_pass, check_fail;
+
+#define CHECK(cond) do { \
+	if (cond) check_pass++; \
+	else { check_fail++; fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); } \
+} while (0)
+
+#define CHECK_EQ(a, b) do { \
+	long long check_a_ = (long long)(a), check_b_ = (long long)(b); \
+	if (check_a_ == check_b_) check_pass++; \
+	else { check_fail++; fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, %s == %lld\n", \
+		__FILE__, __LINE__, #a, check_a_, #b, check_b_); } \
+} while (0)
+
+static inline int check_done(void)
+{
+	printf("%d passed, %d failed\n", check_pass, check_fail);
+	return check_fail ? 1 : 0;
+}
+#endif

@@ -1,0 +1,3 @@
+#include "check.h"
+#include "paste.h"
+int main(void) { CHECK(1); return check_done(); }
