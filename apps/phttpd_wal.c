@@ -1,2 +1,201 @@
-/* placeholder */
-typedef int phttpd_wal_placeholder_t;
+/*
+ * phttpd_wal.c - phttpd's durable log mode.
+ *
+ *   POST /log              append the body; 201 + X-Paste-LSN once durable
+ *   GET /log/<lsn>         the stored bytes, sent from the held buffers
+ *   DELETE /log?upto=<lsn> truncate; frees the buffers
+ *
+ * Zero copy (the uring engine without --copy): every packet buffer that
+ * carries body bytes is held where it landed and named in the record by
+ * (buffer, offset, length). The epoll engine and --copy copy the body into
+ * fresh store buffers instead: the paper's baseline and its "copy" bar.
+ * Either way the record and data are flushed now and made durable by the
+ * port's one barrier per batch before the 201 leaves.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "phttpd.h"
+
+/* Free buffers kept back from requests so the port can always refill its
+ * ring, so a full store still receives the DELETE that empties it. */
+#define RESERVE_BUFS 256u
+
+uint64_t wal_max_body(const struct server *srv)
+{
+	uint64_t cap = (uint64_t)PASTE_WAL_MAX_EXTENTS * paste_store_geom(srv->store)->buf_size;
+	return cap < srv->max_body ? cap : srv->max_body;
+}
+
+static bool parse_lsn(const char *p, uint32_t n, uint64_t *out)
+{
+	if (!n || n > 20)
+		return false;
+	uint64_t v = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9' || v > (UINT64_MAX - 9) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(p[i] - '0');
+	}
+	*out = v;
+	return true;
+}
+
+void wal_route(struct server *srv, struct hconn *h, const struct paste_http_req *req)
+{
+	(void)srv;
+	const char *t = req->target;
+	uint32_t n = req->target_len;
+	enum paste_http_method m = req->method;
+	h->route = ROUTE_NOT_FOUND;
+	if (n < 4 || memcmp(t, "/log", 4))
+		return;
+	if (n == 4) {
+		h->route = m == PASTE_HTTP_POST ? ROUTE_LOG_APPEND : ROUTE_BAD_METHOD;
+	} else if (t[4] == '/') {
+		if (m != PASTE_HTTP_GET && m != PASTE_HTTP_HEAD)
+			h->route = ROUTE_BAD_METHOD;
+		else if (parse_lsn(t + 5, n - 5, &h->arg))
+			h->route = ROUTE_LOG_GET;
+	} else if (n > 10 && !memcmp(t + 4, "?upto=", 6)) {
+		if (m != PASTE_HTTP_DELETE)
+			h->route = ROUTE_BAD_METHOD;
+		else if (parse_lsn(t + 10, n - 10, &h->arg))
+			h->route = ROUTE_LOG_TRUNCATE;
+		else
+			h->route = ROUTE_BAD_REQUEST;
+	}
+}
+
+void wal_release(struct worker *w, struct hconn *h)
+{
+	for (uint32_t i = 0; i < h->next; i++)
+		paste_store_unref(w->srv->store, h->ext[i].buf, false);
+	h->next = 0;
+	h->copying = false;
+}
+
+static void body_fail(struct worker *w, struct hconn *h, uint16_t status)
+{
+	wal_release(w, h);
+	h->failed = true;
+	h->fail_status = status;
+}
+
+void wal_body(struct worker *w, struct hconn *h, const struct paste_event *ev,
+	      uint32_t pos, uint32_t len)
+{
+	struct server *srv = w->srv;
+	struct paste_store *st = srv->store;
+	uint32_t bs = paste_store_geom(st)->buf_size;
+	if (h->failed)
+		return;   /* read and dropped; the reply says why */
+	if (!srv->copy && ev->buf != PASTE_NO_BUF) {
+		/* Hold in place while the extents left can still take the rest
+		 * of the body densely copied (a body trickling in tiny reads
+		 * would otherwise run out of extents). */
+		uint64_t rest = h->body_left - len;
+		uint64_t room = (uint64_t)(PASTE_WAL_MAX_EXTENTS - h->next - 1) * bs;
+		if (h->next < PASTE_WAL_MAX_EXTENTS && room >= rest &&
+		    paste_store_nfree(st) >= RESERVE_BUFS) {
+			paste_port_hold(w->port, ev);
+			h->ext[h->next++] = (struct paste_extent){ ev->buf, ev->off + pos, len };
+			h->copying = false;
+			return;
+		}
+	}
+	while (len) {
+		struct paste_extent *e = h->next ? &h->ext[h->next - 1] : NULL;
+		if (!h->copying || e->len == bs) {
+			uint32_t idx;
+			if (h->next == PASTE_WAL_MAX_EXTENTS || paste_store_nfree(st) < RESERVE_BUFS ||
+			    paste_store_alloc(st, &idx, 1) != 1) {
+				body_fail(w, h, 507);
+				return;
+			}
+			h->ext[h->next++] = (struct paste_extent){ idx, 0, 0 };
+			h->copying = true;
+			e = &h->ext[h->next - 1];
+		}
+		uint32_t n = bs - e->len < len ? bs - e->len : len;
+		memcpy(paste_store_buf(st, e->buf) + e->len, ev->data + pos, n);
+		e->len += n;
+		pos += n;
+		len -= n;
+	}
+}
+
+static void finish_append(struct worker *w, uint32_t conn, struct hconn *h)
+{
+	struct server *srv = w->srv;
+	if (h->failed) {
+		reply_simple(w, conn, h, h->fail_status, "text/plain", "store full\n", 11, NULL, 0);
+		return;
+	}
+	uint64_t lsn = 0;
+	int r = paste_wal_append(srv->wal, w->id, w->persist, h->ext, h->next, &lsn);
+	wal_release(w, h);     /* the log took its own references */
+	if (r == -ENOSPC) {
+		reply_simple(w, conn, h, 507, "text/plain", "log full\n", 9, NULL, 0);
+		return;
+	}
+	if (r < 0) {
+		char msg[96];
+		int n = snprintf(msg, sizeof(msg), "append failed: %s\n", strerror(-r));
+		reply_simple(w, conn, h, 500, "text/plain", msg, (size_t)n, NULL, 0);
+		return;
+	}
+	char body[32], extra[96];
+	int n = snprintf(body, sizeof(body), "%" PRIu64 "\n", lsn);
+	snprintf(extra, sizeof(extra), "X-Paste-LSN: %" PRIu64 "\r\nLocation: /log/%" PRIu64, lsn, lsn);
+	/* The 201 leaves only after the port's barrier made body and record
+	 * durable (one fence or group commit for the whole batch). */
+	reply_simple(w, conn, h, 201, "text/plain", body, (size_t)n, extra, PASTE_SEND_DURABLE);
+}
+
+static void finish_get(struct worker *w, uint32_t conn, struct hconn *h)
+{
+	const struct paste_extent *ext;
+	uint32_t n, len;
+	if (paste_wal_lookup(w->srv->wal, h->arg, &ext, &n, &len)) {
+		reply_simple(w, conn, h, 404, "text/plain", "no such record\n", 15, NULL, 0);
+		return;
+	}
+	char head[256], extra[48];
+	snprintf(extra, sizeof(extra), "X-Paste-LSN: %" PRIu64, h->arg);
+	int hl = reply_head(head, sizeof(head), h, 200, "application/octet-stream", len, extra);
+	/* DURABLE: a record appended in this same batch is not readable
+	 * before it is acknowledged (no dirty reads). */
+	paste_port_send(w->port, conn, head, (size_t)hl, PASTE_SEND_DURABLE);
+	for (uint32_t i = 0; i < n && !h->head_only; i++)
+		paste_port_send_store(w->port, conn, ext[i].buf, ext[i].off, ext[i].len,
+				      PASTE_SEND_DURABLE);
+	if (!h->keep_alive)
+		paste_port_close_conn(w->port, conn);
+}
+
+void wal_finish(struct worker *w, uint32_t conn, struct hconn *h)
+{
+	switch (h->route) {
+	case ROUTE_LOG_APPEND:
+		finish_append(w, conn, h);
+		break;
+	case ROUTE_LOG_GET:
+		finish_get(w, conn, h);
+		break;
+	case ROUTE_LOG_TRUNCATE: {
+		int64_t dropped = paste_wal_truncate(w->srv->wal, h->arg, w->persist);
+		char body[64];
+		int n = dropped < 0 ? snprintf(body, sizeof(body), "{\"error\":\"%s\"}\n", strerror((int)-dropped))
+				    : snprintf(body, sizeof(body), "{\"truncated\":%" PRId64 "}\n", dropped);
+		reply_simple(w, conn, h, dropped < 0 ? 500 : 200, "application/json", body, (size_t)n,
+			     NULL, 0);
+		break;
+	}
+	default:
+		break;
+	}
+}

@@ -136,7 +136,7 @@ uint32_t paste_store_ref(struct paste_store *st, uint32_t idx);
 uint32_t paste_store_unref(struct paste_store *st, uint32_t idx, bool keep_if_free);
 uint32_t paste_store_refcount(const struct paste_store *st, uint32_t idx);
 uint32_t paste_store_nfree(const struct paste_store *st);
-/* Buffers with count > 0 that are not owned by a port ring (held by apps/log). */
+/* Buffers with count > 0 (posted in port rings, in a batch, or held). */
 uint32_t paste_store_nheld(const struct paste_store *st);
 
 /* Log area of one lane: its bytes, and its two checkpoint slots. */
@@ -230,9 +230,13 @@ struct paste_wal_info {
 
 /* Recover every lane (scan from the checkpoint, stop at the first invalid
  * record), take buffer references for live records, then the caller calls
- * paste_store_start. Deletes nothing. A damaged record is reported in
- * err->msg when recovery stopped early (the return value is still 0). */
-int paste_wal_open(struct paste_wal **out, struct paste_store *st, struct paste_error *err);
+ * paste_store_start. Deletes nothing. Where recovery stopped before the end
+ * of a lane's readable records, err->msg says so (the return value is
+ * still 0). With p != NULL the new epoch is persisted through p before
+ * returning (appends need that); p == NULL opens read-only (tools): no
+ * byte of the store is written and appends/truncation fail with -EROFS. */
+int paste_wal_open(struct paste_wal **out, struct paste_store *st,
+		   struct paste_persist *p, struct paste_error *err);
 void paste_wal_close(struct paste_wal *w);
 
 /* Append a record in `lane` for the data at ext[0..n). Takes a reference on

@@ -1,3 +1,400 @@
-/* port.c - placeholder until the module lands. */
-#include "paste.h"
-typedef int paste_port_placeholder_t;
+/*
+ * port.c - the engine-independent half of the paste port: configuration,
+ * the connection table, output queues (copied bytes and pinned store
+ * buffers, in order), the event batch and the durability gate.
+ *
+ * Nothing here allocates per request: output queues and the event array
+ * grow to the largest batch seen and are reused.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "port_internal.h"
+
+static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	uint32_t n = *cap ? *cap : 8;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(*p, (size_t)n * elem);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+struct paste_event *port_push_event(struct paste_port *pt, uint16_t type, uint32_t conn)
+{
+	if (grow((void **)&pt->evs, &pt->cap_evs, pt->nevs + 1, sizeof(*pt->evs)))
+		return NULL;
+	struct paste_event *ev = &pt->evs[pt->nevs++];
+	*ev = (struct paste_event){ .type = type, .conn = conn, .buf = PASTE_NO_BUF };
+	return ev;
+}
+
+static void outq_reset(struct outq *q)
+{
+	q->nbytes = q->nsegs = q->seg_done = q->seg_off = 0;
+}
+
+static void outq_unpin(struct paste_port *pt, struct outq *q)
+{
+	for (uint32_t i = q->seg_done; i < q->nsegs; i++)
+		if (q->segs[i].buf != PASTE_NO_BUF)
+			paste_store_unref(pt->store, q->segs[i].buf, false);
+	outq_reset(q);
+}
+
+void port_conn_reset(struct paste_port *pt, uint32_t slot, int fd)
+{
+	struct conn *c = &pt->conns[slot];
+	outq_reset(&c->pending);
+	outq_reset(&c->inflight);
+	c->state = CONN_OPEN;
+	c->recv_armed = c->send_inflight = c->close_wanted = false;
+	c->on_dirty = c->on_rearm = c->closed_reported = c->close_submitted = false;
+	c->gen++;
+	c->fd = fd;
+	c->need_epoch = 0;
+	if (pt->cfg.conn_data_size)
+		memset(pt->conn_data + (size_t)slot * pt->cfg.conn_data_size, 0,
+		       pt->cfg.conn_data_size);
+}
+
+bool port_output_idle(const struct conn *c)
+{
+	return !c->send_inflight && c->pending.nsegs == 0 &&
+	       c->inflight.seg_done == c->inflight.nsegs;
+}
+
+uint32_t port_output_start(struct paste_port *pt, struct conn *c)
+{
+	if (c->inflight.seg_done < c->inflight.nsegs)
+		return port_output_iov(pt, c);
+	if (c->pending.nsegs == 0)
+		return 0;
+	struct outq t = c->inflight;
+	c->inflight = c->pending;
+	c->pending = t;
+	outq_reset(&c->pending);
+	return port_output_iov(pt, c);
+}
+
+uint32_t port_output_iov(struct paste_port *pt, struct conn *c)
+{
+	struct outq *q = &c->inflight;
+	uint32_t n = q->nsegs - q->seg_done;
+	if (n > IOV_MAX)
+		n = IOV_MAX;
+	if (grow((void **)&c->iov, &c->cap_iov, n, sizeof(*c->iov)))
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct out_seg *s = &q->segs[q->seg_done + i];
+		uint8_t *base = s->buf == PASTE_NO_BUF ? (uint8_t *)q->bytes
+						       : paste_store_buf(pt->store, s->buf);
+		uint32_t skip = i == 0 ? q->seg_off : 0;
+		c->iov[i].iov_base = base + s->off + skip;
+		c->iov[i].iov_len = s->len - skip;
+	}
+	memset(&c->msg, 0, sizeof(c->msg));
+	c->msg.msg_iov = c->iov;
+	c->msg.msg_iovlen = n;
+	return n;
+}
+
+bool port_output_advance(struct paste_port *pt, struct conn *c, size_t n)
+{
+	struct outq *q = &c->inflight;
+	pt->st.bytes_out += n;
+	while (q->seg_done < q->nsegs) {
+		struct out_seg *s = &q->segs[q->seg_done];
+		size_t left = s->len - q->seg_off;
+		if (n < left) {
+			q->seg_off += n;
+			return false;
+		}
+		n -= left;
+		if (s->buf != PASTE_NO_BUF)
+			paste_store_unref(pt->store, s->buf, false);
+		q->seg_done++;
+		q->seg_off = 0;
+	}
+	outq_reset(q);
+	return true;
+}
+
+void port_output_discard_pending(struct paste_port *pt, struct conn *c)
+{
+	outq_unpin(pt, &c->pending);
+}
+
+void port_output_discard(struct paste_port *pt, struct conn *c)
+{
+	outq_unpin(pt, &c->pending);
+	outq_unpin(pt, &c->inflight);
+}
+
+void port_mark_dirty(struct paste_port *pt, uint32_t slot)
+{
+	struct conn *c = &pt->conns[slot];
+	if (!c->on_dirty) {
+		c->on_dirty = true;
+		pt->dirty[pt->ndirty++] = slot;
+	}
+}
+
+void port_flush_dirty(struct paste_port *pt)
+{
+	uint32_t keep = 0;
+	for (uint32_t i = 0; i < pt->ndirty; i++) {
+		uint32_t slot = pt->dirty[i];
+		struct conn *c = &pt->conns[slot];
+		if (c->state != CONN_OPEN && c->state != CONN_CLOSING) {
+			c->on_dirty = false;
+			continue;
+		}
+		if (c->pending.nsegs && !port_gate_open(pt, c)) {
+			pt->dirty[keep++] = slot;  /* waits for the group commit */
+			continue;
+		}
+		c->on_dirty = false;
+		if (c->pending.nsegs)
+			pt->ops->kick(pt, slot);
+		if (c->close_wanted && port_output_idle(c))
+			pt->ops->shut(pt, slot);
+	}
+	pt->ndirty = keep;
+}
+
+static struct conn *live_conn(struct paste_port *pt, uint32_t slot)
+{
+	if (slot >= pt->cfg.max_conns)
+		return NULL;
+	struct conn *c = &pt->conns[slot];
+	return c->state == CONN_OPEN ? c : NULL;
+}
+
+static struct out_seg *push_seg(struct conn *c)
+{
+	struct outq *q = &c->pending;
+	if (grow((void **)&q->segs, &q->cap_segs, q->nsegs + 1, sizeof(*q->segs)))
+		return NULL;
+	return &q->segs[q->nsegs++];
+}
+
+int paste_port_send(struct paste_port *pt, uint32_t slot, const void *p, size_t n, int flags)
+{
+	struct conn *c = live_conn(pt, slot);
+	if (!c || c->close_wanted)
+		return -ENOTCONN;
+	if (n == 0)
+		return 0;
+	struct outq *q = &c->pending;
+	if (n > UINT32_MAX - q->nbytes)
+		return -E2BIG;
+	uint32_t need = q->nbytes + (uint32_t)n;
+	if (grow((void **)&q->bytes, &q->cap_bytes, need, 1))
+		return -ENOMEM;
+	struct out_seg *last = q->nsegs ? &q->segs[q->nsegs - 1] : NULL;
+	if (last && last->buf == PASTE_NO_BUF && last->off + last->len == q->nbytes) {
+		last->len += (uint32_t)n;     /* contiguous copy: one iovec */
+	} else {
+		struct out_seg *s = push_seg(c);
+		if (!s)
+			return -ENOMEM;
+		*s = (struct out_seg){ PASTE_NO_BUF, q->nbytes, (uint32_t)n };
+	}
+	memcpy(q->bytes + q->nbytes, p, n);
+	q->nbytes = need;
+	if (flags & PASTE_SEND_DURABLE)
+		c->need_epoch = pt->epoch;
+	port_mark_dirty(pt, slot);
+	return 0;
+}
+
+int paste_port_send_store(struct paste_port *pt, uint32_t slot, uint32_t buf,
+			  uint32_t off, uint32_t len, int flags)
+{
+	struct conn *c = live_conn(pt, slot);
+	if (!c || c->close_wanted)
+		return -ENOTCONN;
+	const struct paste_store_geom *g = paste_store_geom(pt->store);
+	if (buf >= g->nbufs || off > g->buf_size || len > g->buf_size - off)
+		return -EINVAL;
+	if (len == 0)
+		return 0;
+	struct out_seg *s = push_seg(c);
+	if (!s)
+		return -ENOMEM;
+	paste_store_ref(pt->store, buf);  /* pinned until the kernel is done */
+	*s = (struct out_seg){ buf, off, len };
+	if (flags & PASTE_SEND_DURABLE)
+		c->need_epoch = pt->epoch;
+	port_mark_dirty(pt, slot);
+	return 0;
+}
+
+void paste_port_close_conn(struct paste_port *pt, uint32_t slot)
+{
+	struct conn *c = live_conn(pt, slot);
+	if (!c)
+		return;
+	c->close_wanted = true;
+	port_mark_dirty(pt, slot);
+}
+
+void *paste_port_conn_data(struct paste_port *pt, uint32_t slot)
+{
+	if (slot >= pt->cfg.max_conns || !pt->cfg.conn_data_size)
+		return NULL;
+	return pt->conn_data + (size_t)slot * pt->cfg.conn_data_size;
+}
+
+int paste_port_hold(struct paste_port *pt, const struct paste_event *ev)
+{
+	if (ev->type != PASTE_EV_DATA || ev->buf == PASTE_NO_BUF)
+		return -EINVAL;
+	return pt->ops->hold(pt, ev);
+}
+
+int port_listen(struct paste_port *pt, struct paste_error *err)
+{
+	const char *host = pt->cfg.host ? pt->cfg.host : "127.0.0.1";
+	struct sockaddr_storage ss = { 0 };
+	socklen_t sl;
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+	if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons(pt->cfg.port);
+		sl = sizeof(*a4);
+	} else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons(pt->cfg.port);
+		sl = sizeof(*a6);
+	} else {
+		return paste_error_set(err, -EINVAL, "listen address '%s' is not an IPv4 or IPv6 literal", host);
+	}
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return paste_error_set(err, -errno, "socket: %s", strerror(errno));
+	int one = 1;
+	/* SO_REUSEPORT: one listener per thread, the kernel spreads accepts
+	 * (no thundering herd, unlike the original's shared socket). */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	/* Accepted sockets inherit TCP_NODELAY: replies are whole messages,
+	 * and Nagle would hold back a pipelined batch's second send. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 4096) < 0) {
+		int e = errno;
+		close(fd);
+		return paste_error_set(err, -e, "cannot listen on %s port %u: %s", host,
+				       pt->cfg.port, strerror(e));
+	}
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+		pt->local_port = ntohs(ss.ss_family == AF_INET ? a4->sin_port : a6->sin6_port);
+	pt->listen_fd = fd;
+	return 0;
+}
+
+int paste_port_open(struct paste_port **out, const struct paste_port_config *cfg,
+		    struct paste_error *err)
+{
+	if (!cfg->store)
+		return paste_error_set(err, -EINVAL, "paste_port_open: a packet store is required");
+	struct paste_port *pt = calloc(1, sizeof(*pt));
+	if (!pt)
+		return paste_error_set(err, -ENOMEM, "out of memory");
+	pt->cfg = *cfg;
+	if (!pt->cfg.ring_bufs)
+		pt->cfg.ring_bufs = 4096;
+	if (!pt->cfg.max_conns)
+		pt->cfg.max_conns = 4096;
+	pt->store = cfg->store;
+	pt->persist = cfg->persist;
+	pt->dur = cfg->persist ? paste_persist_mode(cfg->persist) : PASTE_DUR_NONE;
+	pt->listen_fd = -1;
+	pt->epoch = 1;
+	pt->ops = cfg->engine == PASTE_ENGINE_EPOLL ? &paste_port_epoll_ops : &paste_port_uring_ops;
+	pt->conns = calloc(pt->cfg.max_conns, sizeof(*pt->conns));
+	pt->dirty = calloc(pt->cfg.max_conns, sizeof(*pt->dirty));
+	if (pt->cfg.conn_data_size)
+		pt->conn_data = calloc(pt->cfg.max_conns, pt->cfg.conn_data_size);
+	int r;
+	if (!pt->conns || !pt->dirty || (pt->cfg.conn_data_size && !pt->conn_data))
+		r = paste_error_set(err, -ENOMEM, "out of memory for %u connections", pt->cfg.max_conns);
+	else if ((r = port_listen(pt, err)) == 0)
+		r = pt->ops->open(pt, err);
+	if (r < 0) {
+		paste_port_close(pt);
+		return r;
+	}
+	*out = pt;
+	return 0;
+}
+
+void paste_port_close(struct paste_port *pt)
+{
+	if (!pt)
+		return;
+	if (pt->engine)
+		pt->ops->close(pt);
+	if (pt->listen_fd >= 0)
+		close(pt->listen_fd);
+	for (uint32_t i = 0; pt->conns && i < pt->cfg.max_conns; i++) {
+		struct conn *c = &pt->conns[i];
+		if (c->state != CONN_FREE)
+			port_output_discard(pt, c);
+		free(c->pending.bytes); free(c->pending.segs);
+		free(c->inflight.bytes); free(c->inflight.segs);
+		free(c->iov);
+	}
+	free(pt->conns);
+	free(pt->conn_data);
+	free(pt->dirty);
+	free(pt->evs);
+	free(pt);
+}
+
+int paste_port_poll(struct paste_port *pt, struct paste_event **evs, int timeout_ms)
+{
+	pt->nevs = 0;
+	int r = pt->ops->poll(pt, timeout_ms);
+	/* Replies queued from here on belong to the batch we hand out now;
+	 * the engine's barrier at the next call covers them. */
+	pt->epoch++;
+	*evs = pt->evs;
+	if (r < 0)
+		return r;
+	if (pt->nevs) {
+		pt->st.polls++;
+		pt->st.events += pt->nevs;
+	}
+	return (int)pt->nevs;
+}
+
+void paste_port_stats(const struct paste_port *pt, struct paste_port_stats *out)
+{
+	*out = pt->st;
+}
+
+enum paste_engine paste_port_engine(const struct paste_port *pt)
+{
+	return pt->cfg.engine;
+}
+
+uint16_t paste_port_local_port(const struct paste_port *pt)
+{
+	return pt->local_port;
+}

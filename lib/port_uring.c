@@ -1,3 +1,619 @@
-/* port_uring.c - placeholder until the module lands. */
-#include "paste.h"
-typedef int paste_port_uring_placeholder_t;
+/*
+ * port_uring.c - the io_uring engine of the paste port.
+ *
+ * Per port: one ring (SINGLE_ISSUER|DEFER_TASKRUN: completions are reaped
+ * only when we enter, so no IPIs and no task-work interrupts), a listener
+ * with a multishot accept into direct descriptors (no fd table, no
+ * fget/fput per operation), and per connection one multishot recv that
+ * picks buffers from a provided-buffer ring whose buffers are store
+ * buffers. The kernel copies received bytes into the store once; the app
+ * copies nothing.
+ *
+ * One poll = recycle the last batch's buffers, pay the persistence barrier,
+ * queue every sendable reply, then ONE io_uring_enter that submits all of
+ * it and waits for the next completions. Each request therefore costs two
+ * CQEs (recv, send) and a share of one syscall.
+ *
+ * user_data layout: op (4 bits) | generation (28 bits) | slot (32 bits); a
+ * completion whose generation differs from the slot's is stale (the
+ * connection was closed and the slot reused) and only its buffer matters.
+ */
+#include <errno.h>
+#include <liburing.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "port_internal.h"
+
+enum { OP_ACCEPT = 1, OP_RECV, OP_SEND, OP_CANCEL, OP_CLOSE, OP_FSYNC };
+
+#define GEN_MASK 0x0fffffffu
+#define ALLOC_BATCH 64u
+
+struct uring {
+	struct io_uring ring;
+	struct io_uring_buf_ring *br;
+	size_t br_bytes;
+	uint16_t bgid;
+	uint32_t nbufs, mask;
+	uint32_t *bid_buf;         /* ring slot (bid) -> store buffer index */
+	uint16_t *delivered;       /* bids handed out in the current batch */
+	uint32_t ndelivered;
+	uint16_t *empty;           /* bids with no buffer (store was exhausted) */
+	uint32_t nempty;
+	uint32_t cache[ALLOC_BATCH]; /* free store buffers taken in one lock */
+	uint32_t ncache;
+	uint32_t *rearm;           /* conns whose multishot recv ended (ENOBUFS) */
+	uint32_t nrearm;
+	uint32_t accepts_armed;    /* one-shot accepts outstanding */
+	struct timespec accept_retry;  /* back-off after EMFILE/ENFILE */
+	bool commit_inflight;
+	uint64_t commit_epoch, commit_ticket;
+	int fatal;                 /* a failed group commit: stop acknowledging */
+};
+
+static inline uint64_t ud(int op, uint32_t gen, uint32_t slot)
+{
+	return (uint64_t)op << 60 | (uint64_t)(gen & GEN_MASK) << 32 | slot;
+}
+
+static struct io_uring_sqe *sqe_get(struct paste_port *pt, struct uring *u)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+	if (!sqe) {       /* SQ full: a rare extra enter, counted */
+		io_uring_submit(&u->ring);
+		pt->st.syscalls++;
+		sqe = io_uring_get_sqe(&u->ring);
+	}
+	return sqe;
+}
+
+static bool take_buffer(struct paste_port *pt, struct uring *u, uint32_t *idx)
+{
+	if (!u->ncache)
+		u->ncache = paste_store_alloc(pt->store, u->cache, ALLOC_BATCH);
+	if (!u->ncache)
+		return false;
+	*idx = u->cache[--u->ncache];
+	return true;
+}
+
+/* Give back the buffers of the last batch: a buffer nobody held goes back
+ * into its ring slot as is (count still 1, no shared-list traffic); a held
+ * one is released by the port and a free buffer takes its slot. */
+static void recycle(struct paste_port *pt, struct uring *u)
+{
+	uint32_t size = paste_store_geom(pt->store)->buf_size;
+	int added = 0;
+	for (uint32_t i = 0; i < u->ndelivered; i++) {
+		uint16_t bid = u->delivered[i];
+		uint32_t idx = u->bid_buf[bid];
+		if (paste_store_refcount(pt->store, idx) > 1) {
+			paste_store_unref(pt->store, idx, false);
+			pt->st.held++;
+			if (!take_buffer(pt, u, &idx)) {
+				u->empty[u->nempty++] = bid;
+				continue;
+			}
+			u->bid_buf[bid] = idx;
+		}
+		io_uring_buf_ring_add(u->br, paste_store_buf(pt->store, idx), size, bid,
+				      u->mask, added++);
+	}
+	u->ndelivered = 0;
+	while (u->nempty) {
+		uint32_t idx;
+		if (!take_buffer(pt, u, &idx))
+			break;
+		uint16_t bid = u->empty[--u->nempty];
+		u->bid_buf[bid] = idx;
+		io_uring_buf_ring_add(u->br, paste_store_buf(pt->store, idx), size, bid,
+				      u->mask, added++);
+	}
+	if (added)
+		io_uring_buf_ring_advance(u->br, added);
+}
+
+static void arm_recv(struct paste_port *pt, struct uring *u, uint32_t slot)
+{
+	struct conn *c = &pt->conns[slot];
+	struct io_uring_sqe *sqe = sqe_get(pt, u);
+	io_uring_prep_recv_multishot(sqe, (int)slot, NULL, 0, 0);
+	sqe->flags |= IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT;
+	sqe->buf_group = u->bgid;
+	io_uring_sqe_set_data64(sqe, ud(OP_RECV, c->gen, slot));
+	c->recv_armed = true;
+}
+
+/* Keep a few one-shot accepts outstanding, never more than free slots:
+ * when the kernel accepts a connection it cannot install (direct table
+ * full), it drops it, so a multishot accept would reset clients once the
+ * table fills. An SQE per accept is noise next to the requests. */
+#define ACCEPTS_OUTSTANDING 8u
+
+static void arm_accepts(struct paste_port *pt, struct uring *u)
+{
+	while (u->accepts_armed < ACCEPTS_OUTSTANDING &&
+	       pt->st.conns + u->accepts_armed < pt->cfg.max_conns) {
+		struct io_uring_sqe *sqe = sqe_get(pt, u);
+		io_uring_prep_accept(sqe, pt->listen_fd, NULL, NULL, 0);
+		/* liburing 2.3's prep_accept_direct adds 1 to ALLOC; the kernel
+		 * wants the value itself to pick a free slot. */
+		sqe->file_index = IORING_FILE_INDEX_ALLOC;
+		io_uring_sqe_set_data64(sqe, ud(OP_ACCEPT, 0, 0));
+		u->accepts_armed++;
+	}
+}
+
+static void send_inflight(struct paste_port *pt, struct uring *u, uint32_t slot, uint32_t niov)
+{
+	struct conn *c = &pt->conns[slot];
+	struct io_uring_sqe *sqe = sqe_get(pt, u);
+	if (niov == 1)   /* the common case: one contiguous reply, no msghdr import */
+		io_uring_prep_send(sqe, (int)slot, c->iov[0].iov_base, c->iov[0].iov_len, MSG_NOSIGNAL);
+	else
+		io_uring_prep_sendmsg(sqe, (int)slot, &c->msg, MSG_NOSIGNAL);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data64(sqe, ud(OP_SEND, c->gen, slot));
+	c->send_inflight = true;
+}
+
+static void uring_kick(struct paste_port *pt, uint32_t slot)
+{
+	struct conn *c = &pt->conns[slot];
+	if (c->send_inflight)
+		return;        /* the completion starts the next send */
+	uint32_t n = port_output_start(pt, c);
+	if (n)
+		send_inflight(pt, pt->engine, slot, n);
+}
+
+/* Cancel the multishot recv and close the direct descriptor, hard-linked
+ * so the close runs even when the recv had already ended. */
+static void uring_shut(struct paste_port *pt, uint32_t slot)
+{
+	struct uring *u = pt->engine;
+	struct conn *c = &pt->conns[slot];
+	if (c->close_submitted)
+		return;
+	c->close_submitted = true;
+	if (c->state == CONN_OPEN)
+		c->state = CONN_CLOSING;
+	struct io_uring_sqe *sqe = sqe_get(pt, u);
+	io_uring_prep_cancel64(sqe, ud(OP_RECV, c->gen, slot), 0);
+	sqe->flags |= IOSQE_IO_HARDLINK;
+	io_uring_sqe_set_data64(sqe, ud(OP_CANCEL, c->gen, slot));
+	sqe = sqe_get(pt, u);
+	io_uring_prep_close_direct(sqe, slot);
+	io_uring_sqe_set_data64(sqe, ud(OP_CLOSE, c->gen, slot));
+}
+
+static void report_closed(struct paste_port *pt, uint32_t slot)
+{
+	struct conn *c = &pt->conns[slot];
+	if (!c->closed_reported) {
+		c->closed_reported = true;
+		port_push_event(pt, PASTE_EV_CLOSED, slot);
+	}
+}
+
+/* The peer is gone (EOF, reset, send error): tell the app now, drop what
+ * was queued, and close once no send references the socket. */
+static void conn_dead(struct paste_port *pt, uint32_t slot)
+{
+	struct conn *c = &pt->conns[slot];
+	if (c->state == CONN_DEAD || c->state == CONN_FREE)
+		return;
+	report_closed(pt, slot);
+	c->state = CONN_DEAD;
+	port_output_discard_pending(pt, c);
+	if (!c->send_inflight)
+		uring_shut(pt, slot);
+}
+
+static void on_accept(struct paste_port *pt, struct uring *u, struct io_uring_cqe *cqe)
+{
+	u->accepts_armed--;
+	if (cqe->res < 0) {
+		/* ENOMEM, ENFILE (another user of the table), ...: keep serving
+		 * the connections we have, retry accepting in 100 ms. */
+		if (cqe->res != -ECANCELED) {
+			clock_gettime(CLOCK_MONOTONIC, &u->accept_retry);
+			u->accept_retry.tv_nsec += 100 * 1000000L;
+			if (u->accept_retry.tv_nsec >= 1000000000L) {
+				u->accept_retry.tv_sec++;
+				u->accept_retry.tv_nsec -= 1000000000L;
+			}
+		}
+		return;
+	}
+	uint32_t slot = (uint32_t)cqe->res;
+	if (slot >= pt->cfg.max_conns || pt->conns[slot].state != CONN_FREE) {
+		/* cannot happen with a table of max_conns slots; never reuse a live slot */
+		struct io_uring_sqe *sqe = sqe_get(pt, u);
+		io_uring_prep_close_direct(sqe, slot);
+		io_uring_sqe_set_data64(sqe, 0);
+		return;
+	}
+	port_conn_reset(pt, slot, (int)slot);
+	pt->st.accepts++;
+	pt->st.conns++;
+	arm_recv(pt, u, slot);
+	port_push_event(pt, PASTE_EV_ACCEPT, slot);
+}
+
+static void on_recv(struct paste_port *pt, struct uring *u, struct io_uring_cqe *cqe,
+		    uint32_t slot, uint32_t gen)
+{
+	struct conn *c = &pt->conns[slot];
+	bool live = c->gen == gen && c->state != CONN_FREE;
+	bool more = cqe->flags & IORING_CQE_F_MORE;
+	if (live && !more)
+		c->recv_armed = false;
+	if (cqe->flags & IORING_CQE_F_BUFFER) {
+		/* Every CQE that carries a buffer must give it back or hand it
+		 * out, even for a connection that is gone. */
+		uint16_t bid = (uint16_t)(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
+		u->delivered[u->ndelivered++] = bid;
+		if (live && cqe->res > 0 && c->state == CONN_OPEN && !c->close_wanted) {
+			struct paste_event *ev = port_push_event(pt, PASTE_EV_DATA, slot);
+			uint32_t idx = u->bid_buf[bid];
+			ev->buf = idx;
+			ev->off = 0;
+			ev->len = (uint32_t)cqe->res;
+			ev->data = paste_store_buf(pt->store, idx);
+			pt->st.bytes_in += (uint64_t)cqe->res;
+		}
+	}
+	if (!live)
+		return;
+	if (cqe->res == 0 || (cqe->res < 0 && cqe->res != -ENOBUFS && cqe->res != -ECANCELED)) {
+		conn_dead(pt, slot);    /* EOF or reset */
+	} else if (!more && c->state == CONN_OPEN) {
+		/* The multishot ended while the connection lives: the ring ran
+		 * dry (ENOBUFS: the data waits in the socket) or the kernel
+		 * stopped it. Re-arm after this batch's buffers are back. */
+		if (cqe->res == -ENOBUFS)
+			pt->st.enobufs++;
+		if (!c->on_rearm) {
+			c->on_rearm = true;
+			u->rearm[u->nrearm++] = slot;
+		}
+	}
+}
+
+static void on_send(struct paste_port *pt, struct uring *u, struct io_uring_cqe *cqe,
+		    uint32_t slot, uint32_t gen)
+{
+	struct conn *c = &pt->conns[slot];
+	if (c->gen != gen || c->state == CONN_FREE)
+		return;
+	c->send_inflight = false;
+	if (cqe->res < 0 || c->state == CONN_DEAD) {
+		port_output_discard(pt, c);
+		if (c->state != CONN_DEAD)
+			conn_dead(pt, slot);
+		else
+			uring_shut(pt, slot);
+		return;
+	}
+	if (!port_output_advance(pt, c, (size_t)cqe->res)) {
+		send_inflight(pt, u, slot, port_output_iov(pt, c));   /* partial send */
+		return;
+	}
+	if (c->pending.nsegs) {
+		if (port_gate_open(pt, c))
+			uring_kick(pt, slot);
+		else
+			port_mark_dirty(pt, slot);   /* waits for the group commit */
+	}
+	if (c->close_wanted && port_output_idle(c))
+		uring_shut(pt, slot);
+}
+
+static void on_close(struct paste_port *pt, uint32_t slot, uint32_t gen)
+{
+	struct conn *c = &pt->conns[slot];
+	if (c->gen != gen || c->state == CONN_FREE)
+		return;
+	report_closed(pt, slot);
+	port_output_discard(pt, c);
+	c->state = CONN_FREE;
+	pt->st.conns--;
+	pt->st.closes++;
+}
+
+static void on_fsync(struct paste_port *pt, struct uring *u, int res)
+{
+	u->commit_inflight = false;
+	paste_persist_end_commit(pt->persist, u->commit_ticket, res);
+	if (res < 0) {
+		/* The batch is not durable and never will be: acknowledging it
+		 * would lie. Stop; a restart recovers what is durable. */
+		fprintf(stderr, "paste: group commit (fdatasync) failed: %s; stopping\n", strerror(-res));
+		u->fatal = res;
+		return;
+	}
+	pt->st.commits++;
+	pt->durable_epoch = u->commit_epoch;
+}
+
+static void handle_cqe(struct paste_port *pt, struct uring *u, struct io_uring_cqe *cqe)
+{
+	uint64_t d = cqe->user_data;
+	uint32_t slot = (uint32_t)d, gen = (uint32_t)(d >> 32) & GEN_MASK;
+	switch ((int)(d >> 60)) {
+	case OP_ACCEPT: on_accept(pt, u, cqe); break;
+	case OP_RECV:   on_recv(pt, u, cqe, slot, gen); break;
+	case OP_SEND:   on_send(pt, u, cqe, slot, gen); break;
+	case OP_CLOSE:  on_close(pt, slot, gen); break;
+	case OP_FSYNC:  on_fsync(pt, u, cqe->res); break;
+	default: break;  /* cancel results, stray closes */
+	}
+}
+
+/* The persistence barrier for the batch the app just finished: one fence
+ * (pmem/emulated) or one group commit (fsync, asynchronous: the loop keeps
+ * receiving while the disk works; replies wait behind the gate). */
+static void barrier(struct paste_port *pt, struct uring *u)
+{
+	uint64_t done = pt->epoch;   /* everything queued so far */
+	switch (pt->dur) {
+	case PASTE_DUR_EMULATED:
+	case PASTE_DUR_PMEM:
+		if (paste_persist_pending(pt->persist)) {
+			paste_persist_fence(pt->persist);
+			pt->st.fences++;
+		}
+		pt->durable_epoch = done;
+		break;
+	case PASTE_DUR_FSYNC:
+		if (u->commit_inflight)
+			break;          /* this batch joins the next group commit */
+		if (!paste_persist_pending(pt->persist)) {
+			pt->durable_epoch = done;
+			break;
+		}
+		int fd = paste_persist_begin_commit(pt->persist, &u->commit_ticket);
+		if (fd < 0) {
+			pt->durable_epoch = done;
+			break;
+		}
+		struct io_uring_sqe *sqe = sqe_get(pt, u);
+		io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
+		io_uring_sqe_set_data64(sqe, ud(OP_FSYNC, 0, 0));
+		u->commit_inflight = true;
+		u->commit_epoch = done;
+		break;
+	default:
+		pt->durable_epoch = done;
+	}
+}
+
+static bool accept_may_retry(struct uring *u)
+{
+	if (!u->accept_retry.tv_sec)
+		return true;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (now.tv_sec > u->accept_retry.tv_sec ||
+	    (now.tv_sec == u->accept_retry.tv_sec && now.tv_nsec >= u->accept_retry.tv_nsec)) {
+		u->accept_retry.tv_sec = 0;
+		return true;
+	}
+	return false;
+}
+
+static int uring_poll(struct paste_port *pt, int timeout_ms)
+{
+	struct uring *u = pt->engine;
+	if (u->fatal)
+		return u->fatal;
+	recycle(pt, u);
+	barrier(pt, u);
+	if (u->nempty < u->nbufs) {      /* the ring has buffers: re-arm */
+		for (uint32_t i = 0; i < u->nrearm; i++) {
+			struct conn *c = &pt->conns[u->rearm[i]];
+			c->on_rearm = false;
+			if (c->state == CONN_OPEN && !c->recv_armed)
+				arm_recv(pt, u, u->rearm[i]);
+		}
+		u->nrearm = 0;
+	}
+	bool backoff = !accept_may_retry(u);
+	if (!backoff)
+		arm_accepts(pt, u);
+	port_flush_dirty(pt);
+
+	/* A waiting timeout only when there is nothing to hand out already;
+	 * short ones while accept backs off or buffers are missing. */
+	unsigned wait_nr = io_uring_cq_ready(&u->ring) ? 0 : 1;
+	if (pt->cfg.busy_poll)
+		wait_nr = 0;
+	struct __kernel_timespec ts, *tsp = NULL;
+	if ((backoff || u->nempty || u->nrearm) && (timeout_ms < 0 || timeout_ms > 10))
+		timeout_ms = 10;
+	if (timeout_ms >= 0 && wait_nr) {
+		ts.tv_sec = timeout_ms / 1000;
+		ts.tv_nsec = (long long)(timeout_ms % 1000) * 1000000;
+		tsp = &ts;
+	}
+	struct io_uring_cqe *cqe;
+	int r = wait_nr ? io_uring_submit_and_wait_timeout(&u->ring, &cqe, wait_nr, tsp, NULL)
+			: io_uring_submit_and_get_events(&u->ring);
+	pt->st.syscalls++;
+	if (r < 0 && r != -ETIME && r != -EINTR && r != -EAGAIN && r != -EBUSY)
+		return r;
+	unsigned head, n = 0;
+	io_uring_for_each_cqe(&u->ring, head, cqe) {
+		handle_cqe(pt, u, cqe);
+		n++;
+	}
+	io_uring_cq_advance(&u->ring, n);
+	pt->st.ring_free = u->nbufs - u->nempty - u->ndelivered;
+	if (r == -EINTR && pt->nevs == 0)
+		return -EINTR;
+	return u->fatal ? u->fatal : 0;
+}
+
+static int uring_hold(struct paste_port *pt, const struct paste_event *ev)
+{
+	paste_store_ref(pt->store, ev->buf);
+	return 0;
+}
+
+static int ring_init(struct io_uring *ring, uint32_t entries, uint32_t cq, bool *deferred)
+{
+	struct io_uring_params p = { 0 };
+	p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+	p.cq_entries = cq;
+	int r = io_uring_queue_init_params(entries, ring, &p);
+	*deferred = r == 0;
+	if (r == -EINVAL) {
+		/* Kernels before 6.1 lack DEFER_TASKRUN: documented fallback,
+		 * same semantics, completions delivered by task work. */
+		memset(&p, 0, sizeof(p));
+		p.flags = IORING_SETUP_CQSIZE;
+		p.cq_entries = cq;
+		r = io_uring_queue_init_params(entries, ring, &p);
+	}
+	return r;
+}
+
+int paste_uring_probe(struct paste_error *err)
+{
+	struct io_uring ring;
+	bool deferred;
+	int r = ring_init(&ring, 8, 16, &deferred);
+	if (r < 0)
+		return paste_error_set(err, r, "io_uring is not available (%s): the uring engine "
+				       "needs Linux >= 6.1 with io_uring enabled (sysctl kernel.io_uring_disabled=0); "
+				       "use --engine epoll", strerror(-r));
+	struct io_uring_probe *pr = io_uring_get_probe_ring(&ring);
+	static const struct { int op; const char *name; } need[] = {
+		{ IORING_OP_ACCEPT, "ACCEPT" }, { IORING_OP_RECV, "RECV" },
+		{ IORING_OP_SEND, "SEND" }, { IORING_OP_SENDMSG, "SENDMSG" },
+		{ IORING_OP_CLOSE, "CLOSE" }, { IORING_OP_ASYNC_CANCEL, "ASYNC_CANCEL" },
+		{ IORING_OP_FSYNC, "FSYNC" },
+	};
+	r = 0;
+	for (size_t i = 0; pr && i < sizeof(need) / sizeof(need[0]); i++)
+		if (!io_uring_opcode_supported(pr, need[i].op))
+			r = paste_error_set(err, -EOPNOTSUPP, "io_uring lacks opcode %s; use --engine epoll",
+					    need[i].name);
+	if (pr)
+		io_uring_free_probe(pr);
+	if (!r && !(ring.features & IORING_FEAT_EXT_ARG))
+		r = paste_error_set(err, -EOPNOTSUPP, "io_uring lacks EXT_ARG (Linux >= 5.11); use --engine epoll");
+	io_uring_queue_exit(&ring);
+	return r;
+}
+
+static int uring_open(struct paste_port *pt, struct paste_error *err)
+{
+	int r = paste_uring_probe(err);
+	if (r < 0)
+		return r;
+	uint32_t nb = pt->cfg.ring_bufs;
+	if (nb > 32768 || (nb & (nb - 1)))
+		return paste_error_set(err, -EINVAL, "ring buffers must be a power of two <= 32768 (got %u)", nb);
+	struct uring *u = calloc(1, sizeof(*u));
+	if (!u)
+		return paste_error_set(err, -ENOMEM, "out of memory");
+	pt->engine = u;
+	u->nbufs = nb;
+	u->mask = (uint32_t)io_uring_buf_ring_mask(nb);
+	u->bid_buf = calloc(nb, sizeof(*u->bid_buf));
+	u->delivered = calloc(nb, sizeof(*u->delivered));
+	u->empty = calloc(nb, sizeof(*u->empty));
+	u->rearm = calloc(pt->cfg.max_conns, sizeof(*u->rearm));
+	if (!u->bid_buf || !u->delivered || !u->empty || !u->rearm)
+		return paste_error_set(err, -ENOMEM, "out of memory");
+	bool deferred;
+	uint32_t cq = pt->cfg.max_conns * 4 > 65536 ? 65536 : pt->cfg.max_conns * 4;
+	if (cq < 4096)
+		cq = 4096;
+	r = ring_init(&u->ring, 4096, cq, &deferred);
+	if (r < 0)
+		return paste_error_set(err, r, "io_uring_queue_init: %s", strerror(-r));
+	r = io_uring_register_files_sparse(&u->ring, pt->cfg.max_conns);
+	if (r < 0)
+		return paste_error_set(err, r, "registering %u direct descriptors: %s (raise RLIMIT_NOFILE)",
+				       pt->cfg.max_conns, strerror(-r));
+	/* The ring structure lives in anonymous memory: the kernel refuses
+	 * it inside a file mapping on ext4 (platform-facts). */
+	u->br_bytes = (size_t)nb * sizeof(struct io_uring_buf);
+	u->br = mmap(NULL, u->br_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (u->br == MAP_FAILED) {
+		u->br = NULL;
+		return paste_error_set(err, -errno, "mmap of the buffer ring: %s", strerror(errno));
+	}
+	static int next_bgid;
+	u->bgid = (uint16_t)__atomic_fetch_add(&next_bgid, 1, __ATOMIC_RELAXED);
+	struct io_uring_buf_reg reg = { .ring_addr = (uintptr_t)u->br, .ring_entries = nb, .bgid = u->bgid };
+	io_uring_buf_ring_init(u->br);
+	r = io_uring_register_buf_ring(&u->ring, &reg, 0);
+	if (r < 0)
+		return paste_error_set(err, r, "registering the provided-buffer ring: %s (Linux >= 5.19)",
+				       strerror(-r));
+	uint32_t size = paste_store_geom(pt->store)->buf_size;
+	uint32_t got = 0;
+	while (got < nb) {
+		uint32_t n = paste_store_alloc(pt->store, u->bid_buf + got, nb - got);
+		if (!n)
+			break;
+		got += n;
+	}
+	if (got < nb)
+		return paste_error_set(err, -ENOSPC, "the store has %u free buffers, the ring needs %u: "
+				       "use a larger --store-size or fewer --ring-bufs", got, nb);
+	for (uint32_t i = 0; i < nb; i++)
+		io_uring_buf_ring_add(u->br, paste_store_buf(pt->store, u->bid_buf[i]), size,
+				      (uint16_t)i, u->mask, (int)i);
+	io_uring_buf_ring_advance(u->br, (int)nb);
+	pt->st.ring_free = nb;
+	return 0;
+}
+
+static void uring_close(struct paste_port *pt)
+{
+	struct uring *u = pt->engine;
+	if (u->ring.ring_fd > 0)
+		io_uring_queue_exit(&u->ring);   /* the kernel drops every pending op */
+	if (u->bid_buf) {
+		/* Give the ring's buffers back (those delivered and held were
+		 * already counted; a ring slot owns exactly one reference). */
+		for (uint32_t i = 0; i < u->nbufs; i++) {
+			bool empty = false;
+			for (uint32_t j = 0; j < u->nempty && !empty; j++)
+				empty = u->empty[j] == i;
+			if (!empty && u->bid_buf[i] < paste_store_geom(pt->store)->nbufs &&
+			    paste_store_refcount(pt->store, u->bid_buf[i]))
+				paste_store_unref(pt->store, u->bid_buf[i], false);
+		}
+	}
+	for (uint32_t i = 0; i < u->ncache; i++)
+		paste_store_unref(pt->store, u->cache[i], false);
+	if (u->br)
+		munmap(u->br, u->br_bytes);
+	free(u->bid_buf);
+	free(u->delivered);
+	free(u->empty);
+	free(u->rearm);
+	free(u);
+	pt->engine = NULL;
+}
+
+const struct port_ops paste_port_uring_ops = {
+	.name = "uring",
+	.open = uring_open,
+	.close = uring_close,
+	.poll = uring_poll,
+	.hold = uring_hold,
+	.kick = uring_kick,
+	.shut = uring_shut,
+};

@@ -1,3 +1,600 @@
-/* store.c - placeholder until the module lands. */
+/* store.c - the packet store: a file of named packet buffers.
+ *
+ * On-disk layout, version 1 (all integers little-endian):
+ *
+ *   0            superblock (struct store_super, 96 bytes) in a 4096-byte page
+ *   ckpt_offset  log_lanes * 2 checkpoint slots of 64 bytes (owned by the
+ *                WAL), the region rounded up to 4096; zero at format
+ *   log_offset   log_lanes lanes of lane_size bytes (multiple of 4096)
+ *   buf_offset   nbufs buffers of buf_size bytes (power of two, 512..65536)
+ *
+ * Everything after the superblock's sizes is derived by geom_layout(), and
+ * open() recomputes it and insists the stored offsets agree, so a corrupted
+ * but checksum-valid superblock cannot point buffers into the log.
+ *
+ * Buffer ownership lives in DRAM only: a reference count per buffer and a
+ * free list. After a restart the WAL re-takes references for the buffers
+ * its live records point at before paste_store_start builds the free list,
+ * so a buffer holding durable data is never handed out again (the original
+ * PASTE reused held buffers when its spare pool wrapped).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 #include "paste.h"
-typedef int paste_store_placeholder_t;
+
+#define STORE_PAGE        4096u
+#define STORE_MIN_BUFS    64u
+#define STORE_MIN_BUF     512u
+#define STORE_MAX_BUF     65536u
+#define STORE_LANES       8u
+#define STORE_LOG_PER_BUF 64u           /* auto log: bytes per buffer ... */
+#define STORE_LOG_MIN     (1ull << 20)  /* ... but at least this much */
+#define STORE_MAX_SIZE    (1ull << 50)  /* keeps all offset arithmetic far from overflow */
+#define ON_FREE_LIST      0x80000000u   /* refcount flag: buffer sits on the free list */
+
+/* A packed struct is the byte layout on x86-64 (little-endian, no padding);
+ * the asserts pin every offset so a change shows up at compile time. */
+struct store_super {
+	char     magic[8];
+	uint32_t version;
+	uint32_t header_size;
+	uint32_t buf_size;
+	uint32_t nbufs;
+	uint32_t log_lanes;
+	uint64_t file_size;
+	uint64_t ckpt_offset;
+	uint64_t log_offset;
+	uint64_t lane_size;
+	uint64_t buf_offset;
+	uint64_t uuid[2];
+	uint64_t created_ns;   /* CLOCK_REALTIME at format */
+	uint32_t crc;          /* CRC32C of every byte before it */
+} __attribute__((packed));
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "layout is little-endian");
+static_assert(sizeof(struct store_super) == 96, "superblock size");
+static_assert(offsetof(struct store_super, version) == 8, "layout");
+static_assert(offsetof(struct store_super, log_lanes) == 24, "layout");
+static_assert(offsetof(struct store_super, file_size) == 28, "layout");
+static_assert(offsetof(struct store_super, buf_offset) == 60, "layout");
+static_assert(offsetof(struct store_super, uuid) == 68, "layout");
+static_assert(offsetof(struct store_super, created_ns) == 84, "layout");
+static_assert(offsetof(struct store_super, crc) == 92, "layout");
+
+struct paste_store {
+	uint8_t *base;
+	int fd;
+	char *path;
+	struct paste_store_geom geom;
+	unsigned buf_shift;        /* log2(buf_size): index math without a divide */
+	uint32_t *refs;            /* per buffer; __atomic, several threads */
+	uint32_t nheld;            /* buffers with count > 0; __atomic */
+	pthread_mutex_t lock;      /* guards free_stack, nfree (writes), started */
+	uint32_t *free_stack;
+	uint32_t nfree;            /* read without the lock via __atomic_load */
+	bool started;
+};
+
+static uint64_t round_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) / a * a;
+}
+
+static bool buf_size_ok(uint32_t b)
+{
+	return b >= STORE_MIN_BUF && b <= STORE_MAX_BUF && (b & (b - 1)) == 0;
+}
+
+/* Per-lane bytes for a whole log area of log_size bytes. */
+static uint64_t lane_bytes(uint64_t log_size, uint32_t lanes)
+{
+	return round_up((log_size + lanes - 1) / lanes, STORE_PAGE);
+}
+
+/* Fill the offsets from file_size, buf_size, log_lanes and lane_size; return
+ * how many buffers fit (64-bit: the caller checks it fits in nbufs). */
+static uint64_t geom_layout(struct paste_store_geom *g)
+{
+	g->ckpt_offset = STORE_PAGE;
+	g->log_offset = g->ckpt_offset +
+		round_up((uint64_t)g->log_lanes * 2 * PASTE_CKPT_SLOT_SIZE, STORE_PAGE);
+	g->buf_offset = g->log_offset + (uint64_t)g->log_lanes * g->lane_size;
+	uint64_t n = g->file_size > g->buf_offset ? (g->file_size - g->buf_offset) / g->buf_size : 0;
+	g->nbufs = n < PASTE_NO_BUF ? (uint32_t)n : PASTE_NO_BUF;
+	return n;
+}
+
+/* Why a stored geometry is impossible, or NULL when it is what version 1
+ * would have written. Checked in an order that keeps geom_layout's
+ * arithmetic in range. */
+static const char *geom_check(const struct paste_store_geom *g)
+{
+	if (!buf_size_ok(g->buf_size))
+		return "buffer size not a power of two in 512..65536";
+	if (g->log_lanes == 0 || g->log_lanes > PASTE_MAX_LANES)
+		return "log lane count out of range";
+	if (g->file_size > STORE_MAX_SIZE || g->file_size % STORE_PAGE)
+		return "file size out of range or not a multiple of 4096";
+	if (g->lane_size == 0 || g->lane_size % STORE_PAGE || g->lane_size > g->file_size)
+		return "bad lane size";
+	struct paste_store_geom want = *g;
+	uint64_t n = geom_layout(&want);
+	if (want.ckpt_offset != g->ckpt_offset || want.log_offset != g->log_offset ||
+	    want.buf_offset != g->buf_offset)
+		return "area offsets overlap or leave gaps";
+	if (n >= PASTE_NO_BUF || want.nbufs != g->nbufs)
+		return "buffer count does not match the file size";
+	if (g->nbufs < STORE_MIN_BUFS)
+		return "fewer than 64 buffers";
+	return NULL;
+}
+
+/* Geometry for a new store from cfg (0 fields take defaults). */
+static int geom_from_config(struct paste_store_geom *g, const char *path,
+			    const struct paste_store_config *cfg, struct paste_error *err)
+{
+	memset(g, 0, sizeof(*g));
+	g->version = PASTE_STORE_VERSION;
+	g->file_size = cfg->size ? cfg->size : PASTE_DEFAULT_STORE_SIZE;
+	g->buf_size = cfg->buf_size ? cfg->buf_size : PASTE_DEFAULT_BUF_SIZE;
+	g->log_lanes = cfg->log_lanes ? cfg->log_lanes : STORE_LANES;
+	if (!buf_size_ok(g->buf_size))
+		return paste_error_set(err, -EINVAL, "%s: buffer size %u is not a power of two between %u and %u",
+				       path, g->buf_size, STORE_MIN_BUF, STORE_MAX_BUF);
+	if (g->log_lanes > PASTE_MAX_LANES)
+		return paste_error_set(err, -EINVAL, "%s: %u log lanes asked for, at most %u",
+				       path, g->log_lanes, PASTE_MAX_LANES);
+	if (g->file_size > STORE_MAX_SIZE)
+		return paste_error_set(err, -EINVAL, "%s: store size %llu bytes is over the %llu-byte limit",
+				       path, (unsigned long long)g->file_size, STORE_MAX_SIZE);
+	/* Whole pages: the last buffer and every 64-byte line lie inside the
+	 * file, which the persistence shim's line copies rely on. */
+	if (g->file_size % STORE_PAGE)
+		return paste_error_set(err, -EINVAL, "%s: store size %llu bytes is not a multiple of %u",
+				       path, (unsigned long long)g->file_size, STORE_PAGE);
+	uint64_t log = cfg->log_size;
+	if (!log) {
+		log = g->file_size / g->buf_size * STORE_LOG_PER_BUF;
+		if (log < STORE_LOG_MIN)
+			log = STORE_LOG_MIN;
+	}
+	if (log > g->file_size)
+		return paste_error_set(err, -EINVAL, "%s: log size %llu bytes exceeds the store size %llu",
+				       path, (unsigned long long)log, (unsigned long long)g->file_size);
+	g->lane_size = lane_bytes(log, g->log_lanes);
+	uint64_t n = geom_layout(g);
+	if (n < STORE_MIN_BUFS) {
+		uint64_t need = g->buf_offset + (uint64_t)STORE_MIN_BUFS * g->buf_size;
+		return paste_error_set(err, -EINVAL,
+			"%s: store size %llu bytes is too small: superblock, checkpoints and a %llu-byte log "
+			"take %llu, and %u buffers of %u bytes need %llu bytes in all",
+			path, (unsigned long long)g->file_size,
+			(unsigned long long)(g->lane_size * g->log_lanes),
+			(unsigned long long)g->buf_offset, STORE_MIN_BUFS, g->buf_size,
+			(unsigned long long)need);
+	}
+	if (n >= PASTE_NO_BUF)
+		return paste_error_set(err, -EINVAL, "%s: %llu buffers do not fit 32-bit indices; use larger buffers",
+				       path, (unsigned long long)n);
+	return 0;
+}
+
+/* The superblock fields that are also geometry fields, one list for
+ * both directions of the copy. */
+#define GEOM_FIELDS(X) X(version) X(buf_size) X(nbufs) X(log_lanes) X(file_size) \
+	X(ckpt_offset) X(log_offset) X(lane_size) X(buf_offset) X(uuid[0]) X(uuid[1])
+
+static void super_from_geom(struct store_super *sb, const struct paste_store_geom *g)
+{
+	memset(sb, 0, sizeof(*sb));
+	memcpy(sb->magic, PASTE_STORE_MAGIC, 8);
+	sb->header_size = sizeof(*sb);
+#define TO_SUPER(f) sb->f = g->f;
+	GEOM_FIELDS(TO_SUPER)
+#undef TO_SUPER
+}
+
+static void geom_from_super(struct paste_store_geom *g, const struct store_super *sb)
+{
+#define TO_GEOM(f) g->f = sb->f;
+	GEOM_FIELDS(TO_GEOM)
+#undef TO_GEOM
+}
+
+static uint32_t super_crc(const struct store_super *sb)
+{
+	return paste_crc32c(0, sb, offsetof(struct store_super, crc));
+}
+
+/* The new directory entry is durable only once the directory is synced. */
+static int fsync_parent(const char *path)
+{
+	char *copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int r = (dfd >= 0 && fsync(dfd) == 0) ? 0 : -errno;
+	if (dfd >= 0)
+		close(dfd);
+	free(copy);
+	return r;
+}
+
+/* Create and format a new file. Returns the fd, -EEXIST (err untouched)
+ * when the path exists, or another error. Touches nothing that existed:
+ * on failure it removes only the file it created itself. The superblock
+ * goes last, so a crash mid-format leaves a file that open() rejects with
+ * "bad magic" rather than one with a plausible but wrong layout. */
+static int store_create(const char *path, struct paste_store_geom *g, struct paste_error *err)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		if (errno == EEXIST)
+			return -EEXIST;
+		return paste_error_set(err, -errno, "%s: cannot create: %s", path, strerror(errno));
+	}
+	const char *step = "allocate space";
+	errno = 0;
+	/* fallocate reserves the blocks now, so a full disk fails here and not
+	 * as SIGBUS on a mapped store later. The new blocks read as zeros,
+	 * which is what formats the checkpoint slots and the log. */
+	int r = fallocate(fd, 0, 0, (off_t)g->file_size);
+	if (r < 0 && errno == EOPNOTSUPP)
+		r = ftruncate(fd, (off_t)g->file_size);
+	if (r == 0) {
+		step = "get random bytes for the uuid";
+		r = getrandom(g->uuid, sizeof(g->uuid), 0) == sizeof(g->uuid) ? 0 : -1;
+	}
+	if (r == 0) {
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		struct store_super sb;
+		super_from_geom(&sb, g);
+		sb.created_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+		sb.crc = super_crc(&sb);
+		uint8_t buf[STORE_PAGE] = {0};   /* the page holds only the superblock */
+		memcpy(buf, &sb, sizeof(sb));
+		step = "write the superblock";
+		r = pwrite(fd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf) ? 0 : -1;
+	}
+	if (r == 0) {
+		step = "sync";
+		r = fsync(fd);
+	}
+	if (r == 0 && (r = fsync_parent(path)) < 0)
+		errno = -r;
+	if (r != 0) {
+		int e = errno ? errno : EIO;
+		unlink(path);
+		close(fd);
+		return paste_error_set(err, -e, "%s: cannot %s while creating: %s", path, step, strerror(e));
+	}
+	return fd;
+}
+
+/* Validate the superblock of an open file; fill *g. Reads only. */
+static int store_validate(int fd, const char *path, const struct paste_store_config *cfg,
+			  struct paste_store_geom *g, struct paste_error *err)
+{
+	struct stat stt;
+	if (fstat(fd, &stt) < 0)
+		return paste_error_set(err, -errno, "%s: cannot stat: %s", path, strerror(errno));
+	if (!S_ISREG(stt.st_mode))
+		return paste_error_set(err, -EINVAL, "%s: not a regular file", path);
+	struct store_super sb;
+	memset(&sb, 0, sizeof(sb));
+	ssize_t n = pread(fd, &sb, sizeof(sb), 0);
+	if (n < 0)
+		return paste_error_set(err, -errno, "%s: cannot read the superblock: %s", path, strerror(errno));
+	if (n < 8 || memcmp(sb.magic, PASTE_STORE_MAGIC, 8) != 0)
+		return paste_error_set(err, -EINVAL, "%s: not a paste store (bad magic)", path);
+	if ((size_t)n < offsetof(struct store_super, header_size))
+		return paste_error_set(err, -EBADMSG, "%s: truncated: file has %zd bytes, less than a superblock",
+				       path, n);
+	if (sb.version != PASTE_STORE_VERSION)
+		return paste_error_set(err, -EPROTO, "%s: layout version %u, this build reads %u",
+				       path, sb.version, PASTE_STORE_VERSION);
+	if ((size_t)n < sizeof(sb))
+		return paste_error_set(err, -EBADMSG, "%s: truncated: file has %zd bytes, less than a superblock",
+				       path, n);
+	if (super_crc(&sb) != sb.crc)
+		return paste_error_set(err, -EBADMSG, "%s: superblock checksum mismatch: corrupted", path);
+	geom_from_super(g, &sb);
+	const char *why = sb.header_size != sizeof(sb) ? "header size" : geom_check(g);
+	if (why)
+		return paste_error_set(err, -EBADMSG, "%s: inconsistent superblock geometry (%s): corrupted",
+				       path, why);
+	if ((uint64_t)stt.st_size < g->file_size)
+		return paste_error_set(err, -EBADMSG, "%s: truncated: file has %llu bytes, superblock says %llu",
+				       path, (unsigned long long)stt.st_size, (unsigned long long)g->file_size);
+	const char *mis = "geometry mismatch";
+	if (cfg->buf_size && cfg->buf_size != g->buf_size)
+		return paste_error_set(err, -EINVAL, "%s: %s: store has %u-byte buffers, asked for %u",
+				       path, mis, g->buf_size, cfg->buf_size);
+	if (cfg->size && cfg->size != g->file_size)
+		return paste_error_set(err, -EINVAL, "%s: %s: store has %llu bytes, asked for %llu",
+				       path, mis, (unsigned long long)g->file_size, (unsigned long long)cfg->size);
+	if (cfg->log_lanes && cfg->log_lanes != g->log_lanes)
+		return paste_error_set(err, -EINVAL, "%s: %s: store has %u log lanes, asked for %u",
+				       path, mis, g->log_lanes, cfg->log_lanes);
+	if (cfg->log_size && lane_bytes(cfg->log_size, g->log_lanes) != g->lane_size)
+		return paste_error_set(err, -EINVAL, "%s: %s: store has a %llu-byte log, asked for %llu",
+				       path, mis, (unsigned long long)(g->lane_size * g->log_lanes),
+				       (unsigned long long)cfg->log_size);
+	return 0;
+}
+
+/* MAP_POPULATE prefaults every page now (~1 us per KiB on first touch
+ * otherwise, on the hot path). On DAX, MAP_SYNC makes the file's metadata
+ * durable with the data so cache-line flushes alone persist a write; the
+ * store is preallocated and fsynced at creation, so the fallback without it
+ * still persists data. */
+static uint8_t *store_map(int fd, const char *path, uint64_t size, bool rdonly)
+{
+	int prot = PROT_READ | (rdonly ? 0 : PROT_WRITE);
+	void *m;
+	if (!rdonly && paste_durability_detect(path) == PASTE_DUR_PMEM) {
+		m = mmap(NULL, size, prot, MAP_SHARED_VALIDATE | MAP_SYNC | MAP_POPULATE, fd, 0);
+		if (m != MAP_FAILED)
+			return m;
+		fprintf(stderr, "paste: %s: MAP_SYNC refused (%s); using plain MAP_SHARED\n",
+			path, strerror(errno));
+	}
+	m = mmap(NULL, size, prot, MAP_SHARED | MAP_POPULATE, fd, 0);
+	return m == MAP_FAILED ? NULL : m;
+}
+
+int paste_store_open(struct paste_store **out, const char *path,
+		     const struct paste_store_config *cfg, int flags,
+		     struct paste_error *err)
+{
+	struct paste_store_config none = {0};
+	struct paste_store_geom g;
+	bool rdonly = flags & PASTE_STORE_RDONLY;
+	int fd = -1, r;
+
+	*out = NULL;
+	if (!cfg)
+		cfg = &none;
+	if (!path || !*path)
+		return paste_error_set(err, -EINVAL, "store path is empty");
+	if (flags & ~(PASTE_STORE_CREATE | PASTE_STORE_EXCL | PASTE_STORE_RDONLY))
+		return paste_error_set(err, -EINVAL, "%s: unknown open flags 0x%x", path, flags);
+	if ((flags & PASTE_STORE_CREATE) && rdonly)
+		return paste_error_set(err, -EINVAL, "%s: cannot create a store read-only", path);
+	if (flags & PASTE_STORE_CREATE) {
+		if ((r = geom_from_config(&g, path, cfg, err)) < 0)
+			return r;
+		fd = store_create(path, &g, err);
+		if (fd == -EEXIST && (flags & PASTE_STORE_EXCL))
+			return paste_error_set(err, -EEXIST, "%s: already exists (left untouched)", path);
+		if (fd < 0 && fd != -EEXIST)
+			return fd;
+	}
+	if (fd < 0) {
+		fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+		if (fd < 0)
+			return paste_error_set(err, -errno, "%s: cannot open: %s%s", path, strerror(errno),
+				errno == ENOENT && !(flags & PASTE_STORE_CREATE) ? " (create it first)" : "");
+	}
+	/* Two writers would each build a free list over the same buffers and
+	 * hand one buffer to both. Read-only inspection of a live store is
+	 * allowed. The lock goes away with the fd, even on kill -9. */
+	if (!rdonly && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		r = errno == EWOULDBLOCK
+			? paste_error_set(err, -EBUSY, "%s: in use (locked by another process or another open)", path)
+			: paste_error_set(err, -errno, "%s: cannot lock: %s", path, strerror(errno));
+		close(fd);
+		return r;
+	}
+	if ((r = store_validate(fd, path, cfg, &g, err)) < 0) {
+		close(fd);
+		return r;
+	}
+	struct paste_store *st = calloc(1, sizeof(*st));
+	if (st) {
+		st->path = strdup(path);
+		st->refs = calloc(g.nbufs, sizeof(*st->refs));
+		st->free_stack = malloc((size_t)g.nbufs * sizeof(*st->free_stack));
+	}
+	if (!st || !st->path || !st->refs || !st->free_stack) {
+		r = paste_error_set(err, -ENOMEM, "%s: out of memory for %u buffer counts", path, g.nbufs);
+		goto fail;
+	}
+	st->fd = fd;
+	st->geom = g;
+	st->buf_shift = (unsigned)__builtin_ctz(g.buf_size);
+	pthread_mutex_init(&st->lock, NULL);
+	st->base = store_map(fd, path, g.file_size, rdonly);
+	if (!st->base) {
+		r = paste_error_set(err, -errno, "%s: cannot map %llu bytes: %s", path,
+				    (unsigned long long)g.file_size, strerror(errno));
+		goto fail;
+	}
+	*out = st;
+	return 0;
+fail:
+	if (st) {
+		free(st->path);
+		free(st->refs);
+		free(st->free_stack);
+		free(st);
+	}
+	close(fd);
+	return r;
+}
+
+void paste_store_close(struct paste_store *st)
+{
+	if (!st)
+		return;
+	munmap(st->base, st->geom.file_size);
+	close(st->fd);
+	pthread_mutex_destroy(&st->lock);
+	free(st->path);
+	free(st->refs);
+	free(st->free_stack);
+	free(st);
+}
+
+const struct paste_store_geom *paste_store_geom(const struct paste_store *st) { return &st->geom; }
+const char *paste_store_path(const struct paste_store *st) { return st->path; }
+int paste_store_fd(const struct paste_store *st) { return st->fd; }
+uint8_t *paste_store_base(const struct paste_store *st) { return st->base; }
+
+uint8_t *paste_store_buf(const struct paste_store *st, uint32_t idx)
+{
+	if (idx >= st->geom.nbufs)
+		return NULL;
+	return st->base + st->geom.buf_offset + ((uint64_t)idx << st->buf_shift);
+}
+
+uint32_t paste_store_index(const struct paste_store *st, const void *addr)
+{
+	uintptr_t first = (uintptr_t)(st->base + st->geom.buf_offset);
+	uintptr_t a = (uintptr_t)addr;
+	if (a < first || ((a - first) >> st->buf_shift) >= st->geom.nbufs)
+		return PASTE_NO_BUF;
+	return (uint32_t)((a - first) >> st->buf_shift);
+}
+
+uint8_t *paste_store_lane(const struct paste_store *st, uint32_t lane, uint64_t *len)
+{
+	if (lane >= st->geom.log_lanes)
+		return NULL;
+	if (len)
+		*len = st->geom.lane_size;
+	return st->base + st->geom.log_offset + lane * st->geom.lane_size;
+}
+
+uint8_t *paste_store_ckpt(const struct paste_store *st, uint32_t lane, uint32_t slot)
+{
+	if (lane >= st->geom.log_lanes || slot >= 2)
+		return NULL;
+	return st->base + st->geom.ckpt_offset + (uint64_t)(lane * 2 + slot) * PASTE_CKPT_SLOT_SIZE;
+}
+
+/* ---- buffer ownership ------------------------------------------------ */
+
+static bool index_ok(const struct paste_store *st, uint32_t idx, const char *op)
+{
+	if (idx < st->geom.nbufs)
+		return true;
+	fprintf(stderr, "paste: %s: %s of buffer %u: out of range (store has %u buffers)\n",
+		st->path, op, idx, st->geom.nbufs);
+	return false;
+}
+
+/* A reference count going wrong means two owners of one buffer: data
+ * silently overwritten. Stopping is the only safe answer. */
+static void ownership_bug(const struct paste_store *st, uint32_t idx, const char *what)
+{
+	fprintf(stderr, "paste: %s: buffer %u %s: aborting rather than give one buffer to two owners\n",
+		st->path, idx, what);
+	abort();
+}
+
+int paste_store_start(struct paste_store *st)
+{
+	pthread_mutex_lock(&st->lock);
+	if (st->started) {
+		pthread_mutex_unlock(&st->lock);
+		return -EALREADY;
+	}
+	uint32_t n = 0;
+	/* Pushed from the top so that alloc pops low indices first. */
+	for (uint32_t i = st->geom.nbufs; i-- > 0;) {
+		if (__atomic_load_n(&st->refs[i], __ATOMIC_RELAXED) == 0) {
+			__atomic_store_n(&st->refs[i], ON_FREE_LIST, __ATOMIC_RELAXED);
+			st->free_stack[n++] = i;
+		}
+	}
+	__atomic_store_n(&st->nfree, n, __ATOMIC_RELAXED);
+	st->started = true;
+	pthread_mutex_unlock(&st->lock);
+	return 0;
+}
+
+/* One lock round trip (~20-50 ns uncontended) per batch, not per buffer. */
+uint32_t paste_store_alloc(struct paste_store *st, uint32_t *idx, uint32_t n)
+{
+	pthread_mutex_lock(&st->lock);
+	uint32_t have = st->nfree;
+	uint32_t k = n < have ? n : have;   /* 0 before start: the list is empty */
+	for (uint32_t i = 0; i < k; i++) {
+		uint32_t b = st->free_stack[have - 1 - i];
+		__atomic_store_n(&st->refs[b], 1, __ATOMIC_RELAXED);
+		idx[i] = b;
+	}
+	__atomic_store_n(&st->nfree, have - k, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&st->lock);
+	__atomic_add_fetch(&st->nheld, k, __ATOMIC_RELAXED);
+	return k;
+}
+
+uint32_t paste_store_ref(struct paste_store *st, uint32_t idx)
+{
+	if (!index_ok(st, idx, "reference"))
+		return 0;
+	uint32_t old = __atomic_fetch_add(&st->refs[idx], 1, __ATOMIC_RELAXED);
+	if (old & ON_FREE_LIST)
+		ownership_bug(st, idx, "referenced while on the free list");
+	if (old == 0)
+		__atomic_add_fetch(&st->nheld, 1, __ATOMIC_RELAXED);
+	return old + 1;
+}
+
+uint32_t paste_store_unref(struct paste_store *st, uint32_t idx, bool keep_if_free)
+{
+	if (!index_ok(st, idx, "release"))
+		return 0;
+	/* acq_rel: whoever drops the last reference sees every write the
+	 * other holders made, before the buffer is reused. */
+	uint32_t old = __atomic_fetch_sub(&st->refs[idx], 1, __ATOMIC_ACQ_REL);
+	if (old == 0 || (old & ON_FREE_LIST))
+		ownership_bug(st, idx, "released with no reference held (double unref)");
+	if (old > 1)
+		return old - 1;
+	__atomic_sub_fetch(&st->nheld, 1, __ATOMIC_RELAXED);
+	if (keep_if_free)
+		return 0;
+	pthread_mutex_lock(&st->lock);
+	/* Before start, paste_store_start collects every count-0 buffer. */
+	if (st->started) {
+		__atomic_store_n(&st->refs[idx], ON_FREE_LIST, __ATOMIC_RELAXED);
+		st->free_stack[st->nfree] = idx;
+		__atomic_store_n(&st->nfree, st->nfree + 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&st->lock);
+	return 0;
+}
+
+uint32_t paste_store_refcount(const struct paste_store *st, uint32_t idx)
+{
+	if (idx >= st->geom.nbufs)
+		return 0;
+	return __atomic_load_n(&st->refs[idx], __ATOMIC_RELAXED) & ~ON_FREE_LIST;
+}
+
+uint32_t paste_store_nfree(const struct paste_store *st)
+{
+	return __atomic_load_n(&st->nfree, __ATOMIC_RELAXED);
+}
+
+uint32_t paste_store_nheld(const struct paste_store *st)
+{
+	return __atomic_load_n(&st->nheld, __ATOMIC_RELAXED);
+}

@@ -1,3 +1,855 @@
-/* wal.c - placeholder until the module lands. */
+/*
+ * wal.c - the write-ahead log: records in the store's log lanes that name the
+ * packet buffers holding the data, so a request body is made durable where
+ * it landed (zero copy).
+ *
+ * On-store format (little-endian; x86-64 native order, no byte swapping)
+ * ----------------------------------------------------------------------
+ * Lanes. The store has log_lanes lanes (paste_store_lane) and two 64-byte
+ * checkpoint slots per lane (paste_store_ckpt). One thread appends to a lane.
+ * LSNs come from one atomic counter shared by all lanes, so within a lane they
+ * strictly increase but are not consecutive. A lane's usable size is its
+ * length rounded down to 64 bytes.
+ *
+ * Record. Starts on a 64-byte boundary of its lane, padded to a multiple of
+ * 64 bytes (padding bytes are not written and mean nothing):
+ *    0 magic    u32  0x4c415750 ("PWAL")
+ *    4 hdr_crc  u32  CRC32C of bytes [8, 36 + 12 * nexts)
+ *    8 lsn      u64
+ *   16 epoch    u32  epoch of the run that wrote it
+ *   20 type     u16  1 = DATA, 2 = WRAP
+ *   22 nexts    u16  extents that follow (0..64; 0 for WRAP)
+ *   24 len      u32  data bytes = sum of the extents' lengths (0 for WRAP)
+ *   28 data_crc u32  CRC32C of the data bytes, in extent order
+ *   32 size     u32  padded record size = roundup(36 + 12 * nexts, 64)
+ *   36 extents  nexts x {buf u32, off u32, len u32} (struct paste_extent)
+ * A WRAP record (size 64) is written where the next record does not fit
+ * before the end of the lane: the lane continues at offset 0. A record that
+ * ends exactly at the end of the lane needs no WRAP. A WRAP takes an LSN.
+ *
+ * Checkpoint slot (64 bytes):
+ *    0 magic u32 0x504b4350 ("PCKP"),  4 crc u32 (CRC32C of bytes [8, 64)),
+ *    8 seq u64 (higher wins),  16 head_off u64,  24 head_lsn u64,
+ *   32 epoch u32 (run that wrote the slot),  36 head_epoch u32,  40 zero.
+ * A new checkpoint goes to the slot not holding the newest one, so a torn
+ * slot write leaves the previous checkpoint. Both slots invalid (a fresh,
+ * zeroed store) means an empty lane at offset 0.
+ *
+ * Recovery scans each lane from head_off and accepts a record only if: magic
+ * and hdr_crc are right, size matches nexts, the extents lie inside buffers
+ * and add up to len, data_crc matches the buffers, lsn >= head_lsn and >
+ * the previous record's lsn, head_epoch <= epoch, previous record's epoch <=
+ * epoch <= the checkpoint's epoch, and the record ends before reaching the
+ * head again. It stops at the first record that fails.
+ *
+ * Epochs. paste_wal_open (writable) sets epoch = max checkpoint epoch + 1
+ * and persists it in every lane's checkpoint before any append. So after a
+ * crash left a torn record T with an older valid record R (same run) behind
+ * it, new records written over T carry a higher epoch than R, and R can
+ * never be taken as their successor even when its LSN is higher than theirs
+ * (LSNs restart above the highest *recovered* LSN). head_epoch does the same
+ * for a lane emptied by truncation: its head then points at old bytes, and
+ * only records of the truncating run (or later) may start there.
+ *
+ * Space and truncation. The live region runs from head to tail (circular);
+ * an append that would make the tail reach the head fails with -ENOSPC.
+ * Truncation writes and fences the new checkpoints FIRST and only then drops
+ * the buffer references, so after a crash no live record points at a buffer
+ * that was reused.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "paste.h"
-typedef int paste_wal_placeholder_t;
+
+#define WAL_MAGIC   0x4c415750u   /* "PWAL" */
+#define CKPT_MAGIC  0x504b4350u   /* "PCKP" */
+#define WAL_ALIGN   64u
+#define REC_DATA    1u
+#define REC_WRAP    2u
+/* A lane must hold the largest record plus a WRAP with room to spare. */
+#define LANE_MIN    2048u
+
+struct wal_rec {
+	uint32_t magic;
+	uint32_t hdr_crc;
+	uint64_t lsn;
+	uint32_t epoch;
+	uint16_t type;
+	uint16_t nexts;
+	uint32_t len;
+	uint32_t data_crc;
+	uint32_t size;
+} __attribute__((packed));
+#define REC_HDR sizeof(struct wal_rec)
+_Static_assert(sizeof(struct wal_rec) == 36, "record header is 36 bytes");
+_Static_assert(sizeof(struct paste_extent) == 12, "extent is 3 x u32 on the store");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the store format is little-endian");
+
+/* A record copied out of the mapping: validation never reads a field twice
+ * from bytes another process (a running server, for the tools) may change. */
+struct rec_copy {
+	struct wal_rec h;
+	struct paste_extent ext[PASTE_WAL_MAX_EXTENTS];
+};
+_Static_assert(offsetof(struct rec_copy, ext) == REC_HDR, "a copy has the store's layout");
+
+struct wal_ckpt {
+	uint32_t magic;
+	uint32_t crc;
+	uint64_t seq;
+	uint64_t head_off;
+	uint64_t head_lsn;
+	uint32_t epoch;
+	uint32_t head_epoch;
+	uint8_t zero[24];
+};
+_Static_assert(sizeof(struct wal_ckpt) == PASTE_CKPT_SLOT_SIZE, "checkpoint slot is 64 bytes");
+
+/* Why recovery stopped at a position. END and STALE are the normal end of a
+ * lane; SIZE, HDR_CRC and DATA_CRC are what a torn write looks like; the rest
+ * cannot come from this writer and count as damage. */
+enum stop {
+	STOP_NONE = 0, STOP_END, STOP_STALE, STOP_SIZE, STOP_HDR_CRC,
+	STOP_DATA_CRC, STOP_TYPE, STOP_FUTURE, STOP_EXTENTS, STOP_FULL,
+};
+static const char *const stop_why[] = {
+	[STOP_NONE] = "valid", [STOP_END] = "no record header",
+	[STOP_STALE] = "stale record from an earlier pass",
+	[STOP_SIZE] = "bad record size", [STOP_HDR_CRC] = "header crc mismatch",
+	[STOP_DATA_CRC] = "data crc mismatch", [STOP_TYPE] = "unknown record type",
+	[STOP_FUTURE] = "epoch newer than the checkpoint",
+	[STOP_EXTENTS] = "extents outside the buffer area",
+	[STOP_FULL] = "record overruns the log head",
+};
+
+/* In-DRAM index entry: the ring of a lane is in LSN order. */
+struct wal_slot {
+	uint64_t lsn;
+	uint64_t off;
+};
+
+struct wal_lane {
+	pthread_mutex_t mu;       /* appends, lookups, truncation, info */
+	uint8_t *base;
+	uint64_t size;            /* usable bytes (multiple of 64) */
+	uint8_t *slot[2];         /* checkpoint slots */
+	uint64_t head, tail;      /* live region [head, tail), circular */
+	struct wal_slot *ring;    /* capacity mask + 1 (power of two) */
+	uint64_t mask;
+	uint64_t first, end;      /* absolute ring positions: live = [first, end) */
+	uint64_t bytes;           /* data bytes of live records */
+	/* newest checkpoint */
+	int ckpt_slot;            /* -1: neither slot valid */
+	uint64_t ckpt_seq, head_lsn;
+	uint32_t ckpt_epoch, head_epoch;
+	/* how recovery ended */
+	enum stop stop;
+	uint64_t stop_off, recovered, follower_lsn;
+	bool follower;            /* a valid-looking record of this run lies past the stop */
+	bool ckpt_lost;           /* no valid checkpoint, yet offset 0 holds a record */
+} __attribute__((aligned(64)));
+
+struct paste_wal {
+	struct paste_store *st;
+	const struct paste_store_geom *g;
+	struct wal_lane *lanes;
+	uint32_t nlanes;
+	uint32_t epoch;
+	bool writable;
+	_Atomic uint64_t next_lsn;
+	pthread_mutex_t trunc_mu; /* one truncation at a time owns the checkpoints */
+};
+
+static uint32_t rec_size(uint32_t nexts)
+{
+	return (uint32_t)((REC_HDR + 12u * nexts + WAL_ALIGN - 1) & ~(WAL_ALIGN - 1));
+}
+
+static uint32_t rec_hdr_crc(const struct wal_rec *r)
+{
+	return paste_crc32c(0, (const uint8_t *)r + 8, REC_HDR - 8 + 12u * r->nexts);
+}
+
+static uint64_t lane_used(const struct wal_lane *l)
+{
+	return l->tail >= l->head ? l->tail - l->head : l->size - l->head + l->tail;
+}
+
+static struct wal_slot *ring_at(const struct wal_lane *l, uint64_t pos)
+{
+	return &l->ring[pos & l->mask];
+}
+
+static const struct wal_rec *lane_rec(const struct wal_lane *l, uint64_t off)
+{
+	return (const struct wal_rec *)(const void *)(l->base + off);
+}
+
+/* Extents of a record in the mapping (4-byte aligned: records are 64-aligned). */
+static const struct paste_extent *rec_ext(const struct wal_rec *r)
+{
+	return (const struct paste_extent *)(const void *)((const uint8_t *)r + REC_HDR);
+}
+
+/* Append "; "-separated sentences to err->msg while they fit (code stays). */
+static void note(struct paste_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void note(struct paste_error *err, const char *fmt, ...)
+{
+	if (!err)
+		return;
+	size_t used = strnlen(err->msg, sizeof(err->msg));
+	if (used + 3 >= sizeof(err->msg))
+		return;
+	if (used) {
+		memcpy(err->msg + used, "; ", 3);
+		used += 2;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err->msg + used, sizeof(err->msg) - used, fmt, ap);
+	va_end(ap);
+}
+
+/* Extents inside the buffer area, none crossing a buffer's end, total <= 4 GiB. */
+static bool extents_ok(const struct paste_wal *w, const struct paste_extent *ext,
+		       uint32_t n, uint64_t *total)
+{
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (ext[i].buf >= w->g->nbufs || ext[i].off > w->g->buf_size ||
+		    ext[i].len > w->g->buf_size - ext[i].off)
+			return false;
+		sum += ext[i].len;
+	}
+	*total = sum;
+	return sum <= UINT32_MAX;
+}
+
+/* Only call on extents that passed extents_ok. */
+static uint32_t data_crc(const struct paste_wal *w, const struct paste_extent *ext, uint32_t n)
+{
+	uint32_t crc = 0;
+	for (uint32_t i = 0; i < n; i++)
+		crc = paste_crc32c(crc, paste_store_buf(w->st, ext[i].buf) + ext[i].off, ext[i].len);
+	return crc;
+}
+
+/* Copy the record at off and check what needs no context: magic, size,
+ * header crc, type. */
+static enum stop rec_load(const struct wal_lane *l, uint64_t off, struct rec_copy *rc)
+{
+	memcpy(&rc->h, l->base + off, REC_HDR);
+	if (rc->h.magic != WAL_MAGIC)
+		return STOP_END;
+	if (rc->h.nexts > PASTE_WAL_MAX_EXTENTS || rc->h.size != rec_size(rc->h.nexts) ||
+	    rc->h.size > l->size - off)
+		return STOP_SIZE;
+	memcpy(rc->ext, l->base + off + REC_HDR, 12u * rc->h.nexts);
+	if (rc->h.hdr_crc != rec_hdr_crc(&rc->h))
+		return STOP_HDR_CRC;
+	if (rc->h.type == REC_WRAP ? rc->h.nexts || rc->h.len || rc->h.data_crc
+				   : rc->h.type != REC_DATA)
+		return STOP_TYPE;
+	return STOP_NONE;
+}
+
+/* The rest of the acceptance rule, given the lane's state where off is. */
+static enum stop rec_accept(const struct paste_wal *w, const struct wal_lane *l,
+			    uint64_t off, uint64_t used, uint64_t min_lsn,
+			    uint32_t min_epoch, struct rec_copy *rc)
+{
+	enum stop why = rec_load(l, off, rc);
+	if (why)
+		return why;
+	if (rc->h.lsn < min_lsn || rc->h.epoch < min_epoch)
+		return STOP_STALE;
+	if (rc->h.epoch > l->ckpt_epoch)
+		return STOP_FUTURE;
+	uint64_t total;
+	if (!extents_ok(w, rc->ext, rc->h.nexts, &total) || total != rc->h.len)
+		return STOP_EXTENTS;
+	uint64_t advance = rc->h.type == REC_WRAP ? l->size - off : rc->h.size;
+	if (used + advance >= l->size)
+		return STOP_FULL;
+	if (rc->h.data_crc != data_crc(w, rc->ext, rc->h.nexts))
+		return STOP_DATA_CRC;
+	return STOP_NONE;
+}
+
+/* After a stop at off: is there a valid-looking record of this run further
+ * on (before the head)? Then the stop is a hole in the middle, not a torn
+ * tail. One 4-byte compare per 64 bytes of free log. */
+static bool find_follower(const struct wal_lane *l, uint64_t off, uint64_t used,
+			  uint64_t min_lsn, uint32_t min_epoch, uint64_t *lsn)
+{
+	struct rec_copy rc;
+	for (uint64_t skip = WAL_ALIGN; used + skip < l->size; skip += WAL_ALIGN) {
+		uint64_t pos = (off + skip) % l->size;
+		if (rec_load(l, pos, &rc) == STOP_NONE && rc.h.lsn >= min_lsn &&
+		    rc.h.epoch >= min_epoch && rc.h.epoch <= l->ckpt_epoch) {
+			*lsn = rc.h.lsn;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool stop_is_damage(const struct wal_lane *l)
+{
+	return l->follower || l->stop >= STOP_TYPE;
+}
+
+/* One sentence about how recovery ended in lane i, or nothing for a clean end. */
+static void note_stop(const struct wal_lane *l, uint32_t i, struct paste_error *err)
+{
+	unsigned long long off = l->stop_off, n = l->recovered;
+	const char *why = stop_why[l->stop];
+	if (l->ckpt_lost)
+		note(err, "lane %u: both checkpoint slots are invalid but offset 0 holds a "
+		     "record: the lane's records were not recovered", i);
+	else if (l->follower)
+		note(err, "lane %u: damaged record at offset %llu (%s) followed by a valid "
+		     "record (lsn %llu): %llu valid records before it kept, the rest of the lane "
+		     "is lost", i, off, why, (unsigned long long)l->follower_lsn, n);
+	else if (l->stop >= STOP_TYPE)
+		note(err, "lane %u: corrupt record at offset %llu (%s), %llu valid records "
+		     "before it", i, off, why, n);
+	else if (l->stop >= STOP_SIZE)
+		note(err, "lane %u: torn record at offset %llu (%s), %llu valid records "
+		     "before it", i, off, why, n);
+}
+
+static void ckpt_load(struct wal_lane *l)
+{
+	struct wal_ckpt c[2];
+	l->ckpt_slot = -1;
+	for (int s = 0; s < 2; s++) {
+		memcpy(&c[s], l->slot[s], sizeof(c[s]));
+		bool ok = c[s].magic == CKPT_MAGIC &&
+			  c[s].crc == paste_crc32c(0, (const uint8_t *)&c[s] + 8, sizeof(c[s]) - 8) &&
+			  c[s].head_off < l->size && c[s].head_off % WAL_ALIGN == 0;
+		if (ok && (l->ckpt_slot < 0 || c[s].seq > c[l->ckpt_slot].seq))
+			l->ckpt_slot = s;
+	}
+	if (l->ckpt_slot < 0)
+		return;   /* fresh lane: everything stays 0 */
+	const struct wal_ckpt *n = &c[l->ckpt_slot];
+	l->ckpt_seq = n->seq;
+	l->head = l->tail = n->head_off;
+	l->head_lsn = n->head_lsn;
+	l->ckpt_epoch = n->epoch;
+	l->head_epoch = n->head_epoch;
+}
+
+/* Write the lane's head and the run's epoch into the slot not holding the
+ * newest checkpoint, and start its write-back (the caller fences). */
+static void ckpt_write(struct paste_wal *w, struct wal_lane *l, struct paste_persist *p,
+		       uint64_t head, uint64_t head_lsn, uint32_t head_epoch)
+{
+	struct wal_ckpt c = {
+		.magic = CKPT_MAGIC, .seq = l->ckpt_seq + 1, .head_off = head,
+		.head_lsn = head_lsn, .epoch = w->epoch, .head_epoch = head_epoch,
+	};
+	c.crc = paste_crc32c(0, (const uint8_t *)&c + 8, sizeof(c) - 8);
+	int s = l->ckpt_slot == 0 ? 1 : 0;
+	memcpy(l->slot[s], &c, sizeof(c));
+	paste_persist_flush(p, l->slot[s], sizeof(c));
+	l->ckpt_slot = s;
+	l->ckpt_seq = c.seq;
+	l->ckpt_epoch = w->epoch;
+	l->head_lsn = head_lsn;
+	l->head_epoch = head_epoch;
+}
+
+static void refs_take(struct paste_wal *w, const struct paste_extent *ext, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		paste_store_ref(w->st, ext[i].buf);
+}
+
+/* Scan lane l from its checkpoint, index the live records and hold their
+ * buffers. Returns the highest LSN accepted (0 if none). */
+static uint64_t lane_recover(struct paste_wal *w, struct wal_lane *l)
+{
+	struct rec_copy rc;
+	uint64_t off = l->head, used = 0, min_lsn = l->head_lsn, max_lsn = 0;
+	uint32_t min_epoch = l->head_epoch;
+	for (;;) {
+		l->stop = rec_accept(w, l, off, used, min_lsn, min_epoch, &rc);
+		if (l->stop)
+			break;
+		if (rc.h.type == REC_WRAP) {
+			used += l->size - off;
+			off = 0;
+		} else {
+			*ring_at(l, l->end++) = (struct wal_slot){ rc.h.lsn, off };
+			refs_take(w, rc.ext, rc.h.nexts);
+			l->bytes += rc.h.len;
+			l->recovered++;
+			used += rc.h.size;
+			off = (off + rc.h.size) % l->size;
+		}
+		min_lsn = rc.h.lsn + 1;
+		min_epoch = rc.h.epoch;
+		max_lsn = rc.h.lsn;
+	}
+	l->tail = off;
+	l->stop_off = off;
+	l->ckpt_lost = l->ckpt_slot < 0 && l->stop == STOP_FUTURE && off == 0;
+	l->follower = find_follower(l, off, used, min_lsn, min_epoch, &l->follower_lsn);
+	return max_lsn;
+}
+
+static void lanes_free(struct paste_wal *w)
+{
+	for (uint32_t i = 0; i < w->nlanes; i++) {
+		free(w->lanes[i].ring);
+		pthread_mutex_destroy(&w->lanes[i].mu);
+	}
+	free(w->lanes);
+}
+
+static int lane_init(struct paste_wal *w, uint32_t i, struct paste_error *err)
+{
+	struct wal_lane *l = &w->lanes[i];
+	uint64_t len = 0;
+	l->base = paste_store_lane(w->st, i, &len);
+	l->size = len & ~(uint64_t)(WAL_ALIGN - 1);
+	l->slot[0] = paste_store_ckpt(w->st, i, 0);
+	l->slot[1] = paste_store_ckpt(w->st, i, 1);
+	if (!l->base || !l->slot[0] || !l->slot[1] || (uintptr_t)l->base % WAL_ALIGN ||
+	    (uintptr_t)l->slot[0] % 8 || (uintptr_t)l->slot[1] % 8)
+		return paste_error_set(err, -EINVAL, "%s: log lane %u or its checkpoint slots are "
+				       "missing or not 64-byte aligned", paste_store_path(w->st), i);
+	if (l->size < LANE_MIN)
+		return paste_error_set(err, -EINVAL, "%s: log lane %u holds %llu bytes, the log "
+				       "needs at least %u per lane (give the store a larger log_size)",
+				       paste_store_path(w->st), i, (unsigned long long)len, LANE_MIN);
+	uint64_t cap = 1;
+	while (cap < l->size / WAL_ALIGN)
+		cap <<= 1;
+	/* calloc of a large ring is fresh zero pages: DRAM is only spent on the
+	 * part of the ring that records actually reach. */
+	l->ring = calloc(cap, sizeof(*l->ring));
+	if (!l->ring)
+		return paste_error_set(err, -ENOMEM, "out of memory for the log index of lane %u "
+				       "(%llu entries)", i, (unsigned long long)cap);
+	l->mask = cap - 1;
+	return 0;
+}
+
+/* Undo the references recovery took (open failed after recovery). The store
+ * is not started yet, so counts simply return to 0. */
+static void refs_drop_all(struct paste_wal *w)
+{
+	for (uint32_t i = 0; i < w->nlanes; i++) {
+		struct wal_lane *l = &w->lanes[i];
+		for (uint64_t pos = l->first; pos < l->end; pos++) {
+			const struct wal_rec *r = lane_rec(l, ring_at(l, pos)->off);
+			for (uint32_t e = 0; e < r->nexts; e++)
+				paste_store_unref(w->st, rec_ext(r)[e].buf, true);
+		}
+	}
+}
+
+/* Persist the new epoch in every lane before any append can carry it. A lane
+ * that recovered nothing gets its head moved to where recovery stopped, with
+ * this run's epoch and next LSN, so nothing written before now can start it. */
+static int epoch_persist(struct paste_wal *w, struct paste_persist *p, struct paste_error *err)
+{
+	uint64_t next = atomic_load(&w->next_lsn);
+	for (uint32_t i = 0; i < w->nlanes; i++) {
+		struct wal_lane *l = &w->lanes[i];
+		if (l->first == l->end) {
+			l->head = l->tail;
+			ckpt_write(w, l, p, l->tail, next, w->epoch);
+		} else {
+			ckpt_write(w, l, p, l->head, l->head_lsn, l->head_epoch);
+		}
+	}
+	int rc = paste_persist_fence(p);
+	if (rc < 0)
+		return paste_error_set(err, rc, "%s: cannot persist the log checkpoints (%s)",
+				       paste_store_path(w->st), strerror(-rc));
+	return 0;
+}
+
+int paste_wal_open(struct paste_wal **out, struct paste_store *st,
+		   struct paste_persist *p, struct paste_error *err)
+{
+	if (err) {
+		err->code = 0;
+		err->msg[0] = 0;
+	}
+	if (!out || !st)
+		return paste_error_set(err, -EINVAL, "paste_wal_open: no store given");
+	*out = NULL;
+	const struct paste_store_geom *g = paste_store_geom(st);
+	if (g->log_lanes == 0 || g->log_lanes > PASTE_MAX_LANES)
+		return paste_error_set(err, -EINVAL, "%s: %u log lanes (1..%u supported)",
+				       paste_store_path(st), g->log_lanes, PASTE_MAX_LANES);
+	int fd = paste_store_fd(st);
+	if (p && fd >= 0 && (fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY)
+		return paste_error_set(err, -EROFS, "%s: the store is open read-only; open the log "
+				       "without a persist object to inspect it", paste_store_path(st));
+	struct paste_wal *w = calloc(1, sizeof(*w));
+	size_t lanes_bytes = (sizeof(struct wal_lane) * g->log_lanes + 63) & ~(size_t)63;
+	if (w)
+		w->lanes = aligned_alloc(64, lanes_bytes);
+	if (!w || !w->lanes) {
+		free(w);
+		return paste_error_set(err, -ENOMEM, "out of memory for the log");
+	}
+	memset(w->lanes, 0, lanes_bytes);
+	w->st = st;
+	w->g = g;
+	w->writable = p != NULL;
+	pthread_mutex_init(&w->trunc_mu, NULL);
+	int rc = 0;
+	for (uint32_t i = 0; i < g->log_lanes && rc == 0; i++) {
+		pthread_mutex_init(&w->lanes[i].mu, NULL);
+		w->nlanes = i + 1;
+		rc = lane_init(w, i, err);
+	}
+	if (rc < 0) {
+		paste_wal_close(w);
+		return rc;
+	}
+	uint64_t next = 1;
+	for (uint32_t i = 0; i < w->nlanes; i++) {
+		struct wal_lane *l = &w->lanes[i];
+		ckpt_load(l);
+		uint64_t max_lsn = lane_recover(w, l);
+		if (max_lsn >= next)
+			next = max_lsn + 1;   /* wraps to 0 only for LSN 2^64-1 */
+		if (l->head_lsn > next)
+			next = l->head_lsn;
+		if (l->ckpt_epoch > w->epoch)
+			w->epoch = l->ckpt_epoch;
+	}
+	atomic_store(&w->next_lsn, next);
+	if (p) {
+		if (w->epoch == UINT32_MAX || next == 0 || next > UINT64_MAX - (1ull << 40))
+			rc = paste_error_set(err, -EOVERFLOW, "%s: the log's epoch or LSN is at its "
+					     "limit; the store cannot take new records",
+					     paste_store_path(st));
+		else
+			w->epoch++;
+		if (rc == 0)
+			rc = epoch_persist(w, p, err);
+		if (rc < 0) {
+			refs_drop_all(w);
+			paste_wal_close(w);
+			return rc;
+		}
+	}
+	for (uint32_t i = 0; i < w->nlanes; i++)
+		note_stop(&w->lanes[i], i, err);
+	*out = w;
+	return 0;
+}
+
+void paste_wal_close(struct paste_wal *w)
+{
+	if (!w)
+		return;
+	lanes_free(w);
+	pthread_mutex_destroy(&w->trunc_mu);
+	free(w);
+}
+
+/* Write a record header (and extents) at the lane's tail and start its
+ * write-back. The caller holds the lane lock and checked the space. */
+static void rec_put(struct paste_wal *w, struct wal_lane *l, struct paste_persist *p,
+		    struct rec_copy *rc)
+{
+	rc->h.magic = WAL_MAGIC;
+	rc->h.lsn = atomic_fetch_add(&w->next_lsn, 1);
+	rc->h.epoch = w->epoch;
+	rc->h.size = rec_size(rc->h.nexts);
+	rc->h.hdr_crc = rec_hdr_crc(&rc->h);
+	uint8_t *at = l->base + l->tail;
+	memcpy(at, rc, REC_HDR + 12u * rc->h.nexts);
+	paste_persist_flush(p, at, REC_HDR + 12u * rc->h.nexts);
+	l->tail = (l->tail + rc->h.size) % l->size;
+}
+
+int paste_wal_append(struct paste_wal *w, uint32_t lane, struct paste_persist *p,
+		     const struct paste_extent *ext, uint32_t n, uint64_t *lsn)
+{
+	if (!w)
+		return -EINVAL;
+	if (!w->writable)
+		return -EROFS;
+	if (n > PASTE_WAL_MAX_EXTENTS)
+		return -E2BIG;
+	uint64_t total;
+	if (!p || lane >= w->nlanes || (n && !ext) || !extents_ok(w, ext, n, &total))
+		return -EINVAL;
+	struct rec_copy rc = { .h = { .type = REC_DATA, .nexts = (uint16_t)n,
+				      .len = (uint32_t)total } };
+	memcpy(rc.ext, ext, 12u * n);
+	rc.h.data_crc = data_crc(w, rc.ext, n);
+	uint32_t size = rec_size(n);
+
+	struct wal_lane *l = &w->lanes[lane];
+	pthread_mutex_lock(&l->mu);
+	bool wrap = l->tail + size > l->size;
+	uint64_t need = size + (wrap ? l->size - l->tail : 0);
+	if (lane_used(l) + need >= l->size) {
+		pthread_mutex_unlock(&l->mu);
+		return -ENOSPC;
+	}
+	if (wrap) {
+		struct rec_copy wr = { .h = { .type = REC_WRAP } };
+		rec_put(w, l, p, &wr);
+		l->tail = 0;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		paste_persist_flush(p, paste_store_buf(w->st, ext[i].buf) + ext[i].off, ext[i].len);
+	uint64_t off = l->tail;
+	rec_put(w, l, p, &rc);
+	refs_take(w, rc.ext, n);
+	*ring_at(l, l->end++) = (struct wal_slot){ rc.h.lsn, off };
+	l->bytes += total;
+	pthread_mutex_unlock(&l->mu);
+	if (lsn)
+		*lsn = rc.h.lsn;
+	return 0;
+}
+
+/* Ring position of lsn in lane l, or -1. Caller holds the lane lock. */
+static int64_t lane_find(const struct wal_lane *l, uint64_t lsn)
+{
+	if (l->first == l->end || lsn < ring_at(l, l->first)->lsn ||
+	    lsn > ring_at(l, l->end - 1)->lsn)
+		return -1;
+	uint64_t lo = l->first, hi = l->end;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (ring_at(l, mid)->lsn < lsn)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < l->end && ring_at(l, lo)->lsn == lsn ? (int64_t)lo : -1;
+}
+
+int paste_wal_lookup(struct paste_wal *w, uint64_t lsn,
+		     const struct paste_extent **ext, uint32_t *n, uint32_t *len)
+{
+	if (!w)
+		return -EINVAL;
+	for (uint32_t i = 0; i < w->nlanes; i++) {
+		struct wal_lane *l = &w->lanes[i];
+		pthread_mutex_lock(&l->mu);
+		int64_t pos = lane_find(l, lsn);
+		if (pos >= 0) {
+			const struct wal_rec *r = lane_rec(l, ring_at(l, (uint64_t)pos)->off);
+			if (ext)
+				*ext = rec_ext(r);
+			if (n)
+				*n = r->nexts;
+			if (len)
+				*len = r->len;
+		}
+		pthread_mutex_unlock(&l->mu);
+		if (pos >= 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/* Lane state decided by phase 1 of a truncation, applied in phase 3. */
+struct trunc_plan {
+	uint64_t drop;   /* records to drop from the front */
+	uint64_t head;   /* new head offset */
+};
+
+/* Phase 1 for one lane: how many records go and where the head moves. The
+ * dropped records stay indexed (and their log bytes untouched by appends)
+ * until the checkpoint is durable. */
+static void trunc_plan(struct paste_wal *w, struct wal_lane *l, uint64_t upto,
+		       struct paste_persist *p, struct trunc_plan *tp)
+{
+	pthread_mutex_lock(&l->mu);
+	uint64_t pos = l->first;
+	while (pos < l->end && ring_at(l, pos)->lsn <= upto)
+		pos++;
+	tp->drop = pos - l->first;
+	uint64_t head_lsn = 0;
+	uint32_t head_epoch = w->epoch;
+	if (tp->drop && pos < l->end) {
+		tp->head = ring_at(l, pos)->off;
+		head_lsn = ring_at(l, pos)->lsn;
+		head_epoch = lane_rec(l, tp->head)->epoch;
+	} else if (tp->drop) {
+		tp->head = l->tail;
+		head_lsn = ring_at(l, pos - 1)->lsn + 1;
+	}
+	pthread_mutex_unlock(&l->mu);
+	if (tp->drop)
+		ckpt_write(w, l, p, tp->head, head_lsn, head_epoch);
+}
+
+/* Phase 3: the checkpoint is durable; release the buffers and the space. */
+static void trunc_apply(struct paste_wal *w, struct wal_lane *l, const struct trunc_plan *tp)
+{
+	pthread_mutex_lock(&l->mu);
+	for (uint64_t k = 0; k < tp->drop; k++) {
+		const struct wal_rec *r = lane_rec(l, ring_at(l, l->first++)->off);
+		for (uint32_t e = 0; e < r->nexts; e++)
+			paste_store_unref(w->st, rec_ext(r)[e].buf, false);
+		l->bytes -= r->len;
+	}
+	l->head = tp->head;
+	pthread_mutex_unlock(&l->mu);
+}
+
+int64_t paste_wal_truncate(struct paste_wal *w, uint64_t upto, struct paste_persist *p)
+{
+	if (!w)
+		return -EINVAL;
+	if (!w->writable)
+		return -EROFS;
+	if (!p)
+		return -EINVAL;
+	struct trunc_plan plan[PASTE_MAX_LANES];
+	int64_t dropped = 0;
+	pthread_mutex_lock(&w->trunc_mu);
+	for (uint32_t i = 0; i < w->nlanes; i++) {
+		trunc_plan(w, &w->lanes[i], upto, p, &plan[i]);
+		dropped += (int64_t)plan[i].drop;
+	}
+	if (dropped) {
+		int rc = paste_persist_fence(p);
+		if (rc < 0) {
+			/* Not known durable: keep every buffer held. The records
+			 * stay live in DRAM; a later truncation retries. */
+			pthread_mutex_unlock(&w->trunc_mu);
+			return rc;
+		}
+		for (uint32_t i = 0; i < w->nlanes; i++)
+			trunc_apply(w, &w->lanes[i], &plan[i]);
+	}
+	pthread_mutex_unlock(&w->trunc_mu);
+	return dropped;
+}
+
+void paste_wal_info(const struct paste_wal *w, struct paste_wal_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!w)
+		return;
+	out->epoch = w->epoch;
+	for (uint32_t i = 0; i < w->nlanes; i++) {
+		struct wal_lane *l = &w->lanes[i];
+		pthread_mutex_lock(&l->mu);
+		if (l->first < l->end) {
+			uint64_t lo = ring_at(l, l->first)->lsn, hi = ring_at(l, l->end - 1)->lsn;
+			if (!out->first_lsn || lo < out->first_lsn)
+				out->first_lsn = lo;
+			if (hi > out->last_lsn)
+				out->last_lsn = hi;
+		}
+		out->records += l->end - l->first;
+		out->bytes += l->bytes;
+		out->log_used += lane_used(l);
+		out->log_size += l->size;
+		pthread_mutex_unlock(&l->mu);
+	}
+}
+
+/* Merge the lanes' rings by LSN. Each step peeks at every lane under its
+ * lock (cheap for tools, which are the users); the callback runs unlocked. */
+int paste_wal_foreach(struct paste_wal *w, paste_wal_visit_fn cb, void *arg)
+{
+	if (!w || !cb)
+		return -EINVAL;
+	uint64_t cur[PASTE_MAX_LANES];
+	for (uint32_t i = 0; i < w->nlanes; i++)
+		cur[i] = 0;
+	for (;;) {
+		uint32_t best = UINT32_MAX;
+		uint64_t best_lsn = UINT64_MAX;
+		for (uint32_t i = 0; i < w->nlanes; i++) {
+			struct wal_lane *l = &w->lanes[i];
+			pthread_mutex_lock(&l->mu);
+			if (cur[i] < l->first)
+				cur[i] = l->first;
+			if (cur[i] < l->end && ring_at(l, cur[i])->lsn < best_lsn) {
+				best = i;
+				best_lsn = ring_at(l, cur[i])->lsn;
+			}
+			pthread_mutex_unlock(&l->mu);
+		}
+		if (best == UINT32_MAX)
+			return 0;
+		struct wal_lane *l = &w->lanes[best];
+		pthread_mutex_lock(&l->mu);
+		bool live = cur[best] >= l->first && cur[best] < l->end;
+		const struct wal_rec *r = live ? lane_rec(l, ring_at(l, cur[best])->off) : NULL;
+		cur[best]++;
+		pthread_mutex_unlock(&l->mu);
+		if (!r)
+			continue;   /* truncated meanwhile */
+		int rc = cb(arg, best_lsn, best, rec_ext(r), r->nexts, r->len, r->data_crc);
+		if (rc)
+			return rc;
+	}
+}
+
+struct check_state {
+	struct paste_wal *w;
+	struct paste_error *err;
+	int damaged;
+};
+
+/* Re-read a live record's data: the bytes may have changed since recovery
+ * or since the append (a buffer reused while still logged). */
+static int check_record(void *arg, uint64_t lsn, uint32_t lane, const struct paste_extent *ext,
+			uint32_t n, uint32_t len, uint32_t crc)
+{
+	struct check_state *cs = arg;
+	struct paste_extent copy[PASTE_WAL_MAX_EXTENTS];
+	uint64_t total;
+	const char *why = NULL;
+	n = n < PASTE_WAL_MAX_EXTENTS ? n : PASTE_WAL_MAX_EXTENTS;
+	memcpy(copy, ext, 12u * n);
+	if (!extents_ok(cs->w, copy, n, &total) || total != len)
+		why = "extents outside the buffer area";
+	else if (data_crc(cs->w, copy, n) != crc)
+		why = "data crc mismatch (the buffer changed after it was logged)";
+	if (why) {
+		cs->damaged++;
+		note(cs->err, "lane %u: record lsn %llu: %s", lane, (unsigned long long)lsn, why);
+	}
+	return 0;
+}
+
+int paste_wal_check(struct paste_wal *w, struct paste_error *err)
+{
+	if (err) {
+		err->code = 0;
+		err->msg[0] = 0;
+	}
+	if (!w)
+		return paste_error_set(err, -EINVAL, "paste_wal_check: no log given");
+	struct check_state cs = { w, err, 0 };
+	for (uint32_t i = 0; i < w->nlanes; i++) {
+		if (stop_is_damage(&w->lanes[i])) {
+			cs.damaged++;
+			note_stop(&w->lanes[i], i, err);
+		}
+	}
+	paste_wal_foreach(w, check_record, &cs);
+	return cs.damaged;
+}

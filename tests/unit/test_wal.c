@@ -1,3 +1,848 @@
+/* test_wal.c - write-ahead log: append/lookup/truncate, space, recovery of
+ * torn and damaged records, epochs, read-only opens. Small stores on
+ * /dev/shm, persistence EMULATED without latency (except the ordering test). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 #include "check.h"
 #include "paste.h"
-int main(void) { CHECK(1); return check_done(); }
+
+#define LANES     4u
+#define LANE_SIZE 4096u   /* 64 slots of 64 bytes: 63 one-extent records fit */
+#define BUF_SIZE  512u
+
+static char dir[64];
+static char path[128];
+static struct paste_store_geom geom;
+static const struct paste_store_config cfg = {
+	.size = 1u << 20, .buf_size = BUF_SIZE, .log_lanes = LANES, .log_size = LANES * LANE_SIZE,
+};
+
+struct env {
+	struct paste_store *st;
+	struct paste_persist *p;
+	struct paste_wal *w;
+	struct paste_error err;   /* of paste_wal_open: the recovery note */
+};
+
+/* Open (creating if needed) store, persist and log, then start the store. */
+static bool env_open(struct env *e)
+{
+	struct paste_persist_config pc = { .mode = PASTE_DUR_EMULATED };
+	memset(e, 0, sizeof(*e));
+	if (paste_store_open(&e->st, path, &cfg, PASTE_STORE_CREATE, &e->err) < 0 ||
+	    paste_persist_open(&e->p, e->st, &pc, &e->err) < 0 ||
+	    paste_wal_open(&e->w, e->st, e->p, &e->err) < 0) {
+		fprintf(stderr, "env_open: %s\n", e->err.msg);
+		CHECK(0);
+		return false;
+	}
+	geom = *paste_store_geom(e->st);
+	paste_store_start(e->st);
+	return true;
+}
+
+static void env_close(struct env *e)
+{
+	paste_wal_close(e->w);
+	paste_persist_close(e->p);
+	paste_store_close(e->st);
+}
+
+static bool env_reopen(struct env *e)
+{
+	env_close(e);
+	return env_open(e);
+}
+
+static void fresh(const char *name)
+{
+	snprintf(path, sizeof(path), "%s/%s.store", dir, name);
+	unlink(path);
+}
+
+static void fill(struct paste_store *st, uint32_t buf, uint32_t seed)
+{
+	uint8_t *b = paste_store_buf(st, buf);
+	for (uint32_t i = 0; i < BUF_SIZE; i++)
+		b[i] = (uint8_t)(seed * 131u + i * 7u);
+}
+
+/* A record of n extents, each in a fresh buffer the log then owns alone. */
+static uint64_t put(struct env *e, uint32_t lane, uint32_t n, uint32_t *bufs)
+{
+	struct paste_extent ext[PASTE_WAL_MAX_EXTENTS];
+	uint32_t b[PASTE_WAL_MAX_EXTENTS];
+	CHECK_EQ(paste_store_alloc(e->st, b, n), n);
+	for (uint32_t i = 0; i < n; i++) {
+		fill(e->st, b[i], b[i]);
+		ext[i] = (struct paste_extent){ b[i], 3 * i, 100 + i };
+	}
+	uint64_t lsn = 0;
+	int rc = paste_wal_append(e->w, lane, e->p, ext, n, &lsn);
+	CHECK_EQ(rc, 0);
+	for (uint32_t i = 0; i < n; i++) {
+		paste_store_unref(e->st, b[i], false);
+		if (bufs)
+			bufs[i] = b[i];
+	}
+	return rc == 0 ? lsn : 0;
+}
+
+/* Write bytes into the (closed) store file, as a crash or a bit flip would. */
+static void poke(uint64_t off, const void *p, size_t n)
+{
+	int fd = open(path, O_WRONLY);
+	CHECK_EQ(pwrite(fd, p, n, (off_t)off), (ssize_t)n);
+	close(fd);
+}
+
+static void flip(uint64_t off)
+{
+	uint8_t b;
+	int fd = open(path, O_RDWR);
+	CHECK_EQ(pread(fd, &b, 1, (off_t)off), 1);
+	b ^= 0x10;
+	CHECK_EQ(pwrite(fd, &b, 1, (off_t)off), 1);
+	close(fd);
+}
+
+static uint64_t lane_off(uint32_t lane, uint64_t off)
+{
+	return geom.log_offset + lane * geom.lane_size + off;
+}
+
+static uint64_t buf_off(uint32_t buf, uint32_t off)
+{
+	return geom.buf_offset + (uint64_t)buf * geom.buf_size + off;
+}
+
+struct seen {
+	struct paste_store *st;
+	uint64_t lsn[256];
+	uint32_t lane[256];
+	uint32_t n, bad_crc;
+};
+
+static int collect(void *arg, uint64_t lsn, uint32_t lane, const struct paste_extent *ext,
+		   uint32_t n, uint32_t len, uint32_t crc)
+{
+	struct seen *s = arg;
+	uint32_t want = 0, total = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		want = paste_crc32c(want, paste_store_buf(s->st, ext[i].buf) + ext[i].off, ext[i].len);
+		total += ext[i].len;
+	}
+	if (want != crc || total != len)
+		s->bad_crc++;
+	if (s->n < 256) {
+		s->lsn[s->n] = lsn;
+		s->lane[s->n] = lane;
+	}
+	s->n++;
+	return 0;
+}
+
+static void test_roundtrip(void)
+{
+	struct env e;
+	fresh("roundtrip");
+	if (!env_open(&e))
+		return;
+	CHECK_EQ(e.err.msg[0], 0);
+	uint32_t b;
+	CHECK_EQ(paste_store_alloc(e.st, &b, 1), 1);
+	fill(e.st, b, 42);
+	struct paste_extent ext = { b, 10, 100 };
+	uint64_t lsn = 0;
+	CHECK_EQ(paste_wal_append(e.w, 0, e.p, &ext, 1, &lsn), 0);
+	CHECK(lsn > 0);
+	CHECK(paste_persist_pending(e.p));   /* flushed, not fenced: the port fences */
+	CHECK_EQ(paste_store_refcount(e.st, b), 2);
+
+	const struct paste_extent *got;
+	uint32_t n = 0, len = 0;
+	CHECK_EQ(paste_wal_lookup(e.w, lsn, &got, &n, &len), 0);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(len, 100);
+	CHECK(got && got->buf == b && got->off == 10 && got->len == 100);
+	CHECK_EQ(paste_wal_lookup(e.w, lsn + 1, &got, &n, &len), -ENOENT);
+	CHECK_EQ(paste_wal_lookup(e.w, 0, &got, &n, &len), -ENOENT);
+
+	struct paste_wal_info info;
+	paste_wal_info(e.w, &info);
+	CHECK_EQ(info.records, 1);
+	CHECK_EQ(info.first_lsn, lsn);
+	CHECK_EQ(info.last_lsn, lsn);
+	CHECK_EQ(info.bytes, 100);
+	CHECK_EQ(info.log_used, 64);
+	CHECK_EQ(info.log_size, LANES * LANE_SIZE);
+	CHECK_EQ(info.epoch, 1);
+
+	struct seen s = { .st = e.st };
+	CHECK_EQ(paste_wal_foreach(e.w, collect, &s), 0);
+	CHECK_EQ(s.n, 1);
+	CHECK_EQ(s.bad_crc, 0);
+	CHECK_EQ(s.lsn[0], lsn);
+
+	/* Bad requests change nothing. */
+	struct paste_extent bad[] = {
+		{ geom.nbufs, 0, 1 }, { b, BUF_SIZE - 10, 11 }, { b, BUF_SIZE + 1, 0 },
+		{ PASTE_NO_BUF, 0, 1 },
+	};
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK_EQ(paste_wal_append(e.w, 0, e.p, &bad[i], 1, &lsn), -EINVAL);
+	struct paste_extent many[PASTE_WAL_MAX_EXTENTS + 1];
+	for (unsigned i = 0; i <= PASTE_WAL_MAX_EXTENTS; i++)
+		many[i] = (struct paste_extent){ b, 0, 1 };
+	CHECK_EQ(paste_wal_append(e.w, 0, e.p, many, PASTE_WAL_MAX_EXTENTS + 1, &lsn), -E2BIG);
+	CHECK_EQ(paste_wal_append(e.w, LANES, e.p, &ext, 1, &lsn), -EINVAL);
+	CHECK_EQ(paste_wal_append(e.w, 0, NULL, &ext, 1, &lsn), -EINVAL);
+	CHECK_EQ(paste_wal_append(NULL, 0, e.p, &ext, 1, &lsn), -EINVAL);
+	CHECK_EQ(paste_store_refcount(e.st, b), 2);
+	paste_wal_info(e.w, &info);
+	CHECK_EQ(info.records, 1);
+
+	/* The largest record: 64 extents, 832 bytes. */
+	CHECK_EQ(paste_wal_append(e.w, 0, e.p, many, PASTE_WAL_MAX_EXTENTS, &lsn), 0);
+	CHECK_EQ(paste_store_refcount(e.st, b), 2 + PASTE_WAL_MAX_EXTENTS);
+	paste_wal_info(e.w, &info);
+	CHECK_EQ(info.log_used, 64 + 832);
+	CHECK_EQ(paste_wal_check(e.w, &e.err), 0);
+	paste_store_unref(e.st, b, false);
+	env_close(&e);
+	unlink(path);
+}
+
+static void test_multi_extent_and_sharing(void)
+{
+	struct env e;
+	fresh("extents");
+	if (!env_open(&e))
+		return;
+	uint32_t b[2];
+	CHECK_EQ(paste_store_alloc(e.st, b, 2), 2);
+	fill(e.st, b[0], 1);
+	fill(e.st, b[1], 2);
+	/* Three extents over two buffers; b[0] named twice. */
+	struct paste_extent ext[3] = { { b[0], 0, 200 }, { b[1], 50, 300 }, { b[0], 300, 212 } };
+	uint64_t l1, l2;
+	CHECK_EQ(paste_wal_append(e.w, 2, e.p, ext, 3, &l1), 0);
+	CHECK_EQ(paste_store_refcount(e.st, b[0]), 3);
+	CHECK_EQ(paste_store_refcount(e.st, b[1]), 2);
+	uint32_t n, len;
+	const struct paste_extent *got;
+	CHECK_EQ(paste_wal_lookup(e.w, l1, &got, &n, &len), 0);
+	CHECK_EQ(n, 3);
+	CHECK_EQ(len, 712);
+	CHECK(got && memcmp(got, ext, sizeof(ext)) == 0);
+	struct paste_wal_info info;
+	paste_wal_info(e.w, &info);
+	CHECK_EQ(info.log_used, 128);   /* 36 + 3 * 12 bytes pad to 128 */
+
+	/* A second record shares b[1]. */
+	struct paste_extent ext2 = { b[1], 400, 50 };
+	CHECK_EQ(paste_wal_append(e.w, 3, e.p, &ext2, 1, &l2), 0);
+	CHECK_EQ(paste_store_refcount(e.st, b[1]), 3);
+	uint32_t free_before = paste_store_nfree(e.st);
+	CHECK_EQ(paste_wal_truncate(e.w, l1, e.p), 1);
+	CHECK_EQ(paste_store_refcount(e.st, b[0]), 1);
+	CHECK_EQ(paste_store_refcount(e.st, b[1]), 2);
+	CHECK_EQ(paste_wal_lookup(e.w, l1, &got, &n, &len), -ENOENT);
+	CHECK_EQ(paste_wal_lookup(e.w, l2, &got, &n, &len), 0);
+	CHECK_EQ(paste_wal_truncate(e.w, l1, e.p), 0);   /* nothing left at or below l1 */
+	CHECK_EQ(paste_wal_truncate(e.w, l2, e.p), 1);
+	CHECK_EQ(paste_store_refcount(e.st, b[1]), 1);
+	paste_store_unref(e.st, b[0], false);
+	paste_store_unref(e.st, b[1], false);
+	CHECK_EQ(paste_store_refcount(e.st, b[1]), 0);
+	CHECK_EQ(paste_store_nfree(e.st), free_before + 2);
+	paste_wal_info(e.w, &info);
+	CHECK_EQ(info.records, 0);
+	CHECK_EQ(info.log_used, 0);
+	CHECK_EQ(info.first_lsn, 0);
+	env_close(&e);
+	unlink(path);
+}
+
+static void test_full_then_truncate(void)
+{
+	struct env e;
+	fresh("full");
+	if (!env_open(&e))
+		return;
+	uint64_t lsn[64];
+	uint32_t buf[64];
+	uint32_t held0 = paste_store_nheld(e.st);
+	unsigned n = 0;
+	for (; n < 64; n++) {
+		uint32_t b;
+		CHECK_EQ(paste_store_alloc(e.st, &b, 1), 1);
+		struct paste_extent ext = { b, 0, 64 };
+		int rc = paste_wal_append(e.w, 1, e.p, &ext, 1, &lsn[n]);
+		paste_store_unref(e.st, b, false);
+		if (rc == -ENOSPC)
+			break;
+		CHECK_EQ(rc, 0);
+		buf[n] = b;
+	}
+	CHECK_EQ(n, LANE_SIZE / 64 - 1);   /* the tail never reaches the head */
+	CHECK_EQ(paste_store_nheld(e.st), held0 + n);
+	CHECK_EQ(paste_wal_truncate(e.w, lsn[29], e.p), 30);
+	CHECK(!paste_persist_pending(e.p));   /* the checkpoint was fenced */
+	for (unsigned i = 0; i < 30; i++)
+		CHECK_EQ(paste_store_refcount(e.st, buf[i]), 0);
+	CHECK_EQ(paste_store_refcount(e.st, buf[30]), 1);
+	CHECK_EQ(paste_store_nheld(e.st), held0 + n - 30);
+	/* Exactly the freed space is usable again, across the lane's end. */
+	unsigned more = 0;
+	for (;; more++) {
+		uint32_t b;
+		CHECK_EQ(paste_store_alloc(e.st, &b, 1), 1);
+		struct paste_extent ext = { b, 0, 64 };
+		uint64_t l;
+		int rc = paste_wal_append(e.w, 1, e.p, &ext, 1, &l);
+		paste_store_unref(e.st, b, false);
+		if (rc)
+			break;
+	}
+	CHECK_EQ(more, 30);
+	env_close(&e);
+	unlink(path);
+}
+
+
+/* The live set as the test keeps it: a FIFO of records, each in its own
+ * buffers. */
+struct model {
+	uint64_t lsn[128];
+	uint32_t buf[128][5];
+	uint32_t n[128];
+	unsigned first, count;
+};
+
+static void model_verify(struct env *e, const struct model *m)
+{
+	struct paste_wal_info info;
+	paste_wal_info(e->w, &info);
+	CHECK_EQ(info.records, m->count);
+	uint32_t bufs = 0;
+	for (unsigned k = 0; k < m->count; k++) {
+		unsigned i = (m->first + k) % 128;
+		const struct paste_extent *ext = NULL;
+		uint32_t n = 0, len;
+		CHECK_EQ(paste_wal_lookup(e->w, m->lsn[i], &ext, &n, &len), 0);
+		CHECK_EQ(n, m->n[i]);
+		for (uint32_t x = 0; ext && x < n && x < m->n[i]; x++) {
+			CHECK_EQ(ext[x].buf, m->buf[i][x]);
+			CHECK_EQ(paste_store_refcount(e->st, m->buf[i][x]), 1);
+		}
+		bufs += m->n[i];
+	}
+	CHECK_EQ(paste_store_nheld(e->st), bufs);
+	CHECK_EQ(paste_wal_check(e->w, NULL), 0);
+}
+
+static void test_wrap_and_reopen(void)
+{
+	struct env e;
+	fresh("wrap");
+	if (!env_open(&e))
+		return;
+	struct model m = { .first = 0 };
+	uint64_t last = 0, appended = 0;
+	for (unsigned step = 0; step < 1500; step++) {
+		uint32_t n = 1 + step % 5;   /* 64- or 128-byte records */
+		unsigned i = (m.first + m.count) % 128;
+		uint32_t b[5];
+		CHECK_EQ(paste_store_alloc(e.st, b, n), n);
+		struct paste_extent ext[5];
+		for (uint32_t x = 0; x < n; x++) {
+			fill(e.st, b[x], step);
+			ext[x] = (struct paste_extent){ b[x], x, 40 + step % 400 };
+		}
+		uint64_t lsn;
+		int rc = paste_wal_append(e.w, 1, e.p, ext, n, &lsn);
+		for (uint32_t x = 0; x < n; x++)
+			paste_store_unref(e.st, b[x], false);
+		if (rc == -ENOSPC) {
+			/* Drop the oldest third and retry next step. */
+			unsigned drop = m.count / 3 + 1;
+			uint64_t upto = m.lsn[(m.first + drop - 1) % 128];
+			CHECK_EQ(paste_wal_truncate(e.w, upto, e.p), (int64_t)drop);
+			m.first = (m.first + drop) % 128;
+			m.count -= drop;
+			continue;
+		}
+		CHECK_EQ(rc, 0);
+		CHECK(lsn > last);
+		last = lsn;
+		appended++;
+		m.lsn[i] = lsn;
+		m.n[i] = n;
+		memcpy(m.buf[i], b, sizeof(b));
+		m.count++;
+		if (step % 500 == 499) {
+			model_verify(&e, &m);
+			if (!env_reopen(&e))
+				return;
+			CHECK_EQ(e.err.msg[0], 0);
+			model_verify(&e, &m);
+			struct paste_wal_info info;
+			paste_wal_info(e.w, &info);
+			CHECK_EQ(info.last_lsn, last);
+		}
+	}
+	CHECK(appended * 64 > 10 * LANE_SIZE);   /* wrapped many times */
+	model_verify(&e, &m);
+	env_close(&e);
+	unlink(path);
+}
+
+static void test_reopen_multilane(void)
+{
+	struct env e;
+	fresh("lanes");
+	if (!env_open(&e))
+		return;
+	uint64_t lsn[40];
+	uint32_t bufs[40][2];
+	for (unsigned i = 0; i < 40; i++)
+		lsn[i] = put(&e, i % LANES, 1 + i % 2, bufs[i]);
+	CHECK_EQ(paste_wal_truncate(e.w, lsn[9], e.p), 10);
+	struct seen s = { .st = e.st };
+	CHECK_EQ(paste_wal_foreach(e.w, collect, &s), 0);
+	CHECK_EQ(s.n, 30);
+	for (unsigned i = 0; i < 30 && i < s.n; i++) {
+		CHECK_EQ(s.lsn[i], lsn[10 + i]);   /* one LSN order across lanes */
+		CHECK_EQ(s.lane[i], (10 + i) % LANES);
+	}
+	struct paste_wal_info before, after;
+	paste_wal_info(e.w, &before);
+	if (!env_reopen(&e))
+		return;
+	CHECK_EQ(e.err.msg[0], 0);
+	paste_wal_info(e.w, &after);
+	CHECK_EQ(after.records, 30);
+	CHECK_EQ(after.first_lsn, lsn[10]);
+	CHECK_EQ(after.last_lsn, lsn[39]);
+	CHECK_EQ(after.bytes, before.bytes);
+	CHECK_EQ(after.log_used, before.log_used);
+	CHECK_EQ(after.epoch, before.epoch + 1);
+	struct seen s2 = { .st = e.st };
+	CHECK_EQ(paste_wal_foreach(e.w, collect, &s2), 0);
+	CHECK_EQ(s2.n, 30);
+	CHECK(memcmp(s.lsn, s2.lsn, 30 * sizeof(s.lsn[0])) == 0);
+	CHECK_EQ(s2.bad_crc, 0);
+	/* Held: exactly the buffers of live records, none of the dropped. */
+	uint32_t held = 0;
+	for (unsigned i = 0; i < 40; i++)
+		for (unsigned x = 0; x < 1 + i % 2; x++) {
+			CHECK_EQ(paste_store_refcount(e.st, bufs[i][x]), i >= 10);
+			held += i >= 10;
+		}
+	CHECK_EQ(paste_store_nheld(e.st), held);
+	/* LSNs continue above the recovered ones; the store hands out only
+	 * buffers no live record names. */
+	uint32_t nb[1];
+	uint64_t next = put(&e, 0, 1, nb);
+	CHECK(next > lsn[39]);
+	for (unsigned i = 10; i < 40; i++)
+		CHECK(nb[0] != bufs[i][0] && nb[0] != bufs[i][1 % (1 + i % 2)]);
+	env_close(&e);
+	unlink(path);
+}
+
+/* Five one-extent records in lane 0 at offsets 0, 64, ..., 256. */
+static void five_records(struct env *e, uint64_t *lsn, uint32_t *bufs)
+{
+	for (unsigned i = 0; i < 5; i++)
+		lsn[i] = put(e, 0, 1, &bufs[i]);
+	env_close(e);
+}
+
+static void test_torn_tail(void)
+{
+	/* Torn data of the last record. */
+	struct env e;
+	uint64_t lsn[5];
+	uint32_t bufs[5];
+	fresh("torn");
+	if (!env_open(&e))
+		return;
+	five_records(&e, lsn, bufs);
+	flip(buf_off(bufs[4], 5));
+	if (!env_open(&e))
+		return;
+	CHECK(strstr(e.err.msg, "lane 0: torn record at offset 256 (data crc mismatch), "
+		     "4 valid records before it") != NULL);
+	struct paste_wal_info info;
+	paste_wal_info(e.w, &info);
+	CHECK_EQ(info.records, 4);
+	CHECK_EQ(info.last_lsn, lsn[3]);
+	CHECK_EQ(paste_store_refcount(e.st, bufs[4]), 0);
+	CHECK_EQ(paste_store_refcount(e.st, bufs[3]), 1);
+	CHECK_EQ(paste_wal_check(e.w, &e.err), 0);   /* a torn tail is not damage */
+	/* The next record takes the torn one's place. */
+	uint64_t l = put(&e, 0, 1, NULL);
+	CHECK(l > lsn[3]);
+	if (!env_reopen(&e))
+		return;
+	CHECK_EQ(e.err.msg[0], 0);
+	paste_wal_info(e.w, &info);
+	CHECK_EQ(info.records, 5);
+	CHECK_EQ(info.last_lsn, l);
+	env_close(&e);
+	unlink(path);
+
+	/* Torn header of the last record. */
+	fresh("torn-hdr");
+	if (!env_open(&e))
+		return;
+	five_records(&e, lsn, bufs);
+	flip(lane_off(0, 256 + 24));   /* its len field */
+	if (!env_open(&e))
+		return;
+	CHECK(strstr(e.err.msg, "torn record at offset 256 (header crc mismatch)") != NULL);
+	paste_wal_info(e.w, &info);
+	CHECK_EQ(info.records, 4);
+	CHECK_EQ(paste_wal_check(e.w, NULL), 0);
+	env_close(&e);
+	unlink(path);
+}
+
+static void test_middle_damage(void)
+{
+	struct env e;
+	uint64_t lsn[5];
+	uint32_t bufs[5];
+	fresh("middle");
+	if (!env_open(&e))
+		return;
+	five_records(&e, lsn, bufs);
+	flip(lane_off(0, 128 + 8));   /* record 2's LSN */
+	if (!env_open(&e))
+		return;
+	char want[160];
+	snprintf(want, sizeof(want), "lane 0: damaged record at offset 128 (header crc mismatch) "
+		 "followed by a valid record (lsn %llu)", (unsigned long long)lsn[3]);
+	CHECK(strstr(e.err.msg, want) != NULL);
+	struct paste_wal_info info;
+	paste_wal_info(e.w, &info);
+	CHECK_EQ(info.records, 2);
+	struct paste_error err = { 0 };
+	CHECK_EQ(paste_wal_check(e.w, &err), 1);
+	CHECK(strstr(err.msg, "damaged record at offset 128") != NULL);
+	env_close(&e);
+	unlink(path);
+}
+
+/* check re-reads the data: a logged buffer changed behind the log's back. */
+static void test_check_rereads_data(void)
+{
+	struct env e;
+	fresh("reread");
+	if (!env_open(&e))
+		return;
+	uint32_t b[3];
+	uint64_t l0 = put(&e, 0, 1, &b[0]);
+	put(&e, 1, 2, &b[1]);
+	(void)l0;
+	CHECK_EQ(paste_wal_check(e.w, NULL), 0);
+	paste_store_buf(e.st, b[2])[3 + 5] ^= 1;   /* second extent of the second record */
+	struct paste_error err = { 0 };
+	CHECK_EQ(paste_wal_check(e.w, &err), 1);
+	CHECK(strstr(err.msg, "lane 1: record lsn") != NULL);
+	CHECK(strstr(err.msg, "data crc mismatch") != NULL);
+	env_close(&e);
+	unlink(path);
+}
+
+/* A crash left a torn record B with a valid C of the same run behind it.
+ * New records overwrite B and end exactly where C starts; C's LSN is above
+ * theirs (LSNs restart above the highest recovered one), so only its lower
+ * epoch keeps it from being taken as their successor. */
+static void test_epoch_blocks_old_records(void)
+{
+	struct env e;
+	fresh("epoch");
+	if (!env_open(&e))
+		return;
+	uint32_t ba, bb[3], bp, bq, bc;
+	uint64_t a = put(&e, 0, 1, &ba);      /* lane 0 @0 */
+	put(&e, 0, 3, bb);                    /* lane 0 @64, 128 bytes */
+	put(&e, 1, 1, &bp);                   /* lane 1 @0: will be torn */
+	uint64_t q = put(&e, 1, 1, &bq);      /* lane 1 @64: lost behind it */
+	uint64_t c = put(&e, 0, 1, &bc);      /* lane 0 @192 */
+	env_close(&e);
+	flip(buf_off(bb[1], 10));
+	flip(buf_off(bp, 10));
+	if (!env_open(&e))
+		return;
+	char want[160];
+	snprintf(want, sizeof(want), "lane 0: damaged record at offset 64 (data crc mismatch) "
+		 "followed by a valid record (lsn %llu)", (unsigned long long)c);
+	CHECK(strstr(e.err.msg, want) != NULL);
+	snprintf(want, sizeof(want), "lane 1: damaged record at offset 0 (data crc mismatch) "
+		 "followed by a valid record (lsn %llu)", (unsigned long long)q);
+	CHECK(strstr(e.err.msg, want) != NULL);
+	struct paste_wal_info info;
+	paste_wal_info(e.w, &info);
+	CHECK_EQ(info.records, 1);
+	CHECK_EQ(info.epoch, 2);
+	CHECK_EQ(paste_wal_check(e.w, NULL), 2);
+	uint64_t d = put(&e, 0, 1, NULL);    /* @64 */
+	uint64_t f = put(&e, 0, 1, NULL);    /* @128: the next offset is C's */
+	CHECK(d == a + 1 && f == a + 2 && c > f);
+	if (!env_reopen(&e))
+		return;
+	paste_wal_info(e.w, &info);
+	CHECK_EQ(info.records, 3);
+	CHECK_EQ(info.last_lsn, f);
+	CHECK_EQ(paste_wal_lookup(e.w, c, NULL, NULL, NULL), -ENOENT);
+	CHECK_EQ(paste_store_refcount(e.st, bc), 0);
+	CHECK_EQ(paste_wal_check(e.w, NULL), 0);   /* the old records are just stale now */
+	CHECK_EQ(e.err.msg[0], 0);
+	env_close(&e);
+	unlink(path);
+}
+
+/* Both checkpoint slots lost while the lane holds records: recovery keeps
+ * nothing, says so, and the next run's checkpoint makes sure those records
+ * can never come back (their buffers were free in between). */
+static void test_lost_checkpoint(void)
+{
+	struct env e;
+	fresh("ckpt");
+	if (!env_open(&e))
+		return;
+	uint32_t b[3];
+	for (unsigned i = 0; i < 3; i++)
+		put(&e, 2, 1, &b[i]);
+	env_close(&e);
+	uint8_t zero[128] = { 0 };
+	poke(geom.ckpt_offset + 2 * 128, zero, sizeof(zero));
+	if (!env_open(&e))
+		return;
+	CHECK(strstr(e.err.msg, "lane 2: both checkpoint slots are invalid") != NULL);
+	struct paste_wal_info info;
+	paste_wal_info(e.w, &info);
+	CHECK_EQ(info.records, 0);
+	CHECK_EQ(paste_store_refcount(e.st, b[0]), 0);
+	CHECK_EQ(paste_wal_check(e.w, NULL), 1);
+	if (!env_reopen(&e))
+		return;
+	CHECK_EQ(e.err.msg[0], 0);
+	paste_wal_info(e.w, &info);
+	CHECK_EQ(info.records, 0);
+	env_close(&e);
+	unlink(path);
+
+	/* One torn slot: the other one serves. */
+	fresh("ckpt1");
+	if (!env_open(&e))
+		return;
+	for (unsigned i = 0; i < 3; i++)
+		put(&e, 2, 1, &b[i]);
+	env_close(&e);
+	if (!env_open(&e))   /* a second open: both slots written once */
+		return;
+	env_close(&e);
+	flip(geom.ckpt_offset + 2 * 128 + 20);
+	if (!env_open(&e))
+		return;
+	CHECK_EQ(e.err.msg[0], 0);
+	paste_wal_info(e.w, &info);
+	CHECK_EQ(info.records, 3);
+	CHECK_EQ(info.epoch, 3);
+	env_close(&e);
+	unlink(path);
+}
+
+/* Truncation must make the checkpoint durable before it releases buffers.
+ * With a 30 ms emulated fence, a watcher thread sees the checkpoint change
+ * first and the buffer come back only after the fence's wait. A watcher
+ * that is late only makes the gap look longer, so this cannot fail for a
+ * correct order. */
+struct watch {
+	struct paste_store *st;
+	uint32_t buf;
+	const volatile uint8_t *slot[2];
+	uint8_t before[2][64];
+	volatile bool stop;
+	bool ckpt_first;
+	uint64_t released_ns;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void *watcher(void *arg)
+{
+	struct watch *wt = arg;
+	for (;;) {
+		bool last = wt->stop;   /* after the truncation returned: one more look */
+		if (paste_store_refcount(wt->st, wt->buf) != 0) {
+			if (last)
+				break;
+			continue;
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		wt->released_ns = now_ns();
+		for (int s = 0; s < 2; s++)
+			for (int i = 0; i < 64; i++)
+				if (wt->slot[s][i] != wt->before[s][i])
+					wt->ckpt_first = true;
+		break;
+	}
+	return NULL;
+}
+
+static void test_truncate_persists_first(void)
+{
+	struct env e;
+	fresh("order");
+	if (!env_open(&e))
+		return;
+	struct paste_persist *slow;
+	struct paste_persist_config pc = { .mode = PASTE_DUR_EMULATED, .pm_latency_ns = 30000000 };
+	CHECK_EQ(paste_persist_open(&slow, e.st, &pc, NULL), 0);
+	uint32_t b;
+	uint64_t lsn = put(&e, 3, 1, &b);
+	CHECK_EQ(paste_store_refcount(e.st, b), 1);
+	struct watch wt = { .st = e.st, .buf = b };
+	for (int s = 0; s < 2; s++) {
+		wt.slot[s] = paste_store_ckpt(e.st, 3, (uint32_t)s);
+		memcpy(wt.before[s], (const void *)wt.slot[s], 64);
+	}
+	pthread_t th;
+	pthread_create(&th, NULL, watcher, &wt);
+	uint64_t t0 = now_ns();
+	CHECK_EQ(paste_wal_truncate(e.w, lsn, slow), 1);
+	wt.stop = true;
+	pthread_join(th, NULL);
+	CHECK(wt.released_ns != 0);
+	CHECK(wt.ckpt_first);
+	CHECK(wt.released_ns - t0 >= 30000000);
+	paste_persist_close(slow);
+	/* And the truncation holds across a restart. */
+	if (!env_reopen(&e))
+		return;
+	CHECK_EQ(paste_wal_lookup(e.w, lsn, NULL, NULL, NULL), -ENOENT);
+	CHECK_EQ(paste_store_refcount(e.st, b), 0);
+	env_close(&e);
+	unlink(path);
+}
+
+static uint8_t *slurp(size_t *len)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat s;
+	if (fd < 0 || fstat(fd, &s) < 0)
+		return NULL;
+	uint8_t *b = malloc((size_t)s.st_size);
+	*len = (size_t)pread(fd, b, (size_t)s.st_size, 0);
+	close(fd);
+	return b;
+}
+
+static void test_read_only(void)
+{
+	struct env e;
+	uint64_t lsn[5];
+	uint32_t bufs[5];
+	fresh("rdonly");
+	if (!env_open(&e))
+		return;
+	five_records(&e, lsn, bufs);
+	flip(buf_off(bufs[4], 0));   /* a torn tail to report */
+	size_t n0, n1;
+	uint8_t *before = slurp(&n0);
+
+	struct paste_store *st;
+	struct paste_wal *w;
+	struct paste_error err = { 0 };
+	CHECK_EQ(paste_store_open(&st, path, NULL, PASTE_STORE_RDONLY, &err), 0);
+	CHECK_EQ(paste_wal_open(&w, st, NULL, &err), 0);
+	CHECK(strstr(err.msg, "torn record at offset 256") != NULL);
+	struct paste_wal_info info;
+	paste_wal_info(w, &info);
+	CHECK_EQ(info.records, 4);
+	CHECK_EQ(info.epoch, 1);   /* not advanced: nothing written */
+	CHECK_EQ(paste_store_nheld(st), 4);
+	CHECK_EQ(paste_wal_check(w, &err), 0);
+	struct seen s = { .st = st };
+	CHECK_EQ(paste_wal_foreach(w, collect, &s), 0);
+	CHECK_EQ(s.n, 4);
+	CHECK_EQ(paste_wal_lookup(w, lsn[2], NULL, NULL, NULL), 0);
+	struct paste_extent ext = { bufs[0], 0, 1 };
+	uint64_t l;
+	CHECK_EQ(paste_wal_append(w, 0, NULL, &ext, 1, &l), -EROFS);
+	CHECK_EQ(paste_wal_truncate(w, lsn[4], NULL), -EROFS);
+	/* A persist object cannot make a read-only mapping writable. */
+	struct paste_persist *p = NULL;
+	struct paste_wal *w2 = NULL;
+	struct paste_persist_config pc = { .mode = PASTE_DUR_EMULATED };
+	if (paste_persist_open(&p, st, &pc, NULL) == 0) {
+		CHECK_EQ(paste_wal_open(&w2, st, p, &err), -EROFS);
+		CHECK(w2 == NULL);
+		paste_persist_close(p);
+	}
+	paste_wal_close(w);
+	paste_store_close(st);
+	uint8_t *after = slurp(&n1);
+	CHECK(before && after && n0 == n1 && memcmp(before, after, n0) == 0);
+	free(before);
+	free(after);
+	unlink(path);
+}
+
+static void test_bad_args(void)
+{
+	struct paste_wal *w = (struct paste_wal *)1;
+	struct paste_error err = { 0 };
+	CHECK_EQ(paste_wal_open(&w, NULL, NULL, &err), -EINVAL);
+	CHECK(err.msg[0] != 0);
+	CHECK_EQ(paste_wal_lookup(NULL, 1, NULL, NULL, NULL), -EINVAL);
+	CHECK_EQ(paste_wal_truncate(NULL, 1, NULL), -EINVAL);
+	CHECK_EQ(paste_wal_foreach(NULL, collect, NULL), -EINVAL);
+	CHECK(paste_wal_check(NULL, &err) < 0);
+	struct paste_wal_info info = { .records = 7 };
+	paste_wal_info(NULL, &info);
+	CHECK_EQ(info.records, 0);
+	paste_wal_close(NULL);
+}
+
+int main(void)
+{
+	snprintf(dir, sizeof(dir), "/dev/shm/paste-wal-XXXXXX");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	test_bad_args();
+	test_roundtrip();
+	test_multi_extent_and_sharing();
+	test_full_then_truncate();
+	test_wrap_and_reopen();
+	test_reopen_multilane();
+	test_torn_tail();
+	test_middle_damage();
+	test_check_rereads_data();
+	test_epoch_blocks_old_records();
+	test_lost_checkpoint();
+	test_truncate_persists_first();
+	test_read_only();
+	rmdir(dir);
+	return check_done();
+}

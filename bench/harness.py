@@ -1,0 +1,593 @@
+"""Shared benchmark machinery for bench/rpc.py and bench/wal.py.
+
+Method (see bench/README.md): every compared server runs side by side in one
+run, pinned to the server CPU, and is driven by one wrk thread pinned to the
+client CPU. Repetitions interleave the systems so that slow drifts of this
+noisy 2-vCPU VM hit all of them alike; we report medians with the spread.
+Throughput saturates in the single-threaded client near 150 K req/s, so the
+client-independent figures are the server's CPU time per request (from
+/proc/PID/stat) and its syscalls per request (perf tracepoint count; strace
+would slow the server tenfold and change its batching).
+
+Python 3 standard library only.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import platform
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH_DIR)
+BUILD = os.environ.get("PASTE_BUILD", os.path.join(ROOT, "build"))
+RESULTS_DIR = os.path.join(BENCH_DIR, "results")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+class BenchError(Exception):
+    """A failure the user should see as one clear sentence."""
+
+
+def binary(name):
+    path = os.path.join(BUILD, name)
+    if not os.access(path, os.X_OK):
+        raise BenchError(f"{path} is missing: run `make` first")
+    return path
+
+
+def default_cpus():
+    """(server_cpu, client_cpu): different CPUs when the machine has two."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) >= 2:
+        return cpus[1], cpus[0]
+    return cpus[0], cpus[0]
+
+
+def unique_path(directory, tag):
+    """A store path nobody uses; the server creates the file."""
+    fd, path = tempfile.mkstemp(prefix=f"paste-bench-{tag}-", suffix=".store",
+                                dir=directory)
+    os.close(fd)
+    os.unlink(path)
+    return path
+
+
+# ---------------------------------------------------------------- servers
+
+class Server:
+    """One phttpd process with its own fresh store file, deleted on stop()."""
+
+    LISTEN_RE = re.compile(r"phttpd: listening on (\S+):(\d+)\s*$")
+
+    def __init__(self, name, args, cpu, store_dir="/dev/shm", store=None,
+                 exe="phttpd"):
+        self.name = name
+        self.args = list(args)
+        self.cpu = cpu
+        self.store = store or unique_path(store_dir, name.replace(" ", ""))
+        self.own_store = store is None
+        self.exe = binary(exe)
+        self.proc = None
+        self.port = None
+        self.stderr_tail = deque(maxlen=40)
+        self._listening = threading.Event()
+
+    def start(self, timeout=60):
+        cmd = [self.exe, "--port", "0", "--store", self.store] + self.args
+        if self.cpu is not None:
+            cmd = ["taskset", "-c", str(self.cpu)] + cmd
+        # A new session keeps a terminal Ctrl-C away from the server: the
+        # harness stops it itself, so the store file is always removed.
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE,
+                                     start_new_session=True)
+        threading.Thread(target=self._drain, daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while not self._listening.wait(0.05):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                why = ("exited with code %d" % self.proc.returncode
+                       if self.proc.poll() is not None
+                       else "did not print 'listening on' within %ds" % timeout)
+                self.stop()
+                raise BenchError(f"server {self.name} ({' '.join(cmd)}) {why}; "
+                                 f"stderr:\n{self.tail()}")
+        return self
+
+    def _drain(self):
+        for raw in self.proc.stderr:
+            line = raw.decode(errors="replace").rstrip("\n")
+            self.stderr_tail.append(line)
+            m = self.LISTEN_RE.search(line)
+            if m and not self._listening.is_set():
+                self.port = int(m.group(2))
+                self._listening.set()
+
+    def tail(self):
+        return "\n".join("    " + l for l in self.stderr_tail) or "    (nothing)"
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def url(self, path="/"):
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def cpu_ticks(self):
+        """utime+stime of every thread of the server, in clock ticks."""
+        with open(f"/proc/{self.pid}/stat") as f:
+            # comm (field 2) may contain spaces: count from the last ')'.
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # fields 14 and 15
+
+    def stats(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+        try:
+            conn.request("GET", "/stats")
+            resp = conn.getresponse()
+            body = resp.read()
+            if resp.status != 200:
+                raise BenchError(f"GET /stats on {self.name}: HTTP {resp.status}")
+            return json.loads(body)
+        finally:
+            conn.close()
+
+    def kill9(self):
+        if self.alive():
+            self.proc.kill()
+            self.proc.wait()
+
+    def stop(self, timeout=10, keep_store=False):
+        """SIGTERM, then SIGKILL after timeout. Returns the exit code."""
+        code = None
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+            code = self.proc.returncode
+        if self.own_store and not keep_store:
+            try:
+                os.unlink(self.store)
+            except FileNotFoundError:
+                pass
+        return code
+
+
+# ---------------------------------------------------------------- wrk
+
+TIME_UNITS_US = {"us": 1.0, "ms": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6}
+
+
+def to_us(value, unit):
+    return float(value) * TIME_UNITS_US[unit]
+
+
+def parse_wrk(text):
+    """The numbers we report from `wrk --latency` output."""
+    out = {}
+    m = re.search(r"^\s*Latency\s+([\d.]+)(us|ms|s|m|h)\b", text, re.M)
+    if m:
+        out["lat_mean_us"] = to_us(*m.groups())
+    m = re.search(r"^\s*99%\s+([\d.]+)(us|ms|s|m|h)\b", text, re.M)
+    if m:
+        out["lat_p99_us"] = to_us(*m.groups())
+    m = re.search(r"^\s*(\d+) requests in ([\d.]+)(us|ms|s|m|h)", text, re.M)
+    if m:
+        out["requests"] = int(m.group(1))
+        out["elapsed_s"] = to_us(m.group(2), m.group(3)) / 1e6
+    m = re.search(r"^Requests/sec:\s+([\d.]+)", text, re.M)
+    if m:
+        out["rps"] = float(m.group(1))
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), "
+                  r"timeout (\d+)", text)
+    out["socket_errors"] = sum(map(int, m.groups())) if m else 0
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    out["non2xx"] = int(m.group(1)) if m else 0
+    # wrk prints 0.00us for a percentile it failed to compute (seen with
+    # pipelining and few samples): that is "unknown", not "fast".
+    if out.get("lat_p99_us") == 0 and out.get("lat_mean_us"):
+        out["lat_p99_us"] = None
+    if "rps" not in out or "requests" not in out:
+        raise BenchError("could not parse wrk output:\n" + text)
+    return out
+
+
+def wrk_cmd(url, conns, duration, script, cpu, script_args=()):
+    cmd = ["wrk", "-t1", f"-c{conns}", f"-d{duration}s", "--latency",
+           "-s", os.path.join(BENCH_DIR, script), url]
+    if script_args:
+        cmd += ["--"] + [str(a) for a in script_args]
+    if cpu is not None:
+        cmd = ["taskset", "-c", str(cpu)] + cmd
+    return cmd
+
+
+def run_wrk(cmd, duration):
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True,
+                           timeout=duration + 30)
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"wrk did not finish within {duration + 30}s: {' '.join(cmd)}")
+    if p.returncode != 0:
+        raise BenchError(f"wrk failed (exit {p.returncode}): {' '.join(cmd)}\n"
+                         f"{p.stdout}{p.stderr}")
+    return parse_wrk(p.stdout)
+
+
+# ---------------------------------------------------------------- perf
+
+class SyscallCounter:
+    """Counts a process's syscalls with the raw_syscalls:sys_enter tracepoint.
+
+    A tracepoint costs the traced process far less than strace's ptrace
+    stops (which slow a server about tenfold and change its batching), but
+    it is not free: --no-perf measures CPU per request without it."""
+
+    EVENT = "raw_syscalls:sys_enter"
+
+    def __init__(self, cpu, enabled=True):
+        self.cpu = cpu
+        self.why_not = None if enabled else "disabled by --no-perf"
+        if enabled:
+            self.why_not = self._probe()
+
+    def _probe(self):
+        try:
+            with tempfile.NamedTemporaryFile("r", suffix=".perf") as out:
+                p = subprocess.run(["perf", "stat", "-e", self.EVENT, "-x,",
+                                    "-o", out.name, "--", "true"],
+                                   capture_output=True, text=True, timeout=30)
+                if p.returncode != 0:
+                    return "perf stat failed: " + (p.stderr.strip() or "exit %d" % p.returncode)
+        except FileNotFoundError:
+            return "perf is not installed (apt-get install linux-perf)"
+        except subprocess.TimeoutExpired:
+            return "perf stat hung"
+        return None
+
+    @property
+    def enabled(self):
+        return self.why_not is None
+
+    def start(self, pid, seconds):
+        if not self.enabled:
+            return None
+        fd, path = tempfile.mkstemp(suffix=".perf")
+        os.close(fd)
+        cmd = ["perf", "stat", "-e", self.EVENT, "-p", str(pid), "-x,",
+               "-o", path, "--", "sleep", "%.2f" % seconds]
+        if self.cpu is not None:
+            cmd = ["taskset", "-c", str(self.cpu)] + cmd
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        return proc, path
+
+    @staticmethod
+    def finish(handle):
+        """The count, or None (with the reason on stderr) if perf failed."""
+        if handle is None:
+            return None
+        proc, path = handle
+        try:
+            _, err = proc.communicate(timeout=60)
+            with open(path) as f:
+                for line in f:
+                    parts = line.strip().split(",")
+                    if len(parts) >= 3 and parts[2] == SyscallCounter.EVENT:
+                        return int(parts[0]) if parts[0].isdigit() else None
+            print(f"perf: no count ({err.strip()})", file=sys.stderr)
+            return None
+        finally:
+            os.unlink(path)
+
+
+# ---------------------------------------------------------------- runs
+
+class System:
+    """A compared server configuration: a display name and phttpd flags."""
+
+    def __init__(self, name, args):
+        self.name = name
+        self.args = list(args)
+
+
+class Point:
+    """One load point: a wrk script at a connection count."""
+
+    def __init__(self, workload, conns, script, script_args=()):
+        self.workload = workload
+        self.conns = conns
+        self.script = script
+        self.script_args = list(script_args)
+
+
+def measure(server, point, duration, cpus, perf):
+    """One wrk run against a warmed-up server: the reported numbers."""
+    _, client_cpu = cpus
+    before = server.stats()
+    ticks0 = server.cpu_ticks()
+    # perf attaches first and stops after wrk: the server is idle outside
+    # the wrk run, so the wider window only adds connection set-up/teardown.
+    counter = perf.start(server.pid, duration + 1.0)
+    if counter:
+        time.sleep(0.25)
+    try:
+        w = run_wrk(wrk_cmd(server.url(), point.conns, duration, point.script,
+                            client_cpu, point.script_args), duration)
+    finally:
+        syscalls = SyscallCounter.finish(counter)
+    ticks1 = server.cpu_ticks()
+    after = server.stats()
+    n = w["requests"]
+    r = dict(w)
+    r["cpu_us_per_req"] = (ticks1 - ticks0) * 1e6 / CLK_TCK / n if n else None
+    r["syscalls_per_req"] = syscalls / n if (syscalls is not None and n) else None
+    d_req = after.get("requests", 0) - before.get("requests", 0)
+    d_batch = after.get("batches", 0) - before.get("batches", 0)
+    r["mean_batch"] = (d_req / d_batch if d_batch > 0
+                       else after.get("mean_batch"))
+    r["server_syscalls_per_req"] = after.get("syscalls_per_request")
+    return r
+
+
+def warm_up(server, point, cpus, seconds=1):
+    try:
+        run_wrk(wrk_cmd(server.url(), point.conns, seconds, point.script, cpus[1],
+                        point.script_args), seconds)
+    except BenchError as e:
+        state = ("has exited with code %d" % server.proc.returncode
+                 if not server.alive() else "is still running")
+        raise BenchError(f"warm-up of {server.name} failed: {e}\nthe server "
+                         f"{state}; its stderr:\n{server.tail()}")
+
+
+def progress(*args, **kw):
+    print(*args, file=sys.stderr, **kw)
+
+
+def run_interleaved(systems, points, reps, duration, cpus, perf,
+                    store_dir="/dev/shm", log=progress):
+    """Run every (point, system) reps times, systems interleaved.
+
+    All servers live for the whole call (idle ones cost no CPU); the system
+    order rotates each repetition so none always runs right after another.
+    Returns ({(point index, system name): [result or None]}, failures)."""
+    results = {(i, s.name): [] for i in range(len(points)) for s in systems}
+    notes = []
+    servers = {}
+    try:
+        for s in systems:
+            log(f"  starting {s.name}: phttpd {' '.join(s.args)}")
+            servers[s.name] = Server(s.name, s.args, cpus[0], store_dir).start()
+            warm_up(servers[s.name], points[0], cpus)
+        for rep in range(reps):
+            for i, pt in enumerate(points):
+                k = rep % len(systems)
+                for s in systems[k:] + systems[:k]:
+                    srv = servers[s.name]
+                    if not srv.alive():
+                        results[(i, s.name)].append(None)
+                        continue
+                    log(f"  rep {rep + 1}/{reps} {pt.workload} c={pt.conns} "
+                        f"{s.name} ...", end="", flush=True)
+                    try:
+                        r = measure(srv, pt, duration, cpus, perf)
+                        log(" %.0f req/s, %s us/req" % (r["rps"], fmt(r["cpu_us_per_req"], 2)))
+                    except (BenchError, OSError) as e:
+                        r = None
+                        log(" failed")
+                        why = str(e).strip()
+                        if not srv.alive():
+                            why = (f"server exited with code {srv.proc.returncode}; "
+                                   f"stderr:\n{srv.tail()}")
+                        notes.append(f"{s.name}, {pt.workload}, c={pt.conns}, "
+                                     f"rep {rep + 1}: {why}")
+                    results[(i, s.name)].append(r)
+    finally:
+        for name, srv in servers.items():
+            code = srv.stop()
+            if code not in (0, None):
+                notes.append(f"{name}: exit code {code} after SIGTERM "
+                             f"(expected 0); stderr:\n{srv.tail()}")
+    return results, notes
+
+
+# ---------------------------------------------------------------- report
+
+def fmt(x, digits=1):
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def spread(values, digits, scale=1.0):
+    vals = [v * scale for v in values if v is not None]
+    if not vals:
+        return "n/a"
+    med = statistics.median(vals)
+    if len(vals) == 1:
+        return fmt(med, digits)
+    return f"{fmt(med, digits)} [{fmt(min(vals), digits)}-{fmt(max(vals), digits)}]"
+
+
+def median_of(runs, key):
+    vals = [r[key] for r in runs if r and r.get(key) is not None]
+    return statistics.median(vals) if vals else None
+
+
+COLUMNS = ["workload", "conns", "system", "K req/s median [min-max]",
+           "mean lat us", "p99 us", "server CPU us/req median [min-max]",
+           "syscalls/req", "mean batch"]
+
+
+def table(systems, points, results):
+    lines = ["| " + " | ".join(COLUMNS) + " |",
+             "|" + "|".join("---" for _ in COLUMNS) + "|"]
+    for i, pt in enumerate(points):
+        for s in systems:
+            runs = [r for r in results[(i, s.name)] if r]
+            cells = [pt.workload, str(pt.conns), s.name,
+                     spread([r["rps"] for r in runs], 1, 1e-3),
+                     fmt(median_of(runs, "lat_mean_us"), 0),
+                     fmt(median_of(runs, "lat_p99_us"), 0),
+                     spread([r["cpu_us_per_req"] for r in runs], 2),
+                     fmt(median_of(runs, "syscalls_per_req"), 3),
+                     fmt(median_of(runs, "mean_batch"), 1)]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def ratios(points, results, pairs):
+    """One line per point and pair: median CPU/req and req/s ratios."""
+    lines = []
+    for i, pt in enumerate(points):
+        for a, b in pairs:
+            ra = [r for r in results[(i, a)] if r]
+            rb = [r for r in results[(i, b)] if r]
+            ca, cb = median_of(ra, "cpu_us_per_req"), median_of(rb, "cpu_us_per_req")
+            ta, tb = median_of(ra, "rps"), median_of(rb, "rps")
+            cpu = f"{ca / cb:.2f}" if ca and cb else "n/a"
+            rps = f"{ta / tb:.2f}" if ta and tb else "n/a"
+            lines.append(f"- {pt.workload}, c={pt.conns}: {a}/{b} CPU per "
+                         f"request {cpu} (req/s {rps})")
+    return "\n".join(lines)
+
+
+def error_notes(systems, points, results):
+    """Non-2xx responses and socket errors are worth a line each."""
+    notes = []
+    for i, pt in enumerate(points):
+        for s in systems:
+            for rep, r in enumerate(results[(i, s.name)]):
+                if r and (r["non2xx"] or r["socket_errors"]):
+                    notes.append(f"{s.name}, {pt.workload}, c={pt.conns}, rep "
+                                 f"{rep + 1}: {r['non2xx']} non-2xx responses, "
+                                 f"{r['socket_errors']} socket errors")
+    return notes
+
+
+def header(title, args, cpus, perf):
+    try:
+        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True).stdout.strip()
+    except OSError:
+        commit = ""
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((l.split(":", 1)[1].strip() for l in f
+                          if l.startswith("model name")), "")
+    except OSError:
+        pass
+    lines = [f"# {title}", "",
+             f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, commit {commit or 'n/a'}",
+             f"- machine: Linux {platform.release()}, {os.cpu_count()} CPUs, {model}",
+             f"- command: {' '.join([os.path.basename(sys.argv[0])] + sys.argv[1:])}",
+             f"- {args.reps} repetition(s) of {args.duration} s per point, systems "
+             "interleaved; medians with [min-max]",
+             f"- server pinned to CPU {cpus[0]}, client (wrk -t1) to CPU {cpus[1]}",
+             "- CPU us/req = server utime+stime (/proc/PID/stat) / requests "
+             "completed; syscalls/req = perf raw_syscalls:sys_enter / requests"]
+    if cpus[0] == cpus[1]:
+        lines.append("- WARNING: one CPU only: server and client share it")
+    if not perf.enabled:
+        lines.append(f"- syscalls/req n/a: {perf.why_not}")
+    return "\n".join(lines)
+
+
+def save(kind, text, raw, out=None):
+    """Print the report and write bench/results/<kind>-<time>.md (+ .json)."""
+    print(text)
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = os.path.join(RESULTS_DIR, f"{kind}-{stamp}.md")
+    for p in [path] + ([out] if out else []):
+        with open(p, "w") as f:
+            f.write(text + "\n")
+    with open(path[:-3] + ".json", "w") as f:
+        json.dump(raw, f, indent=1)
+    print(f"\n(written to {os.path.relpath(path)}"
+          + (f" and {out}" if out else "") + ")")
+    return path
+
+
+def report(kind, title, systems, points, results, failures, pairs, args, cpus,
+           perf, extra=""):
+    """Print and save the whole report; returns the exit code (1 if any run failed)."""
+    soft = error_notes(systems, points, results)
+    notes = failures + soft
+    text = "\n\n".join(filter(None, [
+        header(title, args, cpus, perf),
+        table(systems, points, results),
+        "Ratios of medians (CPU per request below 1 = the first is cheaper; "
+        "req/s above 1 = the first is faster):\n" + ratios(points, results, pairs),
+        extra,
+        ("Notes:\n" + "\n".join("- " + n for n in notes)) if notes else ""]))
+    save(kind, text, raw_results(systems, points, results), args.out)
+    return 1 if failures else 0
+
+
+def raw_results(systems, points, results):
+    return [{"workload": pt.workload, "conns": pt.conns, "system": s.name,
+             "args": s.args, "runs": results[(i, s.name)]}
+            for i, pt in enumerate(points) for s in systems]
+
+
+def common_args(description, duration=5, reps=3):
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--duration", type=int, default=duration,
+                   help="whole seconds per wrk run (default %(default)s)")
+    p.add_argument("--reps", type=int, default=reps,
+                   help="repetitions (default %(default)s)")
+    p.add_argument("--out", help="also write the markdown report here")
+    p.add_argument("--server-cpu", type=int, help="CPU for the servers (default 1)")
+    p.add_argument("--client-cpu", type=int, help="CPU for wrk (default 0)")
+    p.add_argument("--no-perf", action="store_true",
+                   help="skip the syscall count (perf adds a little per-syscall cost)")
+    return p
+
+
+def setup(args):
+    """(cpus, perf) from the common arguments; pins this script to the client CPU."""
+    if args.duration <= 0 or args.reps <= 0:
+        raise BenchError("--duration and --reps must be positive")
+    server_cpu, client_cpu = default_cpus()
+    cpus = (args.server_cpu if args.server_cpu is not None else server_cpu,
+            args.client_cpu if args.client_cpu is not None else client_cpu)
+    # The harness's own little work (parsing, /stats) stays off the server CPU.
+    os.sched_setaffinity(0, {cpus[1]})
+    for tool in ("wrk", "taskset"):
+        if not any(os.access(os.path.join(d, tool), os.X_OK)
+                   for d in os.environ.get("PATH", "").split(os.pathsep)):
+            raise BenchError(f"{tool} is not installed: run `make deps`")
+    perf = SyscallCounter(cpus[1], enabled=not args.no_perf)
+    if not perf.enabled:
+        print(f"syscalls/req will be n/a: {perf.why_not}", file=sys.stderr)
+    return cpus, perf
+
+
+def main_guard(fn):
+    """Run fn(); turn BenchError into a message and exit code 1."""
+    try:
+        sys.exit(fn())
+    except BenchError as e:
+        print(f"{os.path.basename(sys.argv[0])}: {e}", file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""The seed's RPC workload: phttpd --engine uring vs --engine epoll.
+
+44-byte keep-alive GET, ~151-byte response (--body-len 64), wrk -t1 at
+1, 50, 100 and 400 connections, plus 16-deep pipelining at 100 connections.
+Prints a markdown table (see bench/README.md for the columns) and writes it
+to bench/results/rpc-<time>.md.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+SYSTEMS = [harness.System("uring", ["--engine", "uring", "--body-len", "64"]),
+           harness.System("epoll", ["--engine", "epoll", "--body-len", "64"])]
+PIPELINE_DEPTH = 16
+PIPELINE_CONNS = 100
+
+
+def parse_args(argv=None):
+    p = harness.common_args(__doc__.splitlines()[0])
+    p.add_argument("--conns", default="1,50,100,400",
+                   help="comma-separated connection counts (default %(default)s)")
+    p.add_argument("--no-pipeline", action="store_true",
+                   help="skip the pipelined point")
+    p.add_argument("--quick", action="store_true",
+                   help="demo size: 100 connections, 1 repetition, 3 s, no pipeline")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.conns, args.reps, args.duration, args.no_pipeline = "100", 1, 3, True
+    try:
+        args.conns = [int(c) for c in args.conns.split(",") if c.strip()]
+    except ValueError:
+        p.error(f"--conns: not a comma-separated list of numbers: {args.conns}")
+    if not args.conns or min(args.conns) < 1:
+        p.error("--conns needs at least one count >= 1")
+    return args
+
+
+def points(args):
+    pts = [harness.Point("rpc", c, "rpc.lua") for c in args.conns]
+    if not args.no_pipeline:
+        pts.append(harness.Point(f"rpc pipelined x{PIPELINE_DEPTH}", PIPELINE_CONNS,
+                                 "pipeline.lua", [PIPELINE_DEPTH]))
+    return pts
+
+
+def run(argv=None, kind="rpc"):
+    args = parse_args(argv)
+    cpus, perf = harness.setup(args)
+    pts = points(args)
+    print(f"RPC benchmark: {len(pts)} point(s) x {len(SYSTEMS)} systems x "
+          f"{args.reps} rep(s) x {args.duration:g} s", file=sys.stderr)
+    results, failures = harness.run_interleaved(
+        SYSTEMS, pts, args.reps, args.duration, cpus, perf)
+    return harness.report(
+        kind, "RPC: phttpd uring vs epoll (44 B request, ~151 B response)",
+        SYSTEMS, pts, results, failures, [("uring", "epoll")], args, cpus, perf)
+
+
+if __name__ == "__main__":
+    harness.main_guard(run)

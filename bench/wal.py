@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""The seed's WAL workload: phttpd --mode wal, uring vs uring --copy vs epoll.
+
+POST /log with a 1024-byte body (1156-byte request), wrk -t1 at 50 and 100
+connections, in three durability configurations: emulated PM with no extra
+latency, emulated PM with a 10 us busy wait per fence (the seed's setting),
+and fdatasync on a disk file. wal.lua checkpoints (DELETE /log?upto=...) so
+the store never fills. Prints a markdown table (see bench/README.md) and
+writes it to bench/results/wal-<time>.md.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+SYSTEMS = [("uring", ["--engine", "uring"]),
+           ("uring --copy", ["--engine", "uring", "--copy"]),
+           ("epoll", ["--engine", "epoll"])]
+
+
+class Config:
+    def __init__(self, key, label, args, store_dir):
+        self.key, self.label, self.args, self.store_dir = key, label, args, store_dir
+
+
+CONFIGS = [
+    Config("emul0", "wal emulated pm 0us",
+           ["--durability", "emulated", "--pm-latency", "0", "--store-size", "2G"],
+           "/dev/shm"),
+    Config("emul10", "wal emulated pm 10us",
+           ["--durability", "emulated", "--pm-latency", "10000", "--store-size", "2G"],
+           "/dev/shm"),
+    # A disk file: fdatasync per batch (uring) or per request (epoll).
+    Config("fsync", "wal fsync (disk)",
+           ["--durability", "fsync", "--store-size", "1G"], "/var/tmp"),
+]
+
+
+def parse_args(argv=None):
+    p = harness.common_args(__doc__.splitlines()[0])
+    p.add_argument("--conns", default="50,100",
+                   help="comma-separated connection counts (default %(default)s)")
+    p.add_argument("--configs", default=",".join(c.key for c in CONFIGS),
+                   help="comma-separated subset of %(default)s")
+    p.add_argument("--quick", action="store_true",
+                   help="demo size: emul10 only, 100 connections, 1 repetition, 3 s")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.conns, args.configs, args.reps, args.duration = "100", "emul10", 1, 3
+    try:
+        args.conns = [int(c) for c in args.conns.split(",") if c.strip()]
+    except ValueError:
+        p.error(f"--conns: not a comma-separated list of numbers: {args.conns}")
+    if not args.conns or min(args.conns) < 1:
+        p.error("--conns needs at least one count >= 1")
+    known = {c.key: c for c in CONFIGS}
+    keys = [k.strip() for k in args.configs.split(",") if k.strip()]
+    bad = [k for k in keys if k not in known]
+    if bad or not keys:
+        p.error(f"--configs: unknown {', '.join(bad) or '(empty)'}; "
+                f"choose from {', '.join(known)}")
+    args.configs = [known[k] for k in keys]
+    return args
+
+
+def run(argv=None, kind="wal"):
+    args = parse_args(argv)
+    cpus, perf = harness.setup(args)
+    names = [name for name, _ in SYSTEMS]
+    points, results, failures = [], {}, []
+    for cfg in args.configs:
+        systems = [harness.System(name, ["--mode", "wal"] + flags + cfg.args)
+                   for name, flags in SYSTEMS]
+        pts = [harness.Point(cfg.label, c, "wal.lua") for c in args.conns]
+        harness.progress(f"{cfg.label}: {len(pts)} point(s) x {len(systems)} "
+                         f"systems x {args.reps} rep(s) x {args.duration:g} s")
+        res, fail = harness.run_interleaved(systems, pts, args.reps, args.duration,
+                                            cpus, perf, store_dir=cfg.store_dir)
+        for (i, name), runs in res.items():
+            results[(len(points) + i, name)] = runs
+        points += pts
+        failures += fail
+    systems = [harness.System(name, []) for name in names]
+    flags = "; ".join(f"{c.key}: {' '.join(c.args)} (store in {c.store_dir})"
+                      for c in args.configs)
+    return harness.report(
+        kind, "WAL: phttpd --mode wal, POST /log 1156 B request (1024 B body)",
+        systems, points, results, failures,
+        [("uring", "epoll"), ("uring", "uring --copy")], args, cpus, perf,
+        extra=f"Configurations (systems run side by side within each): {flags}. "
+              "wal.lua sends DELETE /log?upto=<highest LSN - 20000> every 2000 "
+              "requests (counted as requests).")
+
+
+if __name__ == "__main__":
+    harness.main_guard(run)

@@ -1,0 +1,163 @@
+/* fuzz_http.c - libFuzzer target for the request-head parser.
+ *
+ * The input is what a client sent on one connection. Each request in it is
+ * parsed three ways: in one call, in two or three chunks (cut where a hash
+ * of the input says), and one byte per call. All three must give the same
+ * answer and the same fields; a head must end with LF inside the limit;
+ * every pointer must lie inside the bytes handed over. Chunks are copied to
+ * buffers of exactly their length so ASan sees any read past them. The
+ * whole input is parsed under the default limits and under small ones
+ * (also hash-chosen) so the 431 and 413 paths are reached by short inputs.
+ * Seeds are plain requests: fuzz/corpus/http/.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "paste.h"
+
+#define MAX_PIPELINED 16
+
+struct outcome {
+	int rc;
+	struct paste_http_req req;   /* pointers rebased onto the original input */
+};
+
+static void fail(const char *why, size_t at)
+{
+	fprintf(stderr, "fuzz_http: %s (request at offset %zu)\n", why, at);
+	abort();
+}
+
+/* FNV-1a: the cut points and limits depend on the input, deterministically,
+ * so a crash reproduces from its file alone. */
+static uint64_t hash_of(const uint8_t *p, size_t n)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+static void check_pointers(const struct paste_http_req *r, const char *base, size_t len, size_t at)
+{
+	if (r->method_str < base || r->method_str + r->method_len > base + len ||
+	    r->target < base || r->target + r->target_len > base + len)
+		fail("pointer outside the input", at);
+}
+
+/* Parse the input delivered as chunks ending at cuts[0..ncuts) (the last
+ * is its length), each call on an exact-size copy. */
+static struct outcome parse_chunked(const struct paste_http_parser *proto, const char *in,
+				    const size_t *cuts, int ncuts, size_t at)
+{
+	struct paste_http_parser ps = *proto;
+	struct outcome o = { 0 };
+	for (int i = 0; i < ncuts && o.rc == 0; i++) {
+		size_t len = cuts[i];
+		char *copy = malloc(len ? len : 1);
+		if (!copy)
+			abort();
+		memcpy(copy, in, len);
+		o.rc = paste_http_parse(&ps, copy, len, &o.req);
+		if (o.rc == 0 && ps.scanned > len)
+			fail("scanned beyond the bytes given", at);
+		if (o.rc > 0) {
+			check_pointers(&o.req, copy, len, at);
+			o.req.method_str = in + (o.req.method_str - copy);
+			o.req.target = in + (o.req.target - copy);
+		}
+		free(copy);
+	}
+	return o;
+}
+
+static struct outcome parse_bytewise(const struct paste_http_parser *proto, const char *in,
+				     size_t n)
+{
+	struct paste_http_parser ps = *proto;
+	struct outcome o = { 0 };
+	for (size_t len = 0; len <= n && o.rc == 0; len++)
+		o.rc = paste_http_parse(&ps, in, len, &o.req);
+	return o;
+}
+
+static bool same(const struct outcome *a, const struct outcome *b)
+{
+	if (a->rc != b->rc)
+		return false;
+	if (a->rc <= 0)
+		return true;
+	const struct paste_http_req *x = &a->req, *y = &b->req;
+	return x->method == y->method && x->method_str == y->method_str &&
+	       x->method_len == y->method_len && x->target == y->target &&
+	       x->target_len == y->target_len && x->version_minor == y->version_minor &&
+	       x->keep_alive == y->keep_alive && x->has_content_length == y->has_content_length &&
+	       x->content_length == y->content_length && x->head_len == y->head_len &&
+	       x->nheaders == y->nheaders;
+}
+
+static void check_result(const struct paste_http_parser *ps, const struct outcome *o,
+			 const char *in, size_t n, size_t at)
+{
+	uint32_t max_head = ps->max_head ? ps->max_head : 8192;
+	if (o->rc > 0) {
+		const struct paste_http_req *r = &o->req;
+		if ((uint32_t)o->rc != r->head_len || r->head_len > n || r->head_len > max_head)
+			fail("head length out of range", at);
+		if (in[r->head_len - 1] != '\n')
+			fail("head does not end with LF", at);
+		if (r->method_len == 0 || r->target_len == 0 || r->version_minor > 1 ||
+		    r->nheaders > 100 || r->content_length > ps->max_body ||
+		    (!r->has_content_length && r->content_length))
+			fail("field out of range", at);
+	} else if (o->rc < 0) {
+		int s = -o->rc;
+		if (s != 400 && s != 413 && s != 431 && s != 501 && s != 505)
+			fail("unexpected status", at);
+		if (!strcmp(paste_http_reason(o->rc), "Unknown"))
+			fail("status without a reason phrase", at);
+	} else if (n >= max_head) {
+		fail("need-more with max_head bytes in hand", at);
+	}
+}
+
+/* Walk the pipelined requests of in[0..n) under one set of limits. */
+static void run(uint32_t max_head, uint64_t max_body, const char *in, size_t n, uint64_t h)
+{
+	struct paste_http_parser proto;
+	paste_http_parser_init(&proto, max_head, max_body);
+	size_t at = 0;
+	for (int k = 0; k < MAX_PIPELINED && at <= n; k++) {
+		const char *p = in + at;
+		size_t len = n - at;
+		size_t whole_cut[1] = { len };
+		struct outcome one = parse_chunked(&proto, p, whole_cut, 1, at);
+		check_result(&proto, &one, p, len, at);
+
+		size_t c1 = (size_t)(h % (len + 1));
+		size_t c2 = c1 + (size_t)((h >> 20) % (len - c1 + 1));
+		size_t cuts[3] = { c1, c2, len };
+		struct outcome chunked = parse_chunked(&proto, p, cuts, 3, at);
+		if (!same(&one, &chunked))
+			fail("chunked parse differs from one-shot", at);
+
+		struct outcome bytewise = parse_bytewise(&proto, p, len);
+		if (!same(&one, &bytewise))
+			fail("byte-at-a-time parse differs from one-shot", at);
+
+		if (one.rc <= 0 || one.req.content_length > len - one.req.head_len)
+			return;
+		at += one.req.head_len + one.req.content_length;
+		h = h * 31 + 7;
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint64_t h = hash_of(data, size);
+	run(0, 0, (const char *)data, size, h);
+	run(16 + (uint32_t)((h >> 40) % 240), 1 + (h >> 50) % 64, (const char *)data, size, h);
+	return 0;
+}

@@ -1,0 +1,368 @@
+"""Crash consistency of WAL mode.
+
+(a) kill -9 under concurrent POST load, restart, every acknowledged record
+    is there with the same bytes; for emulated PM (/dev/shm) and fsync
+    (/var/tmp), both engines.
+(b) crash images from phttpd-shim: the shim keeps a second image updated
+    only with flushed-and-fenced lines; a copy taken at any moment must hold
+    every record acknowledged before the copy began.
+(c) damaged stores: flipped data bits, a corrupt superblock, a truncated file.
+"""
+import fcntl
+import json
+import os
+import random
+import re
+import shutil
+import struct
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import HERE, HttpConn, check_records, file_sha256, post_all, run_tool, sha256
+
+sys.path.insert(0, str(HERE.parent.parent / "bench"))
+import walclient  # noqa: E402  (bench/walclient.py: run_load, HttpConn)
+
+BODY_SIZES = (0, 1, 100, 1024, 2000, 3000, 5000)
+CRASH_STORE_SIZE = "256M"
+
+
+def check_tool_clean(store):
+    cp = run_tool("--store", store, "check")
+    assert cp.returncode == 0, f"paste-store check {store}: exit {cp.returncode}\n{cp.stdout}{cp.stderr}"
+
+
+def assert_load_sane(stats):
+    for bad in ("protocol_errors", "bad_201", "duplicate_lsn"):
+        assert not stats.get(bad), f"load client saw {bad}: {stats}"
+    assert stats.get("acknowledged", 0) > 0, f"nothing was acknowledged: {stats}"
+
+
+# --------------------------------------------------------------------------
+# (a) kill -9 under load
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("durability", ["emulated", "fsync"])
+def test_kill9_under_load(phttpd, engine, durability):
+    base = "/var/tmp" if durability == "fsync" else "/dev/shm"
+    store = phttpd.new_store(base)
+    args = ["--durability", durability, "--store-size", CRASH_STORE_SIZE]
+    srv = phttpd.start(engine, mode="wal", extra_args=args, store=store)
+    rng = random.Random()
+    acked = {}
+    for round_no in range(3):
+        stats, result = {}, {}
+        load = threading.Thread(target=lambda: result.update(walclient.run_load(
+            "127.0.0.1", srv.port, conns=8, duration=1.5, body_sizes=BODY_SIZES,
+            stats=stats, seed=rng.getrandbits(32))))
+        load.start()
+        time.sleep(rng.uniform(0.2, 1.0))
+        srv.kill9()
+        load.join(15)
+        assert not load.is_alive(), "load client did not finish after the kill"
+        assert_load_sane(stats)
+        reused = {l for l in result if l in acked and acked[l] != result[l]}
+        assert not reused, f"round {round_no}: LSNs acknowledged twice for different bodies: {sorted(reused)[:10]}"
+        acked.update(result)
+        srv.start()
+        bad = check_records(srv.port, acked)
+        assert not bad, (f"round {round_no}: {len(bad)} of {len(acked)} acknowledged records "
+                         f"lost or changed after kill -9, e.g. (lsn, status, len) {bad[:10]}")
+    srv.stop()
+    check_tool_clean(store)
+
+
+# --------------------------------------------------------------------------
+# (b) crash images from the persistence shim
+# --------------------------------------------------------------------------
+
+class AckingLoad:
+    """POST load whose acknowledgements can be snapshotted at any moment."""
+
+    def __init__(self, port, conns, duration, seed):
+        self.port = port
+        self.lock = threading.Lock()
+        self.acked = {}
+        self.problems = []
+        self.deadline = time.monotonic() + duration
+        self.threads = [threading.Thread(target=self._run, args=(random.Random(seed + i),))
+                        for i in range(conns)]
+
+    def _run(self, rng):
+        try:
+            conn = walclient.HttpConn("127.0.0.1", self.port)
+            while time.monotonic() < self.deadline:
+                body = rng.randbytes(rng.choice(BODY_SIZES))
+                status, headers, reply = conn.request("POST", "/log", body)
+                lsn = headers.get("x-paste-lsn", "")
+                if status != 201 or not lsn.isdigit() or reply != f"{lsn}\n".encode():
+                    with self.lock:
+                        self.problems.append((status, headers, reply[:100]))
+                    continue
+                with self.lock:
+                    self.acked[int(lsn)] = sha256(body)
+        except (OSError, walclient.ProtocolError) as e:
+            with self.lock:
+                self.problems.append(repr(e))
+
+    def snapshot(self):
+        with self.lock:
+            return dict(self.acked)
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+
+    def join(self):
+        for t in self.threads:
+            t.join(15)
+
+
+def copy_image(image, dest, whole_fences):
+    """Copy the shim's image. With whole_fences, hold flock(LOCK_SH) so no
+    fence is half applied in the copy; without, the copy may catch a fence
+    midway, which is a legitimate crash too."""
+    with open(image, "rb") as f:
+        if whole_fences:
+            fcntl.flock(f, fcntl.LOCK_SH)
+        shutil.copyfile(image, dest)
+
+
+def test_shim_crash_images(phttpd, engine):
+    workdir = Path(phttpd.tmpdir())
+    image = workdir / "image"
+    args = ["--durability", "emulated", "--store-size", "128M"]
+    srv = phttpd.start(engine, mode="wal", extra_args=args, binary_name="phttpd-shim",
+                       env={"PASTE_SHIM_IMAGE": str(image)})
+    assert image.is_file(), f"phttpd-shim did not create its image {image}"
+    load = AckingLoad(srv.port, conns=8, duration=2.0, seed=random.getrandbits(32))
+    load.start()
+    copies = []
+    t0 = time.monotonic()
+    for i, at in enumerate(sorted(random.uniform(0.2, 1.8) for _ in range(4))):
+        time.sleep(max(0.0, at - (time.monotonic() - t0)))
+        before = load.snapshot()   # taken before the copy begins
+        copy = workdir / f"copy{i}"
+        copy_image(image, copy, whole_fences=(i % 2 == 0))
+        copies.append((copy, i % 2 == 0, before))
+    load.join()
+    srv.stop()
+    assert not load.problems, f"load problems: {load.problems[:5]}"
+    assert copies[-1][2], "nothing was acknowledged before the last copy"
+    for copy, whole_fences, before in copies:
+        cp = run_tool("--store", copy, "check")
+        out = cp.stdout + cp.stderr
+        if whole_fences:
+            assert cp.returncode == 0, f"check {copy.name} (whole fences): exit {cp.returncode}\n{out}"
+        else:
+            assert cp.returncode == 0 or (cp.returncode == 1 and out.strip()), \
+                f"check {copy.name} (fence maybe half applied): exit {cp.returncode}\n{out}"
+        img = phttpd.start(engine, mode="wal", extra_args=args, store=str(copy))
+        bad = check_records(img.port, before)
+        assert not bad, (f"{copy.name}: {len(bad)} of {len(before)} records acknowledged before "
+                         f"the copy are missing or wrong, e.g. {bad[:10]}")
+        img.stop()
+
+
+# --------------------------------------------------------------------------
+# (c) damaged stores
+# --------------------------------------------------------------------------
+
+def _crc32c_table():
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+CRC_TABLE = _crc32c_table()
+
+
+def crc32c(data, crc=0):
+    crc ^= 0xFFFFFFFF
+    for b in data:
+        crc = CRC_TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def find_superblock_crc(sb):
+    """Locate the superblock's CRC32C field without knowing the layout: a u32
+    equal to the CRC of the bytes before it, or of the first N bytes with the
+    field zeroed. Returns (offset, recompute(bytes) -> crc) or None."""
+    crc = crc32c(sb[:8])
+    for off in range(8, 512, 4):
+        value = struct.unpack_from("<I", sb, off)[0]
+        if value == crc:
+            return off, lambda b, o=off: crc32c(b[:o])
+        for n in (64, 128, 256, 512, 1024, 2048, 4096):
+            if n >= off + 4 and value == crc32c(sb[:off] + b"\0\0\0\0" + sb[off + 4:n]):
+                return off, lambda b, o=off, n=n: crc32c(b[:o] + b"\0\0\0\0" + b[o + 4:n])
+        crc = crc32c(sb[off:off + 4], crc)
+    return None
+
+
+def version_offset(sb):
+    for off in range(8, 64, 4):
+        if struct.unpack_from("<I", sb, off)[0] == 1:
+            return off
+    return None
+
+
+def make_store(phttpd, nrecords=8, size=1000):
+    """A store with nrecords records written and cleanly shut down; returns (path, {lsn: body})."""
+    srv = phttpd.start("uring", mode="wal")
+    records = post_all(srv.port, [os.urandom(size) for _ in range(nrecords)])
+    srv.stop()
+    return srv.store, records
+
+
+def record_file_offsets(store, lsn, body):
+    """File offsets of a record's data, from paste-store dump + info; falls
+    back to searching the file for the bytes when the output cannot be used."""
+    data = Path(store).read_bytes()
+    try:
+        info = run_tool("--store", store, "info").stdout
+        buf_offset = int(re.search(r"buf_offset\W+(\d+)", info).group(1))
+        buf_size = int(re.search(r"buf_size\W+(\d+)", info).group(1))
+        for line in run_tool("--store", store, "dump").stdout.splitlines():
+            rec = json.loads(line)
+            if rec.get("lsn") != lsn:
+                continue
+            offsets = []
+            for e in rec["extents"]:
+                buf, off, n = (e["buf"], e["off"], e["len"]) if isinstance(e, dict) else e
+                start = buf_offset + buf * buf_size + off
+                offsets.extend(range(start, start + n))
+            if bytes(data[o] for o in offsets) == body:
+                return offsets
+    except (AttributeError, KeyError, TypeError, ValueError):
+        pass
+    found = [m.start() for m in re.finditer(re.escape(body), data)]
+    assert found, f"could not locate the data of LSN {lsn} in {store} (dump, info, nor search)"
+    return [start + i for start in found for i in range(len(body))]
+
+
+def flip_bytes(store, offsets):
+    with open(store, "r+b") as f:
+        for off in offsets:
+            f.seek(off)
+            b = f.read(1)
+            f.seek(off)
+            f.write(bytes([b[0] ^ 0x5A]))
+
+
+def damage_record(store, lsn, body):
+    offsets = record_file_offsets(store, lsn, body)
+    n = len(body)
+    # The middle 16 bytes of every copy of the data.
+    flip_bytes(store, [o for i, o in enumerate(offsets) if n // 2 <= i % n < n // 2 + 16])
+
+
+def served_exactly(port, lsn, body):
+    with HttpConn(port) as c:
+        r = c.request("GET", f"/log/{lsn}")
+    assert r.status != 200 or r.body == body, f"LSN {lsn}: damaged bytes served with 200"
+    return r.status == 200
+
+
+def test_damaged_last_record(phttpd):
+    store, records = make_store(phttpd)
+    lsns = sorted(records)
+    damage_record(store, lsns[-1], records[lsns[-1]])
+    for _ in range(2):
+        cp = run_tool("--store", store, "check")
+        assert cp.returncode == 0 or (cp.returncode == 1 and (cp.stdout + cp.stderr).strip()), cp
+        srv = phttpd.start("uring", mode="wal", store=store)
+        for lsn in lsns[:-1]:
+            assert served_exactly(srv.port, lsn, records[lsn]), f"LSN {lsn} lost"
+        served_exactly(srv.port, lsns[-1], records[lsns[-1]])
+        srv.stop()
+
+
+def test_damaged_middle_record(phttpd):
+    store, records = make_store(phttpd)
+    lsns = sorted(records)
+    mid = lsns[len(lsns) // 2]
+    damage_record(store, mid, records[mid])
+    cp = run_tool("--store", store, "check")
+    out = cp.stdout + cp.stderr
+    assert cp.returncode == 1, f"check of a store with a damaged record: exit {cp.returncode}\n{out}"
+    assert re.search(r"(?i)damage|corrupt|crc|checksum|mismatch", out), out
+    srv = phttpd.start("uring", mode="wal", store=store)
+    for lsn in lsns:
+        if lsn < mid:
+            assert served_exactly(srv.port, lsn, records[lsn]), f"LSN {lsn} before the damage lost"
+    later = [lsn for lsn in lsns if lsn > mid]
+    missing = [lsn for lsn in later if not served_exactly(srv.port, lsn, records[lsn])]
+    srv.stop()
+    if missing:
+        assert re.search(r"(?i)damag|corrupt|crc|checksum|invalid|torn|stopped", srv.stderr()), \
+            f"records {missing} dropped at recovery without a word on stderr:\n{srv.stderr()}"
+
+
+def _refuses(phttpd, store, words):
+    before = file_sha256(store)
+    size = os.path.getsize(store)
+    rc, err = phttpd.start_failing(mode="wal", store=store)
+    assert rc != 0, err
+    assert "listening" not in err, err
+    assert re.search(words, err, re.I), f"message does not name the problem ({words}): {err!r}"
+    assert store in err, f"message does not name the file: {err!r}"
+    cp = run_tool("--store", store, "check")
+    assert cp.returncode == 2, f"paste-store check: exit {cp.returncode}\n{cp.stdout}{cp.stderr}"
+    assert re.search(words, cp.stdout + cp.stderr, re.I), cp.stdout + cp.stderr
+    assert os.path.getsize(store) == size and file_sha256(store) == before, \
+        "the damaged store was modified (reformatted?)"
+
+
+def _edit_superblock(store, edit, fix_crc=True):
+    with open(store, "r+b") as f:
+        sb = bytearray(f.read(4096))
+        where = find_superblock_crc(bytes(sb))
+        edit(sb, where)
+        if fix_crc and where:
+            off, recompute = where
+            struct.pack_into("<I", sb, off, recompute(bytes(sb)))
+        f.seek(0)
+        f.write(sb)
+
+
+def test_bad_magic_refused(phttpd):
+    store, _ = make_store(phttpd, 2)
+    assert Path(store).read_bytes()[:8] == b"PASTESTO", "magic is not at offset 0"
+    _edit_superblock(store, lambda sb, _: sb.__setitem__(slice(0, 8), b"NOTPASTE"))
+    _refuses(phttpd, store, r"magic")
+
+
+def test_other_version_refused(phttpd):
+    store, _ = make_store(phttpd, 2)
+    off = version_offset(Path(store).read_bytes()[:64])
+    assert off is not None, "no u32 field equal to version 1 in the superblock's first 64 bytes"
+    _edit_superblock(store, lambda sb, _: struct.pack_into("<I", sb, off, 99))
+    _refuses(phttpd, store, r"version")
+
+
+def test_bad_superblock_checksum_refused(phttpd):
+    store, _ = make_store(phttpd, 2)
+    where = find_superblock_crc(Path(store).read_bytes()[:4096])
+    assert where, "no CRC32C field found in the superblock (see find_superblock_crc)"
+
+    def flip(sb, w):
+        sb[w[0]] ^= 0xFF
+    _edit_superblock(store, flip, fix_crc=False)
+    _refuses(phttpd, store, r"checksum|crc")
+
+
+@pytest.mark.parametrize("keep", ["half", "100 bytes", "empty"])
+def test_truncated_store_refused(phttpd, keep):
+    store, _ = make_store(phttpd, 2)
+    size = os.path.getsize(store)
+    os.truncate(store, {"half": size // 2, "100 bytes": 100, "empty": 0}[keep])
+    _refuses(phttpd, store, r"truncat|too small|short|empty")
