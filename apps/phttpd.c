@@ -40,10 +40,10 @@ int reply_head(char *out, size_t cap, struct hconn *h, int status, const char *c
 	int n = snprintf(out, cap, "HTTP/1.1 %d %s\r\nServer: phttpd\r\n%s%s%s%sContent-Length: %" PRIu64 "\r\n\r\n",
 			 status, status_line(status), ctype ? "Content-Type: " : "",
 			 ctype ? ctype : "", ctype ? "\r\n" : "", conn, content_length);
-	if (extra && n > 0 && (size_t)n < cap) {
+	if (extra && n > 2 && (size_t)n < cap) {
 		/* extra headers go before the blank line */
-		int e = snprintf(out + n - 2, cap - (size_t)n + 2, "%s\r\n", extra);
-		n += e > 0 ? e : 0;
+		int e = snprintf(out + n - 2, cap - (size_t)n + 2, "%s\r\n\r\n", extra);
+		n += e > 0 ? e - 2 : 0;
 	}
 	return n;
 }

@@ -21,7 +21,7 @@ PIPELINE_CONNS = 100
 
 def parse_args(argv=None):
     p = harness.common_args(__doc__.splitlines()[0])
-    p.add_argument("--conns", default="1,50,100,400",
+    p.add_argument("--conns", type=harness.conn_list, default="1,50,100,400",
                    help="comma-separated connection counts (default %(default)s)")
     p.add_argument("--no-pipeline", action="store_true",
                    help="skip the pipelined point")
@@ -29,13 +29,7 @@ def parse_args(argv=None):
                    help="demo size: 100 connections, 1 repetition, 3 s, no pipeline")
     args = p.parse_args(argv)
     if args.quick:
-        args.conns, args.reps, args.duration, args.no_pipeline = "100", 1, 3, True
-    try:
-        args.conns = [int(c) for c in args.conns.split(",") if c.strip()]
-    except ValueError:
-        p.error(f"--conns: not a comma-separated list of numbers: {args.conns}")
-    if not args.conns or min(args.conns) < 1:
-        p.error("--conns needs at least one count >= 1")
+        args.conns, args.reps, args.duration, args.no_pipeline = [100], 1, 3, True
     return args
 
 
@@ -51,10 +45,8 @@ def run(argv=None, kind="rpc"):
     args = parse_args(argv)
     cpus, perf = harness.setup(args)
     pts = points(args)
-    print(f"RPC benchmark: {len(pts)} point(s) x {len(SYSTEMS)} systems x "
-          f"{args.reps} rep(s) x {args.duration:g} s", file=sys.stderr)
     results, failures = harness.run_interleaved(
-        SYSTEMS, pts, args.reps, args.duration, cpus, perf)
+        "RPC", SYSTEMS, pts, args.reps, args.duration, cpus, perf)
     return harness.report(
         kind, "RPC: phttpd uring vs epoll (44 B request, ~151 B response)",
         SYSTEMS, pts, results, failures, [("uring", "epoll")], args, cpus, perf)

@@ -40,7 +40,7 @@ CONFIGS = [
 
 def parse_args(argv=None):
     p = harness.common_args(__doc__.splitlines()[0])
-    p.add_argument("--conns", default="50,100",
+    p.add_argument("--conns", type=harness.conn_list, default="50,100",
                    help="comma-separated connection counts (default %(default)s)")
     p.add_argument("--configs", default=",".join(c.key for c in CONFIGS),
                    help="comma-separated subset of %(default)s")
@@ -48,13 +48,7 @@ def parse_args(argv=None):
                    help="demo size: emul10 only, 100 connections, 1 repetition, 3 s")
     args = p.parse_args(argv)
     if args.quick:
-        args.conns, args.configs, args.reps, args.duration = "100", "emul10", 1, 3
-    try:
-        args.conns = [int(c) for c in args.conns.split(",") if c.strip()]
-    except ValueError:
-        p.error(f"--conns: not a comma-separated list of numbers: {args.conns}")
-    if not args.conns or min(args.conns) < 1:
-        p.error("--conns needs at least one count >= 1")
+        args.conns, args.configs, args.reps, args.duration = [100], "emul10", 1, 3
     known = {c.key: c for c in CONFIGS}
     keys = [k.strip() for k in args.configs.split(",") if k.strip()]
     bad = [k for k in keys if k not in known]
@@ -74,10 +68,9 @@ def run(argv=None, kind="wal"):
         systems = [harness.System(name, ["--mode", "wal"] + flags + cfg.args)
                    for name, flags in SYSTEMS]
         pts = [harness.Point(cfg.label, c, "wal.lua") for c in args.conns]
-        harness.progress(f"{cfg.label}: {len(pts)} point(s) x {len(systems)} "
-                         f"systems x {args.reps} rep(s) x {args.duration:g} s")
-        res, fail = harness.run_interleaved(systems, pts, args.reps, args.duration,
-                                            cpus, perf, store_dir=cfg.store_dir)
+        res, fail = harness.run_interleaved(cfg.label, systems, pts, args.reps,
+                                            args.duration, cpus, perf,
+                                            store_dir=cfg.store_dir)
         for (i, name), runs in res.items():
             results[(len(points) + i, name)] = runs
         points += pts

@@ -132,6 +132,14 @@ def _load_one(host, port, deadline, sizes, rng, acked, tally, stop):
         conn.close()
 
 
+def _run_threads(target, arg_tuples):
+    threads = [threading.Thread(target=target, args=a, daemon=True) for a in arg_tuples]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def run_load(host, port, conns=50, duration=5.0, body_sizes=DEFAULT_BODY_SIZES,
              stats=None, seed=None, stop=None):
     """POST random bodies on `conns` keep-alive connections for `duration` s.
@@ -147,15 +155,9 @@ def run_load(host, port, conns=50, duration=5.0, body_sizes=DEFAULT_BODY_SIZES,
     stop = stop or threading.Event()
     deadline = time.monotonic() + duration
     base = random.Random(seed)
-    threads = [threading.Thread(target=_load_one, daemon=True,
-                                args=(host, port, deadline, tuple(body_sizes),
-                                      random.Random(base.getrandbits(64)),
-                                      acked, tally, stop))
-               for _ in range(conns)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _run_threads(_load_one, [(host, port, deadline, tuple(body_sizes),
+                              random.Random(base.getrandbits(64)), acked, tally, stop)
+                             for _ in range(conns)])
     if stats is not None:
         stats.update(tally.counts)
         stats["acknowledged"] = len(acked)
@@ -199,13 +201,8 @@ def verify(host, port, acked, conns=4):
     out = {"intact": [], "lost": [], "damaged": []}
     lock = threading.Lock()
     items = sorted(acked.items())
-    threads = [threading.Thread(target=_verify_some, daemon=True,
-                                args=(host, port, items[i::conns], out, lock))
-               for i in range(conns)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _run_threads(_verify_some, [(host, port, items[i::conns], out, lock)
+                                for i in range(conns)])
     return out
 
 

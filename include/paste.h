@@ -120,7 +120,7 @@ uint32_t paste_store_index(const struct paste_store *st, const void *addr);
  * After open every count is 0 and the free list is empty; recovery (see
  * paste_wal_open) takes references for buffers that live records point at,
  * then paste_store_start builds the free list from the buffers still at 0.
- * Allocation before paste_store_start fails with -EAGAIN.
+ * Before paste_store_start, paste_store_alloc hands out nothing (returns 0).
  * The free list is shared by all threads (a mutex; ports take and return
  * buffers in batches to keep it off the per-request path). */
 int paste_store_start(struct paste_store *st);
@@ -314,7 +314,8 @@ const char *paste_http_reason(int status);
 /* The paste port (lib/port.c, lib/port_uring.c, lib/port_epoll.c)     */
 /* ------------------------------------------------------------------ */
 /*
- * One per thread. paste_port_poll is the netmap poll() of PASTE: it submits
+ * One per thread, and used only by the thread that opened it (the ring is
+ * SINGLE_ISSUER). paste_port_poll is the netmap poll() of PASTE: it submits
  * every reply queued since the previous call (after the persistence barrier
  * the replies wait for), waits for work, and returns one batch of events for
  * all connections. In steady state it is one io_uring_enter per call.
@@ -342,7 +343,7 @@ struct paste_event {
 	uint16_t type;
 	uint32_t conn;           /* connection slot */
 	uint32_t buf;            /* store buffer index, or PASTE_NO_BUF (epoll engine) */
-	uint32_t off, len;       /* bytes at data = buffer + off */
+	uint32_t off, len;       /* data points at the first byte: buffer + off */
 	const uint8_t *data;
 };
 

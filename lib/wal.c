@@ -685,6 +685,7 @@ static void trunc_plan(struct paste_wal *w, struct wal_lane *l, uint64_t upto,
 	while (pos < l->end && ring_at(l, pos)->lsn <= upto)
 		pos++;
 	tp->drop = pos - l->first;
+	tp->head = l->head;
 	uint64_t head_lsn = 0;
 	uint32_t head_epoch = w->epoch;
 	if (tp->drop && pos < l->end) {
@@ -703,6 +704,8 @@ static void trunc_plan(struct paste_wal *w, struct wal_lane *l, uint64_t upto,
 /* Phase 3: the checkpoint is durable; release the buffers and the space. */
 static void trunc_apply(struct paste_wal *w, struct wal_lane *l, const struct trunc_plan *tp)
 {
+	if (!tp->drop)
+		return;
 	pthread_mutex_lock(&l->mu);
 	for (uint64_t k = 0; k < tp->drop; k++) {
 		const struct wal_rec *r = lane_rec(l, ring_at(l, l->first++)->off);

@@ -252,6 +252,8 @@ static void test_multi_extent_and_sharing(void)
 	CHECK_EQ(paste_store_refcount(e.st, b[1]), 3);
 	uint32_t free_before = paste_store_nfree(e.st);
 	CHECK_EQ(paste_wal_truncate(e.w, l1, e.p), 1);
+	paste_wal_info(e.w, &info);
+	CHECK_EQ(info.log_used, 64);   /* lane 3, untouched by this truncation */
 	CHECK_EQ(paste_store_refcount(e.st, b[0]), 1);
 	CHECK_EQ(paste_store_refcount(e.st, b[1]), 2);
 	CHECK_EQ(paste_wal_lookup(e.w, l1, &got, &n, &len), -ENOENT);
