@@ -27,6 +27,7 @@ import walclient  # noqa: E402
 LOAD_CONNS = 50
 LOAD_SECONDS = 6.0
 KILL_AFTER = 3.5
+WAL_ARGS = ["--mode", "wal", "--store-size", "1G"]
 
 
 def banner(text):
@@ -42,11 +43,13 @@ def durability_demo():
     """Returns 0 when every acknowledged record survived the crash intact."""
     server_cpu, client_cpu = harness.default_cpus()
     os.sched_setaffinity(0, {client_cpu})
-    first = harness.Server("wal-demo", ["--mode", "wal"], server_cpu, "/dev/shm")
+    # 1G: the default 256M store's log lane fills after ~14000 records (507),
+    # and the demo wants every POST of the run to be acknowledged.
+    first = harness.Server("wal-demo", WAL_ARGS, server_cpu, "/dev/shm")
     second = None
     try:
         first.start()
-        print(f"started: phttpd --mode wal --store {first.store} (pid {first.pid})")
+        print(f"started: phttpd {' '.join(WAL_ARGS)} --store {first.store} (pid {first.pid})")
         show_server_lines(first)
         stats, acked = {}, {}
 
@@ -65,7 +68,7 @@ def durability_demo():
             print("FAIL: no record was acknowledged before the kill")
             return 1
 
-        second = harness.Server("wal-demo-restart", ["--mode", "wal"], server_cpu,
+        second = harness.Server("wal-demo-restart", WAL_ARGS, server_cpu,
                                 store=first.store)
         t0 = time.monotonic()
         second.start()

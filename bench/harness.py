@@ -45,9 +45,13 @@ def binary(name):
     return path
 
 
+# Taken at import: setup() later pins this process to the client CPU.
+ALLOWED_CPUS = sorted(os.sched_getaffinity(0))
+
+
 def default_cpus():
     """(server_cpu, client_cpu): different CPUs when the machine has two."""
-    cpus = sorted(os.sched_getaffinity(0))
+    cpus = ALLOWED_CPUS
     if len(cpus) >= 2:
         return cpus[1], cpus[0]
     return cpus[0], cpus[0]

@@ -25,13 +25,14 @@ class Config:
         self.key, self.label, self.args, self.store_dir = key, label, args, store_dir
 
 
+# The stores on /dev/shm get --store-size (default 2G, quick 1G): wal.lua
+# keeps ~22000 records live, a few hundred MB of buffers and log at most,
+# and creating (prefaulting) a bigger store costs seconds per server.
 CONFIGS = [
     Config("emul0", "wal emulated pm 0us",
-           ["--durability", "emulated", "--pm-latency", "0", "--store-size", "2G"],
-           "/dev/shm"),
+           ["--durability", "emulated", "--pm-latency", "0"], "/dev/shm"),
     Config("emul10", "wal emulated pm 10us",
-           ["--durability", "emulated", "--pm-latency", "10000", "--store-size", "2G"],
-           "/dev/shm"),
+           ["--durability", "emulated", "--pm-latency", "10000"], "/dev/shm"),
     # A disk file: fdatasync per batch (uring) or per request (epoll).
     Config("fsync", "wal fsync (disk)",
            ["--durability", "fsync", "--store-size", "1G"], "/var/tmp"),
@@ -44,11 +45,15 @@ def parse_args(argv=None):
                    help="comma-separated connection counts (default %(default)s)")
     p.add_argument("--configs", default=",".join(c.key for c in CONFIGS),
                    help="comma-separated subset of %(default)s")
+    p.add_argument("--store-size", default="2G",
+                   help="store size on /dev/shm (default %(default)s; fsync uses 1G on disk)")
     p.add_argument("--quick", action="store_true",
-                   help="demo size: emul10 only, 100 connections, 1 repetition, 3 s")
+                   help="demo size: emul10 only, 100 connections, 1 repetition, "
+                   "3 s, 1G store")
     args = p.parse_args(argv)
     if args.quick:
         args.conns, args.configs, args.reps, args.duration = [100], "emul10", 1, 3
+        args.store_size = "1G"
     known = {c.key: c for c in CONFIGS}
     keys = [k.strip() for k in args.configs.split(",") if k.strip()]
     bad = [k for k in keys if k not in known]
@@ -65,6 +70,8 @@ def run(argv=None, kind="wal"):
     names = [name for name, _ in SYSTEMS]
     points, results, failures = [], {}, []
     for cfg in args.configs:
+        if "--store-size" not in cfg.args:
+            cfg.args = cfg.args + ["--store-size", args.store_size]
         systems = [harness.System(name, ["--mode", "wal"] + flags + cfg.args)
                    for name, flags in SYSTEMS]
         pts = [harness.Point(cfg.label, c, "wal.lua") for c in args.conns]

@@ -12,6 +12,11 @@
  *                     bit 0 set = xor, else store
  *           bit 1  start from a zeroed log instead of the baseline
  *           bit 2  also open the damaged store writable and append/truncate
+ *           bit 3  reseal: recompute the checksums of every record header,
+ *                  checkpoint slot and (where the extents allow) record data,
+ *                  so the damage reaches the checks behind the CRCs (bad
+ *                  types, extents, sizes, LSNs, epochs). This mirrors the
+ *                  format described at the top of lib/wal.c.
  *
  * Positions address the interesting bytes only, laid end to end: the
  * checkpoint slots, the lanes, then the buffers. Then the log is opened
@@ -61,15 +66,55 @@ static uint8_t *at(uint64_t pos)
 }
 
 /* Appends until both lanes have wrapped a few times, truncating the oldest
- * records only when the lane or the buffers run out, so the end state has
- * live records in both lanes. */
+ * records only when a lane or the buffers run out. A lane stops right after
+ * a WRAP record (seen as a skipped LSN: a WRAP takes one), so its live
+ * records span one. */
+/* Format constants of lib/wal.c, for resealing only. */
+#define WAL_MAGIC  0x4c415750u
+#define CKPT_MAGIC 0x504b4350u
+#define REC_HDR    36u
+
+static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint16_t get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+
+static void reseal(void)
+{
+	for (uint32_t s = 0; s < geom.log_lanes * 2; s++) {
+		uint8_t *c = file + geom.ckpt_offset + s * PASTE_CKPT_SLOT_SIZE;
+		if (get32(c) == CKPT_MAGIC)
+			put32(c + 4, paste_crc32c(0, c + 8, PASTE_CKPT_SLOT_SIZE - 8));
+	}
+	for (uint64_t off = 0; off < log_bytes; off += 64) {
+		uint8_t *r = file + geom.log_offset + off;
+		uint32_t n = get16(r + 22), room = (uint32_t)(geom.lane_size - off % geom.lane_size);
+		if (get32(r) != WAL_MAGIC || n > PASTE_WAL_MAX_EXTENTS || REC_HDR + 12 * n > room)
+			continue;
+		uint32_t crc = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t b = get32(r + REC_HDR + 12 * i), o = get32(r + REC_HDR + 12 * i + 4),
+				 len = get32(r + REC_HDR + 12 * i + 8);
+			if (b >= geom.nbufs || o > geom.buf_size || len > geom.buf_size - o)
+				break;
+			crc = paste_crc32c(crc, file + geom.buf_offset + (uint64_t)b * geom.buf_size + o, len);
+		}
+		put32(r + 28, crc);
+		put32(r + 4, paste_crc32c(0, r + 8, REC_HDR - 8 + 12 * n));
+	}
+}
+
 static void write_baseline(struct paste_store *st, struct paste_persist *p, struct paste_wal *w)
 {
-	uint64_t lsn, floor = 0;
-	for (uint32_t i = 0; i < 400; i++) {
+	bool done[2] = { false, false };
+	uint64_t lsn, last = 0, floor = 0;
+	for (uint32_t i = 0; !(done[0] && done[1]); i++) {
 		uint32_t lane = i % 2, n = 1 + (i * 2654435761u >> 16) % 6, b[6];   /* sizes mix irregularly */
 		struct paste_extent ext[6];
 		int rc = -ENOBUFS;
+		if (done[lane])
+			continue;
+		if (i > 5000)
+			fail("baseline: the lanes do not wrap");
 		uint32_t got = paste_store_alloc(st, b, n);
 		if (got == n) {
 			for (uint32_t x = 0; x < n; x++) {
@@ -82,9 +127,13 @@ static void write_baseline(struct paste_store *st, struct paste_persist *p, stru
 		for (uint32_t x = 0; x < got; x++)
 			paste_store_unref(st, b[x], false);
 		if (rc == -ENOSPC || rc == -ENOBUFS)
-			paste_wal_truncate(w, floor += 6, p);
+			paste_wal_truncate(w, floor += 4, p);
 		else if (rc != 0)
 			fail("baseline: append failed");
+		if (rc == 0) {
+			done[lane] = i > 300 && lsn == last + 2;
+			last = lsn;
+		}
 	}
 	paste_persist_fence(p);
 }
@@ -238,6 +287,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			*b = data[i + 3] & 1 ? *b ^ data[i + 2] : data[i + 2];
 		}
 	}
+	if (mode & 8)
+		reseal();
 	inspect();
 	if (mode & 4)
 		write_through();

@@ -40,7 +40,12 @@
  * and add up to len, data_crc matches the buffers, lsn >= head_lsn and >
  * the previous record's lsn, head_epoch <= epoch, previous record's epoch <=
  * epoch <= the checkpoint's epoch, and the record ends before reaching the
- * head again. It stops at the first record that fails.
+ * head again. It stops at the first record that fails. No magic or an old
+ * LSN/epoch there is the normal end; a bad size or CRC is a torn record,
+ * reported but not damage. Damage (paste_wal_check) is a record whose CRCs
+ * hold but whose content is impossible, or a hole: a valid-looking record
+ * of the same run (lsn higher, epoch in range) further on before the head.
+ * In DRAM each lane keeps a ring of (lsn, offset) in LSN order under a mutex.
  *
  * Epochs. paste_wal_open (writable) sets epoch = max checkpoint epoch + 1
  * and persists it in every lane's checkpoint before any append. So after a
@@ -77,15 +82,11 @@
 #define LANE_MIN    2048u
 
 struct wal_rec {
-	uint32_t magic;
-	uint32_t hdr_crc;
+	uint32_t magic, hdr_crc;
 	uint64_t lsn;
 	uint32_t epoch;
-	uint16_t type;
-	uint16_t nexts;
-	uint32_t len;
-	uint32_t data_crc;
-	uint32_t size;
+	uint16_t type, nexts;
+	uint32_t len, data_crc, size;
 } __attribute__((packed));
 #define REC_HDR sizeof(struct wal_rec)
 _Static_assert(sizeof(struct wal_rec) == 36, "record header is 36 bytes");
@@ -101,13 +102,9 @@ struct rec_copy {
 _Static_assert(offsetof(struct rec_copy, ext) == REC_HDR, "a copy has the store's layout");
 
 struct wal_ckpt {
-	uint32_t magic;
-	uint32_t crc;
-	uint64_t seq;
-	uint64_t head_off;
-	uint64_t head_lsn;
-	uint32_t epoch;
-	uint32_t head_epoch;
+	uint32_t magic, crc;
+	uint64_t seq, head_off, head_lsn;
+	uint32_t epoch, head_epoch;
 	uint8_t zero[24];
 };
 _Static_assert(sizeof(struct wal_ckpt) == PASTE_CKPT_SLOT_SIZE, "checkpoint slot is 64 bytes");
@@ -115,24 +112,18 @@ _Static_assert(sizeof(struct wal_ckpt) == PASTE_CKPT_SLOT_SIZE, "checkpoint slot
 /* Why recovery stopped at a position. END and STALE are the normal end of a
  * lane; SIZE, HDR_CRC and DATA_CRC are what a torn write looks like; the rest
  * cannot come from this writer and count as damage. */
-enum stop {
-	STOP_NONE = 0, STOP_END, STOP_STALE, STOP_SIZE, STOP_HDR_CRC,
-	STOP_DATA_CRC, STOP_TYPE, STOP_FUTURE, STOP_EXTENTS, STOP_FULL,
-};
+enum stop { STOP_NONE, STOP_END, STOP_STALE, STOP_SIZE, STOP_HDR_CRC, STOP_DATA_CRC,
+	    STOP_TYPE, STOP_FUTURE, STOP_EXTENTS, STOP_FULL };
 static const char *const stop_why[] = {
-	[STOP_NONE] = "valid", [STOP_END] = "no record header",
-	[STOP_STALE] = "stale record from an earlier pass",
-	[STOP_SIZE] = "bad record size", [STOP_HDR_CRC] = "header crc mismatch",
-	[STOP_DATA_CRC] = "data crc mismatch", [STOP_TYPE] = "unknown record type",
-	[STOP_FUTURE] = "epoch newer than the checkpoint",
-	[STOP_EXTENTS] = "extents outside the buffer area",
-	[STOP_FULL] = "record overruns the log head",
+	"valid", "no record header", "stale record from an earlier pass", "bad record size",
+	"header crc mismatch", "data crc mismatch", "impossible type or lsn",
+	"epoch newer than the checkpoint", "extents outside the buffer area",
+	"record overruns the log head",
 };
 
 /* In-DRAM index entry: the ring of a lane is in LSN order. */
 struct wal_slot {
-	uint64_t lsn;
-	uint64_t off;
+	uint64_t lsn, off;
 };
 
 struct wal_lane {
@@ -160,8 +151,7 @@ struct paste_wal {
 	struct paste_store *st;
 	const struct paste_store_geom *g;
 	struct wal_lane *lanes;
-	uint32_t nlanes;
-	uint32_t epoch;
+	uint32_t nlanes, epoch;   /* epoch: this run's (read-only: the newest found) */
 	bool writable;
 	_Atomic uint64_t next_lsn;
 	pthread_mutex_t trunc_mu; /* one truncation at a time owns the checkpoints */
@@ -199,8 +189,7 @@ static const struct paste_extent *rec_ext(const struct wal_rec *r)
 }
 
 /* Append "; "-separated sentences to err->msg while they fit (code stays). */
-static void note(struct paste_error *err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+__attribute__((format(printf, 2, 3)))
 static void note(struct paste_error *err, const char *fmt, ...)
 {
 	if (!err)
@@ -255,8 +244,10 @@ static enum stop rec_load(const struct wal_lane *l, uint64_t off, struct rec_cop
 	memcpy(rc->ext, l->base + off + REC_HDR, 12u * rc->h.nexts);
 	if (rc->h.hdr_crc != rec_hdr_crc(&rc->h))
 		return STOP_HDR_CRC;
-	if (rc->h.type == REC_WRAP ? rc->h.nexts || rc->h.len || rc->h.data_crc
-				   : rc->h.type != REC_DATA)
+	/* LSNs this high are refused at open, so one here is damage; it would
+	 * also wrap the next record's minimum LSN to 0. */
+	if ((rc->h.type == REC_WRAP ? rc->h.nexts || rc->h.len || rc->h.data_crc
+				    : rc->h.type != REC_DATA) || rc->h.lsn > UINT64_MAX - (1ull << 40))
 		return STOP_TYPE;
 	return STOP_NONE;
 }
@@ -300,11 +291,6 @@ static bool find_follower(const struct wal_lane *l, uint64_t off, uint64_t used,
 		}
 	}
 	return false;
-}
-
-static bool stop_is_damage(const struct wal_lane *l)
-{
-	return l->follower || l->stop >= STOP_TYPE;
 }
 
 /* One sentence about how recovery ended in lane i, or nothing for a clean end. */
@@ -375,6 +361,15 @@ static void refs_take(struct paste_wal *w, const struct paste_extent *ext, uint3
 		paste_store_ref(w->st, ext[i].buf);
 }
 
+/* Drop the references of the live record at ring position pos. */
+static void refs_drop(struct paste_wal *w, struct wal_lane *l, uint64_t pos, bool keep_if_free)
+{
+	const struct wal_rec *r = lane_rec(l, ring_at(l, pos)->off);
+	for (uint32_t e = 0; e < r->nexts; e++)
+		paste_store_unref(w->st, rec_ext(r)[e].buf, keep_if_free);
+	l->bytes -= r->len;
+}
+
 /* Scan lane l from its checkpoint, index the live records and hold their
  * buffers. Returns the highest LSN accepted (0 if none). */
 static uint64_t lane_recover(struct paste_wal *w, struct wal_lane *l)
@@ -406,15 +401,6 @@ static uint64_t lane_recover(struct paste_wal *w, struct wal_lane *l)
 	l->ckpt_lost = l->ckpt_slot < 0 && l->stop == STOP_FUTURE && off == 0;
 	l->follower = find_follower(l, off, used, min_lsn, min_epoch, &l->follower_lsn);
 	return max_lsn;
-}
-
-static void lanes_free(struct paste_wal *w)
-{
-	for (uint32_t i = 0; i < w->nlanes; i++) {
-		free(w->lanes[i].ring);
-		pthread_mutex_destroy(&w->lanes[i].mu);
-	}
-	free(w->lanes);
 }
 
 static int lane_init(struct paste_wal *w, uint32_t i, struct paste_error *err)
@@ -450,14 +436,9 @@ static int lane_init(struct paste_wal *w, uint32_t i, struct paste_error *err)
  * is not started yet, so counts simply return to 0. */
 static void refs_drop_all(struct paste_wal *w)
 {
-	for (uint32_t i = 0; i < w->nlanes; i++) {
-		struct wal_lane *l = &w->lanes[i];
-		for (uint64_t pos = l->first; pos < l->end; pos++) {
-			const struct wal_rec *r = lane_rec(l, ring_at(l, pos)->off);
-			for (uint32_t e = 0; e < r->nexts; e++)
-				paste_store_unref(w->st, rec_ext(r)[e].buf, true);
-		}
-	}
+	for (uint32_t i = 0; i < w->nlanes; i++)
+		for (uint64_t pos = w->lanes[i].first; pos < w->lanes[i].end; pos++)
+			refs_drop(w, &w->lanes[i], pos, true);
 }
 
 /* Persist the new epoch in every lane before any append can carry it. A lane
@@ -468,12 +449,11 @@ static int epoch_persist(struct paste_wal *w, struct paste_persist *p, struct pa
 	uint64_t next = atomic_load(&w->next_lsn);
 	for (uint32_t i = 0; i < w->nlanes; i++) {
 		struct wal_lane *l = &w->lanes[i];
-		if (l->first == l->end) {
+		bool empty = l->first == l->end;
+		if (empty)
 			l->head = l->tail;
-			ckpt_write(w, l, p, l->tail, next, w->epoch);
-		} else {
-			ckpt_write(w, l, p, l->head, l->head_lsn, l->head_epoch);
-		}
+		ckpt_write(w, l, p, l->head, empty ? next : l->head_lsn,
+			   empty ? w->epoch : l->head_epoch);
 	}
 	int rc = paste_persist_fence(p);
 	if (rc < 0)
@@ -485,10 +465,7 @@ static int epoch_persist(struct paste_wal *w, struct paste_persist *p, struct pa
 int paste_wal_open(struct paste_wal **out, struct paste_store *st,
 		   struct paste_persist *p, struct paste_error *err)
 {
-	if (err) {
-		err->code = 0;
-		err->msg[0] = 0;
-	}
+	paste_error_set(err, 0, "%s", "");
 	if (!out || !st)
 		return paste_error_set(err, -EINVAL, "paste_wal_open: no store given");
 	*out = NULL;
@@ -537,7 +514,7 @@ int paste_wal_open(struct paste_wal **out, struct paste_store *st,
 	}
 	atomic_store(&w->next_lsn, next);
 	if (p) {
-		if (w->epoch == UINT32_MAX || next == 0 || next > UINT64_MAX - (1ull << 40))
+		if (w->epoch == UINT32_MAX || next > UINT64_MAX - (1ull << 40))
 			rc = paste_error_set(err, -EOVERFLOW, "%s: the log's epoch or LSN is at its "
 					     "limit; the store cannot take new records",
 					     paste_store_path(st));
@@ -561,7 +538,11 @@ void paste_wal_close(struct paste_wal *w)
 {
 	if (!w)
 		return;
-	lanes_free(w);
+	for (uint32_t i = 0; i < w->nlanes; i++) {
+		free(w->lanes[i].ring);
+		pthread_mutex_destroy(&w->lanes[i].mu);
+	}
+	free(w->lanes);
 	pthread_mutex_destroy(&w->trunc_mu);
 	free(w);
 }
@@ -652,26 +633,25 @@ int paste_wal_lookup(struct paste_wal *w, uint64_t lsn,
 		struct wal_lane *l = &w->lanes[i];
 		pthread_mutex_lock(&l->mu);
 		int64_t pos = lane_find(l, lsn);
-		if (pos >= 0) {
-			const struct wal_rec *r = lane_rec(l, ring_at(l, (uint64_t)pos)->off);
-			if (ext)
-				*ext = rec_ext(r);
-			if (n)
-				*n = r->nexts;
-			if (len)
-				*len = r->len;
-		}
+		const struct wal_rec *r = pos < 0 ? NULL : lane_rec(l, ring_at(l, (uint64_t)pos)->off);
 		pthread_mutex_unlock(&l->mu);
-		if (pos >= 0)
-			return 0;
+		if (!r)
+			continue;
+		if (ext)
+			*ext = rec_ext(r);   /* stays put until truncated: no lock needed */
+		if (n)
+			*n = r->nexts;
+		if (len)
+			*len = r->len;
+		return 0;
 	}
 	return -ENOENT;
 }
 
-/* Lane state decided by phase 1 of a truncation, applied in phase 3. */
+/* Lane state decided by phase 1 of a truncation, applied in phase 3:
+ * records to drop from the front, and the new head offset. */
 struct trunc_plan {
-	uint64_t drop;   /* records to drop from the front */
-	uint64_t head;   /* new head offset */
+	uint64_t drop, head;
 };
 
 /* Phase 1 for one lane: how many records go and where the head moves. The
@@ -707,12 +687,8 @@ static void trunc_apply(struct paste_wal *w, struct wal_lane *l, const struct tr
 	if (!tp->drop)
 		return;
 	pthread_mutex_lock(&l->mu);
-	for (uint64_t k = 0; k < tp->drop; k++) {
-		const struct wal_rec *r = lane_rec(l, ring_at(l, l->first++)->off);
-		for (uint32_t e = 0; e < r->nexts; e++)
-			paste_store_unref(w->st, rec_ext(r)[e].buf, false);
-		l->bytes -= r->len;
-	}
+	for (uint64_t k = 0; k < tp->drop; k++)
+		refs_drop(w, l, l->first++, false);
 	l->head = tp->head;
 	pthread_mutex_unlock(&l->mu);
 }
@@ -777,9 +753,7 @@ int paste_wal_foreach(struct paste_wal *w, paste_wal_visit_fn cb, void *arg)
 {
 	if (!w || !cb)
 		return -EINVAL;
-	uint64_t cur[PASTE_MAX_LANES];
-	for (uint32_t i = 0; i < w->nlanes; i++)
-		cur[i] = 0;
+	uint64_t cur[PASTE_MAX_LANES] = { 0 };
 	for (;;) {
 		uint32_t best = UINT32_MAX;
 		uint64_t best_lsn = UINT64_MAX;
@@ -840,15 +814,12 @@ static int check_record(void *arg, uint64_t lsn, uint32_t lane, const struct pas
 
 int paste_wal_check(struct paste_wal *w, struct paste_error *err)
 {
-	if (err) {
-		err->code = 0;
-		err->msg[0] = 0;
-	}
+	paste_error_set(err, 0, "%s", "");
 	if (!w)
 		return paste_error_set(err, -EINVAL, "paste_wal_check: no log given");
 	struct check_state cs = { w, err, 0 };
 	for (uint32_t i = 0; i < w->nlanes; i++) {
-		if (stop_is_damage(&w->lanes[i])) {
+		if (w->lanes[i].follower || w->lanes[i].stop >= STOP_TYPE) {
 			cs.damaged++;
 			note_stop(&w->lanes[i], i, err);
 		}

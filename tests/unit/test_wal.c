@@ -67,6 +67,31 @@ static void fresh(const char *name)
 	unlink(path);
 }
 
+/* A new store named name, open and started. */
+static bool start(struct env *e, const char *name)
+{
+	fresh(name);
+	return env_open(e);
+}
+
+static void finish(struct env *e)
+{
+	env_close(e);
+	unlink(path);
+}
+
+static struct paste_wal_info info_of(const struct paste_wal *w)
+{
+	struct paste_wal_info info;
+	paste_wal_info(w, &info);
+	return info;
+}
+
+static uint64_t records(const struct paste_wal *w)
+{
+	return info_of(w).records;
+}
+
 static void fill(struct paste_store *st, uint32_t buf, uint32_t seed)
 {
 	uint8_t *b = paste_store_buf(st, buf);
@@ -75,7 +100,7 @@ static void fill(struct paste_store *st, uint32_t buf, uint32_t seed)
 }
 
 /* A record of n extents, each in a fresh buffer the log then owns alone. */
-static uint64_t put(struct env *e, uint32_t lane, uint32_t n, uint32_t *bufs)
+static int try_put(struct env *e, uint32_t lane, uint32_t n, uint32_t *bufs, uint64_t *lsn)
 {
 	struct paste_extent ext[PASTE_WAL_MAX_EXTENTS];
 	uint32_t b[PASTE_WAL_MAX_EXTENTS];
@@ -84,15 +109,20 @@ static uint64_t put(struct env *e, uint32_t lane, uint32_t n, uint32_t *bufs)
 		fill(e->st, b[i], b[i]);
 		ext[i] = (struct paste_extent){ b[i], 3 * i, 100 + i };
 	}
-	uint64_t lsn = 0;
-	int rc = paste_wal_append(e->w, lane, e->p, ext, n, &lsn);
-	CHECK_EQ(rc, 0);
+	int rc = paste_wal_append(e->w, lane, e->p, ext, n, lsn);
 	for (uint32_t i = 0; i < n; i++) {
 		paste_store_unref(e->st, b[i], false);
 		if (bufs)
 			bufs[i] = b[i];
 	}
-	return rc == 0 ? lsn : 0;
+	return rc;
+}
+
+static uint64_t put(struct env *e, uint32_t lane, uint32_t n, uint32_t *bufs)
+{
+	uint64_t lsn = 0;
+	CHECK_EQ(try_put(e, lane, n, bufs, &lsn), 0);
+	return lsn;
 }
 
 /* Write bytes into the (closed) store file, as a crash or a bit flip would. */
@@ -152,8 +182,7 @@ static int collect(void *arg, uint64_t lsn, uint32_t lane, const struct paste_ex
 static void test_roundtrip(void)
 {
 	struct env e;
-	fresh("roundtrip");
-	if (!env_open(&e))
+	if (!start(&e, "roundtrip"))
 		return;
 	CHECK_EQ(e.err.msg[0], 0);
 	uint32_t b;
@@ -175,8 +204,7 @@ static void test_roundtrip(void)
 	CHECK_EQ(paste_wal_lookup(e.w, lsn + 1, &got, &n, &len), -ENOENT);
 	CHECK_EQ(paste_wal_lookup(e.w, 0, &got, &n, &len), -ENOENT);
 
-	struct paste_wal_info info;
-	paste_wal_info(e.w, &info);
+	struct paste_wal_info info = info_of(e.w);
 	CHECK_EQ(info.records, 1);
 	CHECK_EQ(info.first_lsn, lsn);
 	CHECK_EQ(info.last_lsn, lsn);
@@ -206,25 +234,22 @@ static void test_roundtrip(void)
 	CHECK_EQ(paste_wal_append(e.w, 0, NULL, &ext, 1, &lsn), -EINVAL);
 	CHECK_EQ(paste_wal_append(NULL, 0, e.p, &ext, 1, &lsn), -EINVAL);
 	CHECK_EQ(paste_store_refcount(e.st, b), 2);
-	paste_wal_info(e.w, &info);
-	CHECK_EQ(info.records, 1);
+	CHECK_EQ(records(e.w), 1);
 
 	/* The largest record: 64 extents, 832 bytes. */
 	CHECK_EQ(paste_wal_append(e.w, 0, e.p, many, PASTE_WAL_MAX_EXTENTS, &lsn), 0);
 	CHECK_EQ(paste_store_refcount(e.st, b), 2 + PASTE_WAL_MAX_EXTENTS);
-	paste_wal_info(e.w, &info);
+	info = info_of(e.w);
 	CHECK_EQ(info.log_used, 64 + 832);
 	CHECK_EQ(paste_wal_check(e.w, &e.err), 0);
 	paste_store_unref(e.st, b, false);
-	env_close(&e);
-	unlink(path);
+	finish(&e);
 }
 
 static void test_multi_extent_and_sharing(void)
 {
 	struct env e;
-	fresh("extents");
-	if (!env_open(&e))
+	if (!start(&e, "extents"))
 		return;
 	uint32_t b[2];
 	CHECK_EQ(paste_store_alloc(e.st, b, 2), 2);
@@ -242,8 +267,7 @@ static void test_multi_extent_and_sharing(void)
 	CHECK_EQ(n, 3);
 	CHECK_EQ(len, 712);
 	CHECK(got && memcmp(got, ext, sizeof(ext)) == 0);
-	struct paste_wal_info info;
-	paste_wal_info(e.w, &info);
+	struct paste_wal_info info = info_of(e.w);
 	CHECK_EQ(info.log_used, 128);   /* 36 + 3 * 12 bytes pad to 128 */
 
 	/* A second record shares b[1]. */
@@ -252,7 +276,7 @@ static void test_multi_extent_and_sharing(void)
 	CHECK_EQ(paste_store_refcount(e.st, b[1]), 3);
 	uint32_t free_before = paste_store_nfree(e.st);
 	CHECK_EQ(paste_wal_truncate(e.w, l1, e.p), 1);
-	paste_wal_info(e.w, &info);
+	info = info_of(e.w);
 	CHECK_EQ(info.log_used, 64);   /* lane 3, untouched by this truncation */
 	CHECK_EQ(paste_store_refcount(e.st, b[0]), 1);
 	CHECK_EQ(paste_store_refcount(e.st, b[1]), 2);
@@ -265,35 +289,24 @@ static void test_multi_extent_and_sharing(void)
 	paste_store_unref(e.st, b[1], false);
 	CHECK_EQ(paste_store_refcount(e.st, b[1]), 0);
 	CHECK_EQ(paste_store_nfree(e.st), free_before + 2);
-	paste_wal_info(e.w, &info);
+	info = info_of(e.w);
 	CHECK_EQ(info.records, 0);
 	CHECK_EQ(info.log_used, 0);
 	CHECK_EQ(info.first_lsn, 0);
-	env_close(&e);
-	unlink(path);
+	finish(&e);
 }
 
 static void test_full_then_truncate(void)
 {
 	struct env e;
-	fresh("full");
-	if (!env_open(&e))
+	if (!start(&e, "full"))
 		return;
 	uint64_t lsn[64];
 	uint32_t buf[64];
 	uint32_t held0 = paste_store_nheld(e.st);
 	unsigned n = 0;
-	for (; n < 64; n++) {
-		uint32_t b;
-		CHECK_EQ(paste_store_alloc(e.st, &b, 1), 1);
-		struct paste_extent ext = { b, 0, 64 };
-		int rc = paste_wal_append(e.w, 1, e.p, &ext, 1, &lsn[n]);
-		paste_store_unref(e.st, b, false);
-		if (rc == -ENOSPC)
-			break;
-		CHECK_EQ(rc, 0);
-		buf[n] = b;
-	}
+	while (n < 64 && try_put(&e, 1, 1, &buf[n], &lsn[n]) == 0)
+		n++;
 	CHECK_EQ(n, LANE_SIZE / 64 - 1);   /* the tail never reaches the head */
 	CHECK_EQ(paste_store_nheld(e.st), held0 + n);
 	CHECK_EQ(paste_wal_truncate(e.w, lsn[29], e.p), 30);
@@ -304,19 +317,11 @@ static void test_full_then_truncate(void)
 	CHECK_EQ(paste_store_nheld(e.st), held0 + n - 30);
 	/* Exactly the freed space is usable again, across the lane's end. */
 	unsigned more = 0;
-	for (;; more++) {
-		uint32_t b;
-		CHECK_EQ(paste_store_alloc(e.st, &b, 1), 1);
-		struct paste_extent ext = { b, 0, 64 };
-		uint64_t l;
-		int rc = paste_wal_append(e.w, 1, e.p, &ext, 1, &l);
-		paste_store_unref(e.st, b, false);
-		if (rc)
-			break;
-	}
+	uint64_t l;
+	while (try_put(&e, 1, 1, NULL, &l) == 0)
+		more++;
 	CHECK_EQ(more, 30);
-	env_close(&e);
-	unlink(path);
+	finish(&e);
 }
 
 
@@ -331,9 +336,7 @@ struct model {
 
 static void model_verify(struct env *e, const struct model *m)
 {
-	struct paste_wal_info info;
-	paste_wal_info(e->w, &info);
-	CHECK_EQ(info.records, m->count);
+	CHECK_EQ(records(e->w), m->count);
 	uint32_t bufs = 0;
 	for (unsigned k = 0; k < m->count; k++) {
 		unsigned i = (m->first + k) % 128;
@@ -354,25 +357,15 @@ static void model_verify(struct env *e, const struct model *m)
 static void test_wrap_and_reopen(void)
 {
 	struct env e;
-	fresh("wrap");
-	if (!env_open(&e))
+	if (!start(&e, "wrap"))
 		return;
 	struct model m = { .first = 0 };
 	uint64_t last = 0, appended = 0;
 	for (unsigned step = 0; step < 1500; step++) {
 		uint32_t n = 1 + step % 5;   /* 64- or 128-byte records */
 		unsigned i = (m.first + m.count) % 128;
-		uint32_t b[5];
-		CHECK_EQ(paste_store_alloc(e.st, b, n), n);
-		struct paste_extent ext[5];
-		for (uint32_t x = 0; x < n; x++) {
-			fill(e.st, b[x], step);
-			ext[x] = (struct paste_extent){ b[x], x, 40 + step % 400 };
-		}
 		uint64_t lsn;
-		int rc = paste_wal_append(e.w, 1, e.p, ext, n, &lsn);
-		for (uint32_t x = 0; x < n; x++)
-			paste_store_unref(e.st, b[x], false);
+		int rc = try_put(&e, 1, n, m.buf[i], &lsn);
 		if (rc == -ENOSPC) {
 			/* Drop the oldest third and retry next step. */
 			unsigned drop = m.count / 3 + 1;
@@ -388,7 +381,6 @@ static void test_wrap_and_reopen(void)
 		appended++;
 		m.lsn[i] = lsn;
 		m.n[i] = n;
-		memcpy(m.buf[i], b, sizeof(b));
 		m.count++;
 		if (step % 500 == 499) {
 			model_verify(&e, &m);
@@ -396,22 +388,18 @@ static void test_wrap_and_reopen(void)
 				return;
 			CHECK_EQ(e.err.msg[0], 0);
 			model_verify(&e, &m);
-			struct paste_wal_info info;
-			paste_wal_info(e.w, &info);
-			CHECK_EQ(info.last_lsn, last);
+			CHECK_EQ(info_of(e.w).last_lsn, last);
 		}
 	}
 	CHECK(appended * 64 > 10 * LANE_SIZE);   /* wrapped many times */
 	model_verify(&e, &m);
-	env_close(&e);
-	unlink(path);
+	finish(&e);
 }
 
 static void test_reopen_multilane(void)
 {
 	struct env e;
-	fresh("lanes");
-	if (!env_open(&e))
+	if (!start(&e, "lanes"))
 		return;
 	uint64_t lsn[40];
 	uint32_t bufs[40][2];
@@ -425,12 +413,11 @@ static void test_reopen_multilane(void)
 		CHECK_EQ(s.lsn[i], lsn[10 + i]);   /* one LSN order across lanes */
 		CHECK_EQ(s.lane[i], (10 + i) % LANES);
 	}
-	struct paste_wal_info before, after;
-	paste_wal_info(e.w, &before);
+	struct paste_wal_info before = info_of(e.w);
 	if (!env_reopen(&e))
 		return;
 	CHECK_EQ(e.err.msg[0], 0);
-	paste_wal_info(e.w, &after);
+	struct paste_wal_info after = info_of(e.w);
 	CHECK_EQ(after.records, 30);
 	CHECK_EQ(after.first_lsn, lsn[10]);
 	CHECK_EQ(after.last_lsn, lsn[39]);
@@ -457,16 +444,19 @@ static void test_reopen_multilane(void)
 	CHECK(next > lsn[39]);
 	for (unsigned i = 10; i < 40; i++)
 		CHECK(nb[0] != bufs[i][0] && nb[0] != bufs[i][1 % (1 + i % 2)]);
-	env_close(&e);
-	unlink(path);
+	finish(&e);
 }
 
-/* Five one-extent records in lane 0 at offsets 0, 64, ..., 256. */
-static void five_records(struct env *e, uint64_t *lsn, uint32_t *bufs)
+/* A new store with five one-extent records in lane 0 at offsets 0, 64, ...,
+ * 256, closed (ready for damage). */
+static bool five_records(struct env *e, const char *name, uint64_t *lsn, uint32_t *bufs)
 {
+	if (!start(e, name))
+		return false;
 	for (unsigned i = 0; i < 5; i++)
 		lsn[i] = put(e, 0, 1, &bufs[i]);
 	env_close(e);
+	return true;
 }
 
 static void test_torn_tail(void)
@@ -475,17 +465,14 @@ static void test_torn_tail(void)
 	struct env e;
 	uint64_t lsn[5];
 	uint32_t bufs[5];
-	fresh("torn");
-	if (!env_open(&e))
+	if (!five_records(&e, "torn", lsn, bufs))
 		return;
-	five_records(&e, lsn, bufs);
 	flip(buf_off(bufs[4], 5));
 	if (!env_open(&e))
 		return;
 	CHECK(strstr(e.err.msg, "lane 0: torn record at offset 256 (data crc mismatch), "
 		     "4 valid records before it") != NULL);
-	struct paste_wal_info info;
-	paste_wal_info(e.w, &info);
+	struct paste_wal_info info = info_of(e.w);
 	CHECK_EQ(info.records, 4);
 	CHECK_EQ(info.last_lsn, lsn[3]);
 	CHECK_EQ(paste_store_refcount(e.st, bufs[4]), 0);
@@ -497,26 +484,21 @@ static void test_torn_tail(void)
 	if (!env_reopen(&e))
 		return;
 	CHECK_EQ(e.err.msg[0], 0);
-	paste_wal_info(e.w, &info);
+	info = info_of(e.w);
 	CHECK_EQ(info.records, 5);
 	CHECK_EQ(info.last_lsn, l);
-	env_close(&e);
-	unlink(path);
+	finish(&e);
 
 	/* Torn header of the last record. */
-	fresh("torn-hdr");
-	if (!env_open(&e))
+	if (!five_records(&e, "torn-hdr", lsn, bufs))
 		return;
-	five_records(&e, lsn, bufs);
 	flip(lane_off(0, 256 + 24));   /* its len field */
 	if (!env_open(&e))
 		return;
 	CHECK(strstr(e.err.msg, "torn record at offset 256 (header crc mismatch)") != NULL);
-	paste_wal_info(e.w, &info);
-	CHECK_EQ(info.records, 4);
+	CHECK_EQ(records(e.w), 4);
 	CHECK_EQ(paste_wal_check(e.w, NULL), 0);
-	env_close(&e);
-	unlink(path);
+	finish(&e);
 }
 
 static void test_middle_damage(void)
@@ -524,10 +506,8 @@ static void test_middle_damage(void)
 	struct env e;
 	uint64_t lsn[5];
 	uint32_t bufs[5];
-	fresh("middle");
-	if (!env_open(&e))
+	if (!five_records(&e, "middle", lsn, bufs))
 		return;
-	five_records(&e, lsn, bufs);
 	flip(lane_off(0, 128 + 8));   /* record 2's LSN */
 	if (!env_open(&e))
 		return;
@@ -535,22 +515,18 @@ static void test_middle_damage(void)
 	snprintf(want, sizeof(want), "lane 0: damaged record at offset 128 (header crc mismatch) "
 		 "followed by a valid record (lsn %llu)", (unsigned long long)lsn[3]);
 	CHECK(strstr(e.err.msg, want) != NULL);
-	struct paste_wal_info info;
-	paste_wal_info(e.w, &info);
-	CHECK_EQ(info.records, 2);
+	CHECK_EQ(records(e.w), 2);
 	struct paste_error err = { 0 };
 	CHECK_EQ(paste_wal_check(e.w, &err), 1);
 	CHECK(strstr(err.msg, "damaged record at offset 128") != NULL);
-	env_close(&e);
-	unlink(path);
+	finish(&e);
 }
 
 /* check re-reads the data: a logged buffer changed behind the log's back. */
 static void test_check_rereads_data(void)
 {
 	struct env e;
-	fresh("reread");
-	if (!env_open(&e))
+	if (!start(&e, "reread"))
 		return;
 	uint32_t b[3];
 	uint64_t l0 = put(&e, 0, 1, &b[0]);
@@ -562,8 +538,7 @@ static void test_check_rereads_data(void)
 	CHECK_EQ(paste_wal_check(e.w, &err), 1);
 	CHECK(strstr(err.msg, "lane 1: record lsn") != NULL);
 	CHECK(strstr(err.msg, "data crc mismatch") != NULL);
-	env_close(&e);
-	unlink(path);
+	finish(&e);
 }
 
 /* A crash left a torn record B with a valid C of the same run behind it.
@@ -573,8 +548,7 @@ static void test_check_rereads_data(void)
 static void test_epoch_blocks_old_records(void)
 {
 	struct env e;
-	fresh("epoch");
-	if (!env_open(&e))
+	if (!start(&e, "epoch"))
 		return;
 	uint32_t ba, bb[3], bp, bq, bc;
 	uint64_t a = put(&e, 0, 1, &ba);      /* lane 0 @0 */
@@ -594,8 +568,7 @@ static void test_epoch_blocks_old_records(void)
 	snprintf(want, sizeof(want), "lane 1: damaged record at offset 0 (data crc mismatch) "
 		 "followed by a valid record (lsn %llu)", (unsigned long long)q);
 	CHECK(strstr(e.err.msg, want) != NULL);
-	struct paste_wal_info info;
-	paste_wal_info(e.w, &info);
+	struct paste_wal_info info = info_of(e.w);
 	CHECK_EQ(info.records, 1);
 	CHECK_EQ(info.epoch, 2);
 	CHECK_EQ(paste_wal_check(e.w, NULL), 2);
@@ -604,15 +577,14 @@ static void test_epoch_blocks_old_records(void)
 	CHECK(d == a + 1 && f == a + 2 && c > f);
 	if (!env_reopen(&e))
 		return;
-	paste_wal_info(e.w, &info);
+	info = info_of(e.w);
 	CHECK_EQ(info.records, 3);
 	CHECK_EQ(info.last_lsn, f);
 	CHECK_EQ(paste_wal_lookup(e.w, c, NULL, NULL, NULL), -ENOENT);
 	CHECK_EQ(paste_store_refcount(e.st, bc), 0);
 	CHECK_EQ(paste_wal_check(e.w, NULL), 0);   /* the old records are just stale now */
 	CHECK_EQ(e.err.msg[0], 0);
-	env_close(&e);
-	unlink(path);
+	finish(&e);
 }
 
 /* Both checkpoint slots lost while the lane holds records: recovery keeps
@@ -621,8 +593,7 @@ static void test_epoch_blocks_old_records(void)
 static void test_lost_checkpoint(void)
 {
 	struct env e;
-	fresh("ckpt");
-	if (!env_open(&e))
+	if (!start(&e, "ckpt"))
 		return;
 	uint32_t b[3];
 	for (unsigned i = 0; i < 3; i++)
@@ -633,38 +604,32 @@ static void test_lost_checkpoint(void)
 	if (!env_open(&e))
 		return;
 	CHECK(strstr(e.err.msg, "lane 2: both checkpoint slots are invalid") != NULL);
-	struct paste_wal_info info;
-	paste_wal_info(e.w, &info);
-	CHECK_EQ(info.records, 0);
+	CHECK_EQ(records(e.w), 0);
 	CHECK_EQ(paste_store_refcount(e.st, b[0]), 0);
 	CHECK_EQ(paste_wal_check(e.w, NULL), 1);
 	if (!env_reopen(&e))
 		return;
 	CHECK_EQ(e.err.msg[0], 0);
-	paste_wal_info(e.w, &info);
-	CHECK_EQ(info.records, 0);
-	env_close(&e);
-	unlink(path);
+	CHECK_EQ(records(e.w), 0);
+	finish(&e);
 
-	/* One torn slot: the other one serves. */
-	fresh("ckpt1");
-	if (!env_open(&e))
+	/* The newest slot torn (a crash while the second open wrote it): the
+	 * older one serves. The epoch is one above the newest of all lanes. */
+	if (!start(&e, "ckpt1"))
 		return;
 	for (unsigned i = 0; i < 3; i++)
 		put(&e, 2, 1, &b[i]);
 	env_close(&e);
-	if (!env_open(&e))   /* a second open: both slots written once */
+	if (!env_open(&e))   /* epoch 2 goes to slot 1 */
 		return;
 	env_close(&e);
-	flip(geom.ckpt_offset + 2 * 128 + 20);
+	flip(geom.ckpt_offset + 2 * 128 + 64 + 20);
 	if (!env_open(&e))
 		return;
 	CHECK_EQ(e.err.msg[0], 0);
-	paste_wal_info(e.w, &info);
-	CHECK_EQ(info.records, 3);
-	CHECK_EQ(info.epoch, 3);
-	env_close(&e);
-	unlink(path);
+	CHECK_EQ(records(e.w), 3);
+	CHECK_EQ(info_of(e.w).epoch, 3);
+	finish(&e);
 }
 
 /* Truncation must make the checkpoint durable before it releases buffers.
@@ -675,7 +640,7 @@ static void test_lost_checkpoint(void)
 struct watch {
 	struct paste_store *st;
 	uint32_t buf;
-	const volatile uint8_t *slot[2];
+	const uint8_t *slot[2];
 	uint8_t before[2][64];
 	volatile bool stop;
 	bool ckpt_first;
@@ -692,20 +657,15 @@ static uint64_t now_ns(void)
 static void *watcher(void *arg)
 {
 	struct watch *wt = arg;
-	for (;;) {
-		bool last = wt->stop;   /* after the truncation returned: one more look */
-		if (paste_store_refcount(wt->st, wt->buf) != 0) {
-			if (last)
-				break;
-			continue;
+	for (bool last = false; !last;) {
+		last = wt->stop;   /* set once the truncation returned: one more look */
+		if (paste_store_refcount(wt->st, wt->buf) == 0) {
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			wt->released_ns = now_ns();
+			wt->ckpt_first = memcmp(wt->slot[0], wt->before[0], 64) ||
+					 memcmp(wt->slot[1], wt->before[1], 64);
+			break;
 		}
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		wt->released_ns = now_ns();
-		for (int s = 0; s < 2; s++)
-			for (int i = 0; i < 64; i++)
-				if (wt->slot[s][i] != wt->before[s][i])
-					wt->ckpt_first = true;
-		break;
 	}
 	return NULL;
 }
@@ -713,8 +673,7 @@ static void *watcher(void *arg)
 static void test_truncate_persists_first(void)
 {
 	struct env e;
-	fresh("order");
-	if (!env_open(&e))
+	if (!start(&e, "order"))
 		return;
 	struct paste_persist *slow;
 	struct paste_persist_config pc = { .mode = PASTE_DUR_EMULATED, .pm_latency_ns = 30000000 };
@@ -725,7 +684,7 @@ static void test_truncate_persists_first(void)
 	struct watch wt = { .st = e.st, .buf = b };
 	for (int s = 0; s < 2; s++) {
 		wt.slot[s] = paste_store_ckpt(e.st, 3, (uint32_t)s);
-		memcpy(wt.before[s], (const void *)wt.slot[s], 64);
+		memcpy(wt.before[s], wt.slot[s], 64);
 	}
 	pthread_t th;
 	pthread_create(&th, NULL, watcher, &wt);
@@ -742,8 +701,7 @@ static void test_truncate_persists_first(void)
 		return;
 	CHECK_EQ(paste_wal_lookup(e.w, lsn, NULL, NULL, NULL), -ENOENT);
 	CHECK_EQ(paste_store_refcount(e.st, b), 0);
-	env_close(&e);
-	unlink(path);
+	finish(&e);
 }
 
 static uint8_t *slurp(size_t *len)
@@ -763,10 +721,8 @@ static void test_read_only(void)
 	struct env e;
 	uint64_t lsn[5];
 	uint32_t bufs[5];
-	fresh("rdonly");
-	if (!env_open(&e))
+	if (!five_records(&e, "rdonly", lsn, bufs))
 		return;
-	five_records(&e, lsn, bufs);
 	flip(buf_off(bufs[4], 0));   /* a torn tail to report */
 	size_t n0, n1;
 	uint8_t *before = slurp(&n0);
@@ -777,10 +733,8 @@ static void test_read_only(void)
 	CHECK_EQ(paste_store_open(&st, path, NULL, PASTE_STORE_RDONLY, &err), 0);
 	CHECK_EQ(paste_wal_open(&w, st, NULL, &err), 0);
 	CHECK(strstr(err.msg, "torn record at offset 256") != NULL);
-	struct paste_wal_info info;
-	paste_wal_info(w, &info);
-	CHECK_EQ(info.records, 4);
-	CHECK_EQ(info.epoch, 1);   /* not advanced: nothing written */
+	CHECK_EQ(records(w), 4);
+	CHECK_EQ(info_of(w).epoch, 1);   /* not advanced: nothing written */
 	CHECK_EQ(paste_store_nheld(st), 4);
 	CHECK_EQ(paste_wal_check(w, &err), 0);
 	struct seen s = { .st = st };
@@ -807,6 +761,76 @@ static void test_read_only(void)
 	free(before);
 	free(after);
 	unlink(path);
+}
+
+/* A checkpoint whose head LSN or epoch is at its limit (damage that passed
+ * the CRC): a writable open refuses rather than wrap, and gives back the
+ * buffer references it took; a read-only open still works. */
+static void test_limits(void)
+{
+	struct env e;
+	if (!start(&e, "limits"))
+		return;
+	uint32_t b;
+	put(&e, 0, 1, &b);
+	env_close(&e);
+	for (int which = 0; which < 2; which++) {
+		struct { /* a checkpoint slot, as lib/wal.c lays it out */
+			uint32_t magic, crc;
+			uint64_t seq, head_off, head_lsn;
+			uint32_t epoch, head_epoch;
+			uint8_t zero[24];
+		} c = { 0x504b4350u, 0, 100, 0, which ? 1 : UINT64_MAX - 3, which ? UINT32_MAX : 1, 0, { 0 } };
+		c.crc = paste_crc32c(0, (const uint8_t *)&c + 8, 56);
+		poke(geom.ckpt_offset + 1 * 128, &c, 64);   /* lane 1, slot 0 */
+		struct paste_store *st;
+		struct paste_persist *p;
+		struct paste_wal *w = NULL;
+		struct paste_error err = { 0 };
+		struct paste_persist_config pc = { .mode = PASTE_DUR_EMULATED };
+		CHECK_EQ(paste_store_open(&st, path, NULL, 0, &err), 0);
+		CHECK_EQ(paste_persist_open(&p, st, &pc, &err), 0);
+		CHECK_EQ(paste_wal_open(&w, st, p, &err), -EOVERFLOW);
+		CHECK(w == NULL);
+		CHECK(strstr(err.msg, "at its limit") != NULL);
+		CHECK_EQ(paste_store_refcount(st, b), 0);
+		CHECK_EQ(paste_store_nheld(st), 0);
+		paste_persist_close(p);
+		paste_store_close(st);
+		CHECK_EQ(paste_store_open(&st, path, NULL, PASTE_STORE_RDONLY, &err), 0);
+		CHECK_EQ(paste_wal_open(&w, st, NULL, &err), 0);
+		CHECK_EQ(records(w), 1);
+		paste_wal_close(w);
+		paste_store_close(st);
+	}
+	unlink(path);
+}
+
+/* A record whose checksums hold but whose LSN is 2^64-1: damage, and the
+ * records after it (lower LSNs) must not be taken as its successors. */
+static void test_lsn_at_limit(void)
+{
+	struct env e;
+	uint64_t lsn[5];
+	uint32_t bufs[5];
+	if (!five_records(&e, "lsnmax", lsn, bufs))
+		return;
+	uint8_t rec[48];
+	int fd = open(path, O_RDWR);
+	CHECK_EQ(pread(fd, rec, sizeof(rec), (off_t)lane_off(0, 64)), (ssize_t)sizeof(rec));
+	uint64_t max = UINT64_MAX;
+	memcpy(rec + 8, &max, 8);
+	uint32_t crc = paste_crc32c(0, rec + 8, sizeof(rec) - 8);   /* 36 + 12 bytes */
+	memcpy(rec + 4, &crc, 4);
+	CHECK_EQ(pwrite(fd, rec, sizeof(rec), (off_t)lane_off(0, 64)), (ssize_t)sizeof(rec));
+	close(fd);
+	if (!env_open(&e))
+		return;
+	CHECK(strstr(e.err.msg, "record at offset 64 (impossible type or lsn)") != NULL);
+	CHECK_EQ(records(e.w), 1);
+	CHECK_EQ(paste_wal_check(e.w, NULL), 1);
+	CHECK(put(&e, 0, 1, NULL) > lsn[0]);
+	finish(&e);
 }
 
 static void test_bad_args(void)
@@ -845,6 +869,8 @@ int main(void)
 	test_lost_checkpoint();
 	test_truncate_persists_first();
 	test_read_only();
+	test_limits();
+	test_lsn_at_limit();
 	rmdir(dir);
 	return check_done();
 }
