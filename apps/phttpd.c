@@ -94,14 +94,14 @@ static void reply_stats(struct worker *w, uint32_t conn, struct hconn *h)
 	const struct paste_store_geom *g = paste_store_geom(s->store);
 	int n = snprintf(body, sizeof(body),
 		"{\"engine\":\"%s\",\"mode\":\"%s\",\"durability\":\"%s\",\"threads\":%u,"
-		"\"requests\":%" PRIu64 ",\"batches\":%" PRIu64 ",\"mean_batch\":%.2f,"
+		"\"requests\":%" PRIu64 ",\"batches\":%" PRIu64 ",\"events\":%" PRIu64 ",\"mean_batch\":%.2f,"
 		"\"syscalls\":%" PRIu64 ",\"syscalls_per_request\":%.4f,"
 		"\"bufs_total\":%u,\"bufs_free\":%u,\"bufs_held\":%u,\"enobufs\":%" PRIu64 ","
 		"\"conns\":%u,\"accepts\":%" PRIu64 ",\"fences\":%" PRIu64 ",\"commits\":%" PRIu64 ","
 		"\"log_records\":%" PRIu64 ",\"log_first_lsn\":%" PRIu64 ",\"log_last_lsn\":%" PRIu64 "}\n",
 		s->engine == PASTE_ENGINE_URING ? "uring" : "epoll", s->wal_mode ? "wal" : "rpc",
 		paste_durability_name(w->persist ? paste_persist_mode(w->persist) : PASTE_DUR_NONE),
-		s->threads, requests, t.polls, t.polls ? (double)t.events / (double)t.polls : 0.0,
+		s->threads, requests, t.polls, t.events, t.polls ? (double)t.events / (double)t.polls : 0.0,
 		t.syscalls, requests ? (double)t.syscalls / (double)requests : 0.0,
 		g->nbufs, paste_store_nfree(s->store),
 		paste_store_nheld(s->store) - t.ring_free,
@@ -456,6 +456,8 @@ int main(int argc, char **argv)
 	}
 	struct paste_error err = { 0 };
 	struct paste_store_config sc = { .size = s.store_size, .buf_size = s.buf_size };
+	if (s.threads > 2 && access(s.store_path, F_OK) != 0)
+		sc.log_lanes = s.threads;      /* a new store gets a lane per thread */
 	if (paste_store_open(&s.store, s.store_path, &sc, PASTE_STORE_CREATE, &err)) {
 		fprintf(stderr, "phttpd: %s\n", err.msg);
 		return 1;

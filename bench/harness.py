@@ -146,6 +146,8 @@ class Server:
             if resp.status != 200:
                 raise BenchError(f"GET /stats on {self.name}: HTTP {resp.status}")
             return json.loads(body)
+        except (http.client.HTTPException, ValueError) as e:
+            raise BenchError(f"GET /stats on {self.name}: {e!r}")
         finally:
             conn.close()
 
@@ -259,7 +261,9 @@ class SyscallCounter:
                                     "-o", out.name, "--", "true"],
                                    capture_output=True, text=True, timeout=30)
                 if p.returncode != 0:
-                    return "perf stat failed: " + (p.stderr.strip() or "exit %d" % p.returncode)
+                    first = next((l.strip() for l in p.stderr.splitlines() if l.strip()),
+                                 "exit %d" % p.returncode)
+                    return "perf stat failed: " + first
         except FileNotFoundError:
             return "perf is not installed (apt-get install linux-perf)"
         except subprocess.TimeoutExpired:
@@ -387,7 +391,7 @@ def run_interleaved(title, systems, points, reps, duration, cpus, perf,
     log(f"{title}: {len(points)} point(s) x {len(systems)} systems x "
         f"{reps} rep(s) x {duration} s")
     results = {(i, s.name): [] for i in range(len(points)) for s in systems}
-    notes = []
+    failures = []
     servers = {}
     try:
         for s in systems:
@@ -414,16 +418,16 @@ def run_interleaved(title, systems, points, reps, duration, cpus, perf,
                         if not srv.alive():
                             why = (f"server exited with code {srv.proc.returncode}; "
                                    f"stderr:\n{srv.tail()}")
-                        notes.append(f"{s.name}, {pt.workload}, c={pt.conns}, "
-                                     f"rep {rep + 1}: {why}")
+                        failures.append(f"{s.name}, {pt.workload}, c={pt.conns}, "
+                                        f"rep {rep + 1}: {why}")
                     results[(i, s.name)].append(r)
     finally:
         for name, srv in servers.items():
             code = srv.stop()
             if code not in (0, None):
-                notes.append(f"{name}: exit code {code} after SIGTERM "
-                             f"(expected 0); stderr:\n{srv.tail()}")
-    return results, notes
+                failures.append(f"{name}: exit code {code} after SIGTERM "
+                                f"(expected 0); stderr:\n{srv.tail()}")
+    return results, failures
 
 
 # ---------------------------------------------------------------- report

@@ -70,8 +70,8 @@ struct paste_store;
 struct paste_store_config {
 	uint64_t size;       /* whole file size in bytes (create only); 0 = default */
 	uint32_t buf_size;   /* bytes per buffer, power of two >= 512; 0 = default */
-	uint32_t log_lanes;  /* independent log lanes (one per thread); 0 = 8 */
-	uint64_t log_size;   /* bytes for the whole log area; 0 = auto (64 B per buffer, >= 1 MiB) */
+	uint32_t log_lanes;  /* independent log lanes (one per thread); 0 = 2 */
+	uint64_t log_size;   /* bytes for the whole log area; 0 = auto (64 B per buffer per lane, >= 1 MiB) */
 };
 
 enum paste_store_open_flags {

@@ -184,13 +184,15 @@ static void test_create_config_errors(void)
 	if (st)
 		CHECK_EQ(paste_store_geom(st)->nbufs, 64);
 	paste_store_close(st);
-	/* Auto log grows past 1 MiB with the buffer count: 64 B per buffer. */
+	/* Auto log grows past 1 MiB with the buffer count: 64 B per buffer
+	 * per lane, so each lane can name every buffer. */
 	struct paste_store_config many = { .size = 16 * MIB, .buf_size = 512, .log_lanes = 4 };
 	unlink(path);
 	CHECK_EQ(paste_store_open(&st, path, &many, PASTE_STORE_CREATE, NULL), 0);
 	if (st) {
 		const struct paste_store_geom *g = paste_store_geom(st);
-		CHECK_EQ(g->lane_size * g->log_lanes, 16 * MIB / 512 * 64);
+		CHECK_EQ(g->lane_size, 16 * MIB / 512 * 64);
+		CHECK_EQ(g->log_lanes, 4);
 		CHECK_EQ(g->log_offset, 4096 + 4096);
 		CHECK_EQ(g->buf_offset % 4096, 0);
 	}
