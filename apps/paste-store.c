@@ -43,7 +43,10 @@ static int cmd_info(struct paste_store *st, struct paste_wal *w, const char *not
 	       (double)g->file_size / (1 << 20));
 	printf("buffers:     %u x %u bytes: %u held by live records, %u free\n",
 	       g->nbufs, g->buf_size, held, g->nbufs - held);
-	printf("log:         %u lanes x %llu bytes\n", g->log_lanes, (unsigned long long)g->lane_size);
+	printf("log:         %u lanes x %llu bytes at offset %llu\n", g->log_lanes,
+	       (unsigned long long)g->lane_size, (unsigned long long)g->log_offset);
+	printf("buf_offset:  %llu (buffer i is at buf_offset + i x %u)\n",
+	       (unsigned long long)g->buf_offset, g->buf_size);
 	printf("durability:  %s (detected from the file system)\n",
 	       paste_durability_name(paste_durability_detect(paste_store_path(st))));
 	if (in.records)

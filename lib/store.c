@@ -302,6 +302,9 @@ static int store_validate(int fd, const char *path, const struct paste_store_con
 	ssize_t n = pread(fd, &sb, sizeof(sb), 0);
 	if (n < 0)
 		return paste_error_set(err, -errno, "%s: cannot read the superblock: %s", path, strerror(errno));
+	if (n == 0)   /* e.g. a crash between create and format: say so, touch nothing */
+		return paste_error_set(err, -EBADMSG, "%s: empty file (truncated, 0 bytes): not a "
+				       "complete paste store; remove it to create a new one", path);
 	if (n < 8 || memcmp(sb.magic, PASTE_STORE_MAGIC, 8) != 0)
 		return paste_error_set(err, -EINVAL, "%s: not a paste store (bad magic)", path);
 	if ((size_t)n < offsetof(struct store_super, header_size))

@@ -248,7 +248,7 @@ static void test_validation_errors(void)
 	expect_open_error(NULL, -EBADMSG, "truncated: file has 3145728 bytes, superblock says 4194304");
 
 	CHECK_EQ(truncate(path, 0), 0);
-	expect_open_error(NULL, -EINVAL, "bad magic");
+	expect_open_error(NULL, -EBADMSG, "empty file (truncated, 0 bytes)");
 }
 
 static void test_geometry_mismatch(void)
