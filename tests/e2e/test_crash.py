@@ -159,12 +159,16 @@ def copy_image(image, dest, whole_fences):
         shutil.copyfile(image, dest)
 
 
-def test_shim_crash_images(phttpd, engine):
+@pytest.mark.parametrize("durability", ["emulated", "fsync"])
+def test_shim_crash_images(phttpd, engine, durability):
+    # fsync: the image takes a line only when the group commit (an
+    # io_uring fdatasync for the uring engine) that covers it completed.
     workdir = Path(phttpd.tmpdir())
     image = workdir / "image"
-    args = ["--durability", "emulated", "--store-size", CRASH_STORE_SIZE]
+    args = ["--durability", durability, "--store-size", CRASH_STORE_SIZE]
+    store = phttpd.new_store("/var/tmp" if durability == "fsync" else "/dev/shm")
     srv = phttpd.start(engine, mode="wal", extra_args=args, binary_name="phttpd-shim",
-                       env={"PASTE_SHIM_IMAGE": str(image)})
+                       env={"PASTE_SHIM_IMAGE": str(image)}, store=store)
     assert image.is_file(), f"phttpd-shim did not create its image {image}"
     load = AckingLoad(srv.port, conns=8, duration=1.5, seed=random.getrandbits(32))
     load.start()
