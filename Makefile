@@ -2,6 +2,7 @@
 # tests/ and bench/.
 BUILD ?= build
 PYTHON ?= python3
+FUZZ_SECONDS ?= 60
 
 .PHONY: all deps test unit e2e demo bench fuzz asan clean
 
@@ -21,12 +22,14 @@ unit: all
 e2e: all
 	$(PYTHON) -m pytest -q tests/e2e
 
-# The README's test command: deps, build, unit tests, end-to-end tests,
-# and the sanitizer build's unit tests.
+# The README's test command: deps, build, unit tests, the sanitizer build
+# (unit tests, then the end-to-end suite against its servers), a short run
+# of every fuzzer, and the end-to-end tests.
 test: deps
 	$(MAKE) all
 	meson test -C $(BUILD) --print-errorlogs
 	$(MAKE) asan
+	$(MAKE) fuzz FUZZ_SECONDS=10
 	$(PYTHON) -m pytest -q tests/e2e
 
 # AddressSanitizer + UndefinedBehaviorSanitizer build of the unit tests.
@@ -46,7 +49,7 @@ bench: all
 fuzz:
 	[ -f build-fuzz/build.ninja ] || CC=clang meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
 	ninja -C build-fuzz
-	bash fuzz/run.sh build-fuzz
+	bash fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz
