@@ -137,6 +137,22 @@ class Server:
             fields = f.read().rsplit(")", 1)[1].split()
         return int(fields[11]) + int(fields[12])  # fields 14 and 15
 
+    def checkpoint(self):
+        """WAL servers: truncate the whole log before a run (outside the
+        measured window), as a checkpoint would, so no run fills the store."""
+        last = self.stats().get("log_last_lsn", 0)
+        if not last:
+            return
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            conn.request("DELETE", f"/log?upto={last}")
+            resp = conn.getresponse()
+            resp.read()
+            if resp.status != 200:
+                raise BenchError(f"DELETE /log on {self.name}: HTTP {resp.status}")
+        finally:
+            conn.close()
+
     def stats(self):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
         try:
@@ -329,6 +345,7 @@ class Point:
 def measure(server, point, duration, cpus, perf):
     """One wrk run against a warmed-up server: the reported numbers."""
     _, client_cpu = cpus
+    server.checkpoint()
     before = server.stats()
     ticks0 = server.cpu_ticks()
     # perf attaches first and stops after wrk: the server is idle outside

@@ -296,7 +296,7 @@ int port_listen(struct paste_port *pt, struct paste_error *err)
 	/* Accepted sockets inherit TCP_NODELAY: replies are whole messages,
 	 * and Nagle would hold back a pipelined batch's second send. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 4096) < 0) {
+	if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, PASTE_LISTEN_BACKLOG) < 0) {
 		int e = errno;
 		close(fd);
 		return paste_error_set(err, -e, "cannot listen on %s port %u: %s", host,

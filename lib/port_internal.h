@@ -51,6 +51,10 @@ struct conn {
 
 struct port_ops;
 
+/* listen(2) backlog; also bounds how many connections one multishot
+ * accept can take at once (see port_uring.c). */
+#define PASTE_LISTEN_BACKLOG 4096u
+
 struct paste_port {
 	const struct port_ops *ops;
 	struct paste_port_config cfg;

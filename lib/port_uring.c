@@ -29,7 +29,7 @@
 
 #include "port_internal.h"
 
-enum { OP_ACCEPT = 1, OP_RECV, OP_SEND, OP_CANCEL, OP_CLOSE, OP_FSYNC };
+enum { OP_ACCEPT = 1, OP_RECV, OP_SEND, OP_CANCEL, OP_CLOSE, OP_FSYNC, OP_ACCEPT_MS };
 
 #define GEN_MASK 0x0fffffffu
 #define ALLOC_BATCH 64u
@@ -50,6 +50,8 @@ struct uring {
 	uint32_t *rearm;           /* conns whose multishot recv ended (ENOBUFS) */
 	uint32_t nrearm;
 	uint32_t accepts_armed;    /* one-shot accepts outstanding */
+	bool accept_ms;            /* the multishot accept is live */
+	bool accept_ms_cancel;     /* ... and its cancel was submitted */
 	struct timespec accept_retry;  /* back-off after EMFILE/ENFILE */
 	bool commit_inflight;
 	uint64_t commit_epoch, commit_ticket;
@@ -147,15 +149,38 @@ static void arm_recv(struct paste_port *pt, struct uring *u, uint32_t slot)
 	c->recv_armed = true;
 }
 
-/* Keep a few one-shot accepts outstanding, never more than free slots:
- * when the kernel accepts a connection it cannot install (direct table
- * full), it drops it, so a multishot accept would reset clients once the
- * table fills. An SQE per accept is noise next to the requests. */
+/* Accepting. The kernel drops a connection it accepted but cannot install
+ * in a full direct-descriptor table, so the number of accepts that may
+ * complete before we see them must stay below the free slots. A multishot
+ * accept takes everything queued at once, at most the listen backlog, so
+ * it is used only while the free slots exceed the backlog; closer to the
+ * limit a few one-shot accepts, never more than the free slots, take over
+ * (an SQE per accept is noise next to the requests). */
 #define ACCEPTS_OUTSTANDING 8u
 
 static void arm_accepts(struct paste_port *pt, struct uring *u)
 {
-	while (u->accepts_armed < ACCEPTS_OUTSTANDING &&
+	uint32_t used = pt->st.conns + u->accepts_armed;
+	bool roomy = used + PASTE_LISTEN_BACKLOG + ACCEPTS_OUTSTANDING <= pt->cfg.max_conns;
+	if (u->accept_ms) {
+		if (!roomy && !u->accept_ms_cancel) {
+			struct io_uring_sqe *sqe = sqe_get(pt, u);
+			io_uring_prep_cancel64(sqe, ud(OP_ACCEPT_MS, 0, 0), 0);
+			io_uring_sqe_set_data64(sqe, ud(OP_CANCEL, 0, 0));
+			u->accept_ms_cancel = true;
+		}
+		return;
+	}
+	if (roomy && u->accepts_armed == 0) {
+		struct io_uring_sqe *sqe = sqe_get(pt, u);
+		io_uring_prep_multishot_accept(sqe, pt->listen_fd, NULL, NULL, 0);
+		sqe->file_index = IORING_FILE_INDEX_ALLOC;
+		io_uring_sqe_set_data64(sqe, ud(OP_ACCEPT_MS, 0, 0));
+		u->accept_ms = true;
+		u->accept_ms_cancel = false;
+		return;
+	}
+	while (!roomy && u->accepts_armed < ACCEPTS_OUTSTANDING &&
 	       pt->st.conns + u->accepts_armed < pt->cfg.max_conns) {
 		struct io_uring_sqe *sqe = sqe_get(pt, u);
 		io_uring_prep_accept(sqe, pt->listen_fd, NULL, NULL, 0);
@@ -234,9 +259,13 @@ static void conn_dead(struct paste_port *pt, uint32_t slot)
 		uring_shut(pt, slot);
 }
 
-static void on_accept(struct paste_port *pt, struct uring *u, struct io_uring_cqe *cqe)
+static void on_accept(struct paste_port *pt, struct uring *u, struct io_uring_cqe *cqe,
+		      bool multishot)
 {
-	u->accepts_armed--;
+	if (!multishot)
+		u->accepts_armed--;
+	else if (!(cqe->flags & IORING_CQE_F_MORE))
+		u->accept_ms = false;
 	if (cqe->res < 0) {
 		/* ENOMEM, ENFILE (another user of the table), ...: keep serving
 		 * the connections we have, retry accepting in 100 ms. */
@@ -367,7 +396,8 @@ static void handle_cqe(struct paste_port *pt, struct uring *u, struct io_uring_c
 	uint64_t d = cqe->user_data;
 	uint32_t slot = (uint32_t)d, gen = (uint32_t)(d >> 32) & GEN_MASK;
 	switch ((int)(d >> 60)) {
-	case OP_ACCEPT: on_accept(pt, u, cqe); break;
+	case OP_ACCEPT: on_accept(pt, u, cqe, false); break;
+	case OP_ACCEPT_MS: on_accept(pt, u, cqe, true); break;
 	case OP_RECV:   on_recv(pt, u, cqe, slot, gen); break;
 	case OP_SEND:   on_send(pt, u, cqe, slot, gen); break;
 	case OP_CLOSE:  on_close(pt, slot, gen); break;
