@@ -31,21 +31,57 @@ static const char *status_line(int status)
 	return paste_http_reason(status);
 }
 
+/* Replies are built by appending, not snprintf: on the WAL path three
+ * snprintf calls per 201 were 7 % of the server's CPU. */
+size_t put_str(char *out, size_t at, size_t cap, const char *s)
+{
+	size_t n = strlen(s);
+	if (at + n > cap)
+		n = at < cap ? cap - at : 0;
+	memcpy(out + at, s, n);
+	return at + n;
+}
+
+size_t put_u64(char *out, size_t at, size_t cap, uint64_t v)
+{
+	char tmp[20];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n && at < cap)
+		out[at++] = tmp[--n];
+	return at;
+}
+
 int reply_head(char *out, size_t cap, struct hconn *h, int status, const char *ctype,
 	       uint64_t content_length, const char *extra)
 {
-	/* 1.1 keeps alive by default; 1.0 must be told it was kept */
-	const char *conn = !h->keep_alive ? "Connection: close\r\n"
-			 : h->http10 ? "Connection: keep-alive\r\n" : "";
-	int n = snprintf(out, cap, "HTTP/1.1 %d %s\r\nServer: phttpd\r\n%s%s%s%sContent-Length: %" PRIu64 "\r\n\r\n",
-			 status, status_line(status), ctype ? "Content-Type: " : "",
-			 ctype ? ctype : "", ctype ? "\r\n" : "", conn, content_length);
-	if (extra && n > 2 && (size_t)n < cap) {
-		/* extra headers go before the blank line */
-		int e = snprintf(out + n - 2, cap - (size_t)n + 2, "%s\r\n\r\n", extra);
-		n += e > 0 ? e - 2 : 0;
+	size_t n = put_str(out, 0, cap, "HTTP/1.1 ");
+	n = put_u64(out, n, cap, (uint64_t)status);
+	n = put_str(out, n, cap, " ");
+	n = put_str(out, n, cap, status_line(status));
+	n = put_str(out, n, cap, "\r\nServer: phttpd\r\n");
+	if (ctype) {
+		n = put_str(out, n, cap, "Content-Type: ");
+		n = put_str(out, n, cap, ctype);
+		n = put_str(out, n, cap, "\r\n");
 	}
-	return n;
+	/* 1.1 keeps alive by default; 1.0 must be told it was kept */
+	if (!h->keep_alive)
+		n = put_str(out, n, cap, "Connection: close\r\n");
+	else if (h->http10)
+		n = put_str(out, n, cap, "Connection: keep-alive\r\n");
+	n = put_str(out, n, cap, "Content-Length: ");
+	n = put_u64(out, n, cap, content_length);
+	n = put_str(out, n, cap, "\r\n");
+	if (extra) {
+		n = put_str(out, n, cap, extra);
+		n = put_str(out, n, cap, "\r\n");
+	}
+	n = put_str(out, n, cap, "\r\n");
+	return (int)n;
 }
 
 void reply_simple(struct worker *w, uint32_t conn, struct hconn *h, int status,

@@ -87,6 +87,10 @@ struct server {
 void reply_simple(struct worker *w, uint32_t conn, struct hconn *h, int status,
 		  const char *ctype, const char *body, size_t len, const char *extra, int flags);
 void reply_error(struct worker *w, uint32_t conn, struct hconn *h, int status);
+/* Append a string / a decimal number at out[at..cap); return the new end
+ * (truncating at cap). */
+size_t put_str(char *out, size_t at, size_t cap, const char *s);
+size_t put_u64(char *out, size_t at, size_t cap, uint64_t v);
 /* Write "HTTP/1.1 <status> <reason>" and common headers; returns length. */
 int reply_head(char *out, size_t cap, struct hconn *h, int status, const char *ctype,
 	       uint64_t content_length, const char *extra);

@@ -149,11 +149,16 @@ static void finish_append(struct worker *w, uint32_t conn, struct hconn *h)
 		return;
 	}
 	char body[32], extra[96];
-	int n = snprintf(body, sizeof(body), "%" PRIu64 "\n", lsn);
-	snprintf(extra, sizeof(extra), "X-Paste-LSN: %" PRIu64 "\r\nLocation: /log/%" PRIu64, lsn, lsn);
+	size_t n = put_u64(body, 0, sizeof(body), lsn);
+	body[n++] = '\n';
+	size_t e = put_str(extra, 0, sizeof(extra) - 1, "X-Paste-LSN: ");
+	e = put_u64(extra, e, sizeof(extra) - 1, lsn);
+	e = put_str(extra, e, sizeof(extra) - 1, "\r\nLocation: /log/");
+	e = put_u64(extra, e, sizeof(extra) - 1, lsn);
+	extra[e] = 0;
 	/* The 201 leaves only after the port's barrier made body and record
 	 * durable (one fence or group commit for the whole batch). */
-	reply_simple(w, conn, h, 201, "text/plain", body, (size_t)n, extra, PASTE_SEND_DURABLE);
+	reply_simple(w, conn, h, 201, "text/plain", body, n, extra, PASTE_SEND_DURABLE);
 }
 
 static void finish_get(struct worker *w, uint32_t conn, struct hconn *h)
@@ -165,7 +170,8 @@ static void finish_get(struct worker *w, uint32_t conn, struct hconn *h)
 		return;
 	}
 	char head[256], extra[48];
-	snprintf(extra, sizeof(extra), "X-Paste-LSN: %" PRIu64, h->arg);
+	size_t e = put_str(extra, 0, sizeof(extra) - 1, "X-Paste-LSN: ");
+	extra[put_u64(extra, e, sizeof(extra) - 1, h->arg)] = 0;
 	int hl = reply_head(head, sizeof(head), h, 200, "application/octet-stream", len, extra);
 	/* DURABLE: a record appended in this same batch is not readable
 	 * before it is acknowledged (no dirty reads). */
