@@ -32,11 +32,13 @@ test: deps
 	$(MAKE) fuzz FUZZ_SECONDS=10
 	$(PYTHON) -m pytest -q tests/e2e
 
-# AddressSanitizer + UndefinedBehaviorSanitizer build of the unit tests.
+# AddressSanitizer + UndefinedBehaviorSanitizer build: the unit tests, then
+# the end-to-end suite against its servers (leaks at exit fail the run).
 asan:
 	[ -f build-asan/build.ninja ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
 	ninja -C build-asan
 	meson test -C build-asan --print-errorlogs
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PASTE_BUILD=$(CURDIR)/build-asan $(PYTHON) -m pytest -q tests/e2e
 
 demo: deps
 	$(MAKE) all

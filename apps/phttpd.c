@@ -25,6 +25,7 @@
 #include "phttpd.h"
 
 #define MAX_HEAD 8192u
+#define MAX_CONNS 16384u   /* connection slots per thread */
 
 static const char *status_line(int status)
 {
@@ -310,7 +311,7 @@ static void *worker_main(void *arg)
 	}
 	struct paste_port_config pc = {
 		.engine = s->engine, .host = s->host, .port = s->listen_port, .ring_bufs = s->ring_bufs,
-		.max_conns = 16384, .conn_data_size = sizeof(struct hconn),
+		.max_conns = MAX_CONNS, .conn_data_size = sizeof(struct hconn),
 		.busy_poll = s->busy_poll, .store = s->store, .persist = w->persist,
 	};
 	int r = paste_port_open(&w->port, &pc, &s->open_err);
@@ -349,6 +350,12 @@ static void *worker_main(void *arg)
 				break;
 			}
 		}
+	}
+	/* Connections still open at shutdown get no CLOSED event. */
+	for (uint32_t c = 0; c < MAX_CONNS; c++) {
+		struct hconn *h = paste_port_conn_data(w->port, c);
+		if (h && (h->head || h->next))
+			on_closed(w, c);
 	}
 	paste_port_close(w->port);
 	return NULL;

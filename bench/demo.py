@@ -43,8 +43,8 @@ def durability_demo():
     """Returns 0 when every acknowledged record survived the crash intact."""
     server_cpu, client_cpu = harness.default_cpus()
     os.sched_setaffinity(0, {client_cpu})
-    # 1G: the default 256M store's log lane fills after ~14000 records (507),
-    # and the demo wants every POST of the run to be acknowledged.
+    # 1G: room for every POST of the run (~130 K buffers in the default
+    # 256M store), so every one of them is acknowledged, none refused (507).
     first = harness.Server("wal-demo", WAL_ARGS, server_cpu, "/dev/shm")
     second = None
     try:
