@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -279,6 +280,40 @@ static void test_table_full(void)
 	paste_port_close(pt);
 }
 
+/* epoll engine out of descriptors (EMFILE): the listener sheds the new
+ * connection instead of spinning, and the existing one is still served. */
+static void test_emfile_epoll(void)
+{
+	struct paste_port *pt = open_port(PASTE_ENGINE_EPOLL, 16, 64, NULL);
+	uint16_t port = paste_port_local_port(pt);
+	int a = client(port);
+	struct seen s = { 0 };
+	pump(pt, &s, 3, false);
+	CHECK_EQ(s.accepts, 1);
+	struct rlimit old, low;
+	getrlimit(RLIMIT_NOFILE, &old);
+	int probe = dup(0);              /* the lowest free descriptor */
+	close(probe);
+	int b = client(port);            /* takes `probe`; the server gets none */
+	low = old;
+	low.rlim_cur = (rlim_t)probe + 1;
+	setrlimit(RLIMIT_NOFILE, &low);
+	for (int i = 0; i < 5; i++)
+		pump(pt, &s, 1, false);
+	CHECK_EQ(s.accepts, 1);
+	char c;                         /* b was shed: the peer closed it */
+	struct pollfd pb = { b, POLLIN, 0 };
+	CHECK(poll(&pb, 1, 1000) == 1 && read(b, &c, 1) <= 0);
+	CHECK(write(a, "still", 5) == 5);
+	pump(pt, &s, 3, false);
+	CHECK_EQ(s.bytes, 5);
+	setrlimit(RLIMIT_NOFILE, &old);
+	close(a);
+	close(b);
+	pump(pt, &s, 3, false);
+	paste_port_close(pt);
+}
+
 /* A durable reply waits for the barrier; the fence count proves it paid. */
 static void test_durable_gate(void)
 {
@@ -327,6 +362,7 @@ int main(void)
 	test_echo(PASTE_ENGINE_EPOLL);
 	test_partial_send(PASTE_ENGINE_EPOLL);
 	test_reset(PASTE_ENGINE_EPOLL);
+	test_emfile_epoll();
 	if (!paste_uring_probe(&err)) {
 		test_echo(PASTE_ENGINE_URING);
 		test_enobufs();
