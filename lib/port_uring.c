@@ -58,6 +58,7 @@ struct uring {
 	int fatal;                 /* a failed group commit: stop acknowledging */
 	bool min_wait;             /* kernel has IORING_FEAT_MIN_TIMEOUT (6.12+) */
 	uint32_t sends_inflight;   /* send SQEs whose CQE has not been reaped */
+	uint32_t want_div, min_wait_us;
 };
 
 /* Batch waiting. With wait_nr = 1 the kernel wakes us for every packet,
@@ -456,7 +457,7 @@ static int enter_batched(struct uring *u, unsigned wait_nr, struct __kernel_time
 	}
 	unsigned to_submit = tail - IO_URING_READ_ONCE(*sq->khead);
 	struct getevents_arg arg = {
-		.min_wait_usec = MIN_WAIT_US,
+		.min_wait_usec = u->min_wait_us,
 		.ts = (uint64_t)(uintptr_t)ts,
 	};
 	int r = io_uring_enter2((unsigned)u->ring.ring_fd, to_submit, wait_nr,
@@ -516,7 +517,7 @@ static int uring_poll(struct paste_port *pt, int timeout_ms)
 	struct io_uring_cqe *cqe;
 	int r;
 	if (wait_nr && u->min_wait) {
-		uint32_t want = pt->st.conns / 4;
+		uint32_t want = pt->st.conns / u->want_div;
 		if (want > 64)
 			want = 64;
 		r = enter_batched(u, wait_nr + u->sends_inflight + want, tsp);
@@ -623,6 +624,8 @@ static int uring_open(struct paste_port *pt, struct paste_error *err)
 	 * semantics, smaller batches. */
 	u->min_wait = (u->ring.features & IORING_FEAT_MIN_TIMEOUT_BIT) && deferred &&
 		      !getenv("PASTE_NO_MIN_WAIT");
+	u->want_div = getenv("PASTE_WANT_DIV") ? (uint32_t)atoi(getenv("PASTE_WANT_DIV")) : 4;
+	u->min_wait_us = getenv("PASTE_MIN_WAIT_US") ? (uint32_t)atoi(getenv("PASTE_MIN_WAIT_US")) : MIN_WAIT_US;
 	r = io_uring_register_files_sparse(&u->ring, pt->cfg.max_conns);
 	if (r < 0)
 		return paste_error_set(err, r, "registering %u direct descriptors: %s (raise RLIMIT_NOFILE)",
