@@ -163,9 +163,9 @@ static void finish_append(struct worker *w, uint32_t conn, struct hconn *h)
 
 static void finish_get(struct worker *w, uint32_t conn, struct hconn *h)
 {
-	const struct paste_extent *ext;
+	struct paste_extent ext[PASTE_WAL_MAX_EXTENTS];
 	uint32_t n, len;
-	if (paste_wal_lookup(w->srv->wal, h->arg, &ext, &n, &len)) {
+	if (paste_wal_read(w->srv->wal, h->arg, ext, &n, &len)) {
 		reply_simple(w, conn, h, 404, "text/plain", "no such record\n", 15, NULL, 0);
 		return;
 	}
@@ -176,9 +176,12 @@ static void finish_get(struct worker *w, uint32_t conn, struct hconn *h)
 	/* DURABLE: a record appended in this same batch is not readable
 	 * before it is acknowledged (no dirty reads). */
 	paste_port_send(w->port, conn, head, (size_t)hl, PASTE_SEND_DURABLE);
-	for (uint32_t i = 0; i < n && !h->head_only; i++)
-		paste_port_send_store(w->port, conn, ext[i].buf, ext[i].off, ext[i].len,
-				      PASTE_SEND_DURABLE);
+	for (uint32_t i = 0; i < n; i++) {
+		if (!h->head_only)   /* the send takes its own pin */
+			paste_port_send_store(w->port, conn, ext[i].buf, ext[i].off, ext[i].len,
+					      PASTE_SEND_DURABLE);
+		paste_store_unref(w->srv->store, ext[i].buf, false);
+	}
 	if (!h->keep_alive)
 		paste_port_close_conn(w->port, conn);
 }

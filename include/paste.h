@@ -252,6 +252,13 @@ int paste_wal_append(struct paste_wal *w, uint32_t lane, struct paste_persist *p
 int paste_wal_lookup(struct paste_wal *w, uint64_t lsn,
 		     const struct paste_extent **ext, uint32_t *n, uint32_t *len);
 
+/* Like paste_wal_lookup, for a reader that may race a truncation in
+ * another thread: copies the extents into ext[PASTE_WAL_MAX_EXTENTS] and
+ * takes a reference on each buffer (the caller drops them with
+ * paste_store_unref), both under the lane lock. */
+int paste_wal_read(struct paste_wal *w, uint64_t lsn, struct paste_extent *ext,
+		   uint32_t *n, uint32_t *len);
+
 /* Drop every record with LSN <= upto in every lane: persist the new
  * checkpoints (flush + fence through p), then release the buffers.
  * Returns the number of records dropped. */

@@ -648,6 +648,32 @@ int paste_wal_lookup(struct paste_wal *w, uint64_t lsn,
 	return -ENOENT;
 }
 
+int paste_wal_read(struct paste_wal *w, uint64_t lsn, struct paste_extent *ext,
+		   uint32_t *n, uint32_t *len)
+{
+	if (!w || !ext || !n)
+		return -EINVAL;
+	for (uint32_t i = 0; i < w->nlanes; i++) {
+		struct wal_lane *l = &w->lanes[i];
+		pthread_mutex_lock(&l->mu);
+		int64_t pos = lane_find(l, lsn);
+		const struct wal_rec *r = pos < 0 ? NULL : lane_rec(l, ring_at(l, (uint64_t)pos)->off);
+		if (r) {
+			/* Under the lane lock, so a truncation in another thread
+			 * releases these buffers only after our references. */
+			*n = r->nexts;
+			memcpy(ext, rec_ext(r), sizeof(*ext) * r->nexts);
+			refs_take(w, ext, r->nexts);
+			if (len)
+				*len = r->len;
+		}
+		pthread_mutex_unlock(&l->mu);
+		if (r)
+			return 0;
+	}
+	return -ENOENT;
+}
+
 /* Lane state decided by phase 1 of a truncation, applied in phase 3:
  * records to drop from the front, and the new head offset. */
 struct trunc_plan {

@@ -849,6 +849,37 @@ static void test_bad_args(void)
 	paste_wal_close(NULL);
 }
 
+/* paste_wal_read: extents copied, buffers pinned; a truncation after the
+ * read releases the log's references but not the reader's. */
+static void test_read_pins(void)
+{
+	struct env e;
+	if (!start(&e, "read"))
+		return;
+	uint32_t bufs[3];
+	uint64_t lsn = put(&e, 0, 3, bufs);
+	struct paste_extent ext[PASTE_WAL_MAX_EXTENTS];
+	uint32_t n = 0, len = 0;
+	CHECK_EQ(paste_wal_read(e.w, lsn, ext, &n, &len), 0);
+	CHECK_EQ(n, 3);
+	CHECK_EQ(len, 100 + 101 + 102);
+	CHECK_EQ(ext[2].buf, bufs[2]);
+	CHECK_EQ(ext[2].off, 6);
+	for (uint32_t i = 0; i < 3; i++)
+		CHECK_EQ(paste_store_refcount(e.st, bufs[i]), 2);
+	uint32_t nfree = paste_store_nfree(e.st);
+	CHECK_EQ(paste_wal_truncate(e.w, lsn, e.p), 1);
+	CHECK_EQ(paste_wal_read(e.w, lsn, ext, &n, &len), -ENOENT);
+	CHECK_EQ(paste_store_nfree(e.st), nfree);       /* still pinned */
+	for (uint32_t i = 0; i < 3; i++) {
+		CHECK_EQ(paste_store_refcount(e.st, bufs[i]), 1);
+		paste_store_unref(e.st, bufs[i], false);
+	}
+	CHECK_EQ(paste_store_nfree(e.st), nfree + 3);
+	CHECK_EQ(paste_wal_read(e.w, lsn, NULL, &n, &len), -EINVAL);
+	finish(&e);
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof(dir), "/dev/shm/paste-wal-XXXXXX");
@@ -858,6 +889,7 @@ int main(void)
 	}
 	test_bad_args();
 	test_roundtrip();
+	test_read_pins();
 	test_multi_extent_and_sharing();
 	test_full_then_truncate();
 	test_wrap_and_reopen();
