@@ -249,10 +249,11 @@ def test_clients_that_vanish_mid_request(phttpd, engine):
         assert ok_body(c.request("GET", "/after"))
 
 
-def test_wrk_short_run(phttpd, engine):
+@pytest.mark.parametrize("extra", [[], ["--busy-poll"]], ids=["sleeping", "busy-poll"])
+def test_wrk_short_run(phttpd, engine, extra):
     if shutil.which("wrk") is None:
         pytest.skip("wrk is not installed")
-    srv = phttpd.start(engine)
+    srv = phttpd.start(engine, extra_args=extra)
     cp = subprocess.run(["wrk", "-t1", "-c50", "-d2s", f"http://127.0.0.1:{srv.port}/"],
                         capture_output=True, text=True, timeout=30)
     assert cp.returncode == 0, cp.stdout + cp.stderr
