@@ -624,28 +624,40 @@ static int64_t lane_find(const struct wal_lane *l, uint64_t lsn)
 	return lo < l->end && ring_at(l, lo)->lsn == lsn ? (int64_t)lo : -1;
 }
 
+/* The live record with this LSN, returned with its lane locked (*lp;
+ * the caller unlocks), or NULL with no lock held. */
+static const struct wal_rec *rec_locked(struct paste_wal *w, uint64_t lsn, struct wal_lane **lp)
+{
+	for (uint32_t i = 0; i < w->nlanes; i++) {
+		struct wal_lane *l = &w->lanes[i];
+		pthread_mutex_lock(&l->mu);
+		int64_t pos = lane_find(l, lsn);
+		if (pos >= 0) {
+			*lp = l;
+			return lane_rec(l, ring_at(l, (uint64_t)pos)->off);
+		}
+		pthread_mutex_unlock(&l->mu);
+	}
+	return NULL;
+}
+
 int paste_wal_lookup(struct paste_wal *w, uint64_t lsn,
 		     const struct paste_extent **ext, uint32_t *n, uint32_t *len)
 {
 	if (!w)
 		return -EINVAL;
-	for (uint32_t i = 0; i < w->nlanes; i++) {
-		struct wal_lane *l = &w->lanes[i];
-		pthread_mutex_lock(&l->mu);
-		int64_t pos = lane_find(l, lsn);
-		const struct wal_rec *r = pos < 0 ? NULL : lane_rec(l, ring_at(l, (uint64_t)pos)->off);
-		pthread_mutex_unlock(&l->mu);
-		if (!r)
-			continue;
-		if (ext)
-			*ext = rec_ext(r);   /* stays put until truncated: no lock needed */
-		if (n)
-			*n = r->nexts;
-		if (len)
-			*len = r->len;
-		return 0;
-	}
-	return -ENOENT;
+	struct wal_lane *l;
+	const struct wal_rec *r = rec_locked(w, lsn, &l);
+	if (!r)
+		return -ENOENT;
+	if (ext)
+		*ext = rec_ext(r);   /* stays put until truncated */
+	if (n)
+		*n = r->nexts;
+	if (len)
+		*len = r->len;
+	pthread_mutex_unlock(&l->mu);
+	return 0;
 }
 
 int paste_wal_read(struct paste_wal *w, uint64_t lsn, struct paste_extent *ext,
@@ -653,25 +665,19 @@ int paste_wal_read(struct paste_wal *w, uint64_t lsn, struct paste_extent *ext,
 {
 	if (!w || !ext || !n)
 		return -EINVAL;
-	for (uint32_t i = 0; i < w->nlanes; i++) {
-		struct wal_lane *l = &w->lanes[i];
-		pthread_mutex_lock(&l->mu);
-		int64_t pos = lane_find(l, lsn);
-		const struct wal_rec *r = pos < 0 ? NULL : lane_rec(l, ring_at(l, (uint64_t)pos)->off);
-		if (r) {
-			/* Under the lane lock, so a truncation in another thread
-			 * releases these buffers only after our references. */
-			*n = r->nexts;
-			memcpy(ext, rec_ext(r), sizeof(*ext) * r->nexts);
-			refs_take(w, ext, r->nexts);
-			if (len)
-				*len = r->len;
-		}
-		pthread_mutex_unlock(&l->mu);
-		if (r)
-			return 0;
-	}
-	return -ENOENT;
+	struct wal_lane *l;
+	const struct wal_rec *r = rec_locked(w, lsn, &l);
+	if (!r)
+		return -ENOENT;
+	/* Under the lane lock, so a truncation in another thread releases
+	 * these buffers only after our references. */
+	*n = r->nexts;
+	memcpy(ext, rec_ext(r), sizeof(*ext) * r->nexts);
+	refs_take(w, ext, r->nexts);
+	if (len)
+		*len = r->len;
+	pthread_mutex_unlock(&l->mu);
+	return 0;
 }
 
 /* Lane state decided by phase 1 of a truncation, applied in phase 3:
