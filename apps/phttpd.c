@@ -27,11 +27,6 @@
 #define MAX_HEAD 8192u
 #define MAX_CONNS 16384u   /* connection slots per thread */
 
-static const char *status_line(int status)
-{
-	return paste_http_reason(status);
-}
-
 /* Replies are built by appending, not snprintf: on the WAL path three
  * snprintf calls per 201 were 7 % of the server's CPU. */
 size_t put_str(char *out, size_t at, size_t cap, const char *s)
@@ -62,7 +57,7 @@ int reply_head(char *out, size_t cap, struct hconn *h, int status, const char *c
 	size_t n = put_str(out, 0, cap, "HTTP/1.1 ");
 	n = put_u64(out, n, cap, (uint64_t)status);
 	n = put_str(out, n, cap, " ");
-	n = put_str(out, n, cap, status_line(status));
+	n = put_str(out, n, cap, paste_http_reason(status));
 	n = put_str(out, n, cap, "\r\nServer: phttpd\r\n");
 	if (ctype) {
 		n = put_str(out, n, cap, "Content-Type: ");
@@ -234,7 +229,6 @@ static int head_append(struct hconn *h, const uint8_t *p, uint32_t n)
  * it holds; splitting: state carries over to the next event). */
 static void on_data(struct worker *w, const struct paste_event *ev)
 {
-	struct server *s = w->srv;
 	struct hconn *h = paste_port_conn_data(w->port, ev->conn);
 	uint32_t pos = 0;
 	while (pos < ev->len && h->state != H_DEAD) {
@@ -286,7 +280,6 @@ static void on_data(struct worker *w, const struct paste_event *ev)
 		head_done(w, ev->conn, h, &req);   /* req may point into h->head */
 		h->head_len = 0;
 	}
-	(void)s;
 }
 
 static void on_closed(struct worker *w, uint32_t conn)

@@ -42,6 +42,15 @@ struct paste_event *port_push_event(struct paste_port *pt, uint16_t type, uint32
 	return ev;
 }
 
+void port_report_closed(struct paste_port *pt, uint32_t slot)
+{
+	struct conn *c = &pt->conns[slot];
+	if (!c->closed_reported) {
+		c->closed_reported = true;
+		port_push_event(pt, PASTE_EV_CLOSED, slot);
+	}
+}
+
 static void outq_reset(struct outq *q)
 {
 	q->nbytes = q->nsegs = q->seg_done = q->seg_off = 0;

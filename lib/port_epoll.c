@@ -33,21 +33,12 @@ struct epl {
 	uint8_t *rbuf;
 };
 
-static void epl_report_closed(struct paste_port *pt, uint32_t slot)
-{
-	struct conn *c = &pt->conns[slot];
-	if (!c->closed_reported) {
-		c->closed_reported = true;
-		port_push_event(pt, PASTE_EV_CLOSED, slot);
-	}
-}
-
 static void epl_shut(struct paste_port *pt, uint32_t slot)
 {
 	struct conn *c = &pt->conns[slot];
 	if (c->state == CONN_FREE)
 		return;
-	epl_report_closed(pt, slot);
+	port_report_closed(pt, slot);
 	port_output_discard(pt, c);
 	close(c->fd);                 /* also leaves the epoll set */
 	pt->st.syscalls++;

@@ -98,6 +98,8 @@ extern const struct port_ops paste_port_epoll_ops;
 
 /* Shared helpers (lib/port.c). */
 struct paste_event *port_push_event(struct paste_port *pt, uint16_t type, uint32_t conn);
+/* The slot's CLOSED event, once: the last event the app sees for it. */
+void port_report_closed(struct paste_port *pt, uint32_t slot);
 void port_conn_reset(struct paste_port *pt, uint32_t slot, int fd);
 bool port_output_idle(const struct conn *c);
 /* Move pending output to inflight and describe it as an iovec array

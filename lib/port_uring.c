@@ -117,6 +117,7 @@ static void recycle(struct paste_port *pt, struct uring *u)
 			paste_store_unref(pt->store, idx, false);
 			pt->st.held++;
 			if (!take_buffer(pt, u, &idx)) {
+				u->bid_buf[bid] = PASTE_NO_BUF;
 				u->empty[u->nempty++] = bid;
 				continue;
 			}
@@ -237,15 +238,6 @@ static void uring_shut(struct paste_port *pt, uint32_t slot)
 	io_uring_sqe_set_data64(sqe, ud(OP_CLOSE, c->gen, slot));
 }
 
-static void report_closed(struct paste_port *pt, uint32_t slot)
-{
-	struct conn *c = &pt->conns[slot];
-	if (!c->closed_reported) {
-		c->closed_reported = true;
-		port_push_event(pt, PASTE_EV_CLOSED, slot);
-	}
-}
-
 /* The peer is gone (EOF, reset, send error): tell the app now, drop what
  * was queued, and close once no send references the socket. */
 static void conn_dead(struct paste_port *pt, uint32_t slot)
@@ -253,7 +245,7 @@ static void conn_dead(struct paste_port *pt, uint32_t slot)
 	struct conn *c = &pt->conns[slot];
 	if (c->state == CONN_DEAD || c->state == CONN_FREE)
 		return;
-	report_closed(pt, slot);
+	port_report_closed(pt, slot);
 	c->state = CONN_DEAD;
 	port_output_discard_pending(pt, c);
 	if (!c->send_inflight)
@@ -370,7 +362,7 @@ static void on_close(struct paste_port *pt, uint32_t slot, uint32_t gen)
 	struct conn *c = &pt->conns[slot];
 	if (c->gen != gen || c->state == CONN_FREE)
 		return;
-	report_closed(pt, slot);
+	port_report_closed(pt, slot);
 	port_output_discard(pt, c);
 	c->state = CONN_FREE;
 	pt->st.conns--;
@@ -654,6 +646,8 @@ static int uring_open(struct paste_port *pt, struct paste_error *err)
 			break;
 		got += n;
 	}
+	for (uint32_t i = got; i < nb; i++)
+		u->bid_buf[i] = PASTE_NO_BUF;
 	if (got < nb)
 		return paste_error_set(err, -ENOSPC, "the store has %u free buffers, the ring needs %u: "
 				       "use a larger --store-size or fewer --ring-bufs", got, nb);
@@ -670,18 +664,11 @@ static void uring_close(struct paste_port *pt)
 	struct uring *u = pt->engine;
 	if (u->ring.ring_fd > 0)
 		io_uring_queue_exit(&u->ring);   /* the kernel drops every pending op */
-	if (u->bid_buf) {
-		/* Give the ring's buffers back (those delivered and held were
-		 * already counted; a ring slot owns exactly one reference). */
-		for (uint32_t i = 0; i < u->nbufs; i++) {
-			bool empty = false;
-			for (uint32_t j = 0; j < u->nempty && !empty; j++)
-				empty = u->empty[j] == i;
-			if (!empty && u->bid_buf[i] < paste_store_geom(pt->store)->nbufs &&
-			    paste_store_refcount(pt->store, u->bid_buf[i]))
-				paste_store_unref(pt->store, u->bid_buf[i], false);
-		}
-	}
+	/* Give the ring's buffers back: a filled ring slot owns exactly one
+	 * reference (an app's hold is its own); empty slots are PASTE_NO_BUF. */
+	for (uint32_t i = 0; u->bid_buf && i < u->nbufs; i++)
+		if (u->bid_buf[i] != PASTE_NO_BUF)
+			paste_store_unref(pt->store, u->bid_buf[i], false);
 	for (uint32_t i = 0; i < u->ncache; i++)
 		paste_store_unref(pt->store, u->cache[i], false);
 	if (u->br)
