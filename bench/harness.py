@@ -1,8 +1,8 @@
 """Shared benchmark machinery for bench/rpc.py and bench/wal.py.
 
 Method (see bench/README.md): every compared server runs side by side in one
-run, pinned to the server CPU, and is driven by one wrk thread pinned to the
-client CPU. Repetitions interleave the systems so that slow drifts of this
+run, pinned to the server CPU, and is driven by one client thread (wrk -t1,
+or bench/pload, the io_uring load generator) pinned to the client CPU. Repetitions interleave the systems so that slow drifts of this
 noisy 2-vCPU VM hit all of them alike; we report medians with the spread.
 Throughput saturates in the single-threaded client near 150 K req/s, so the
 client-independent figures are the server's CPU time per request (from
@@ -241,16 +241,60 @@ def wrk_cmd(url, conns, duration, script, cpu, script_args=()):
     return cmd
 
 
+def run_client(cmd, duration):
+    """Run a load generator; (exit code, stdout, stderr, its CPU seconds).
+
+    os.wait4 gives the CPU time of exactly this child (taskset execs the
+    client in the same process), which subprocess.run cannot report."""
+    name = os.path.basename(cmd[3] if cmd[0] == "taskset" else cmd[0])
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        timer = threading.Timer(duration + 30, proc.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode(errors="replace")
+        stderr = err.read().decode(errors="replace")
+    if proc.returncode == -signal.SIGKILL:
+        raise BenchError(f"{name} did not finish within {duration + 30}s: {' '.join(cmd)}")
+    if proc.returncode != 0:
+        raise BenchError(f"{name} failed (exit {proc.returncode}): {' '.join(cmd)}\n"
+                         f"{stdout}{stderr}")
+    return stdout, usage.ru_utime + usage.ru_stime
+
+
 def run_wrk(cmd, duration):
+    stdout, cpu_s = run_client(cmd, duration)
+    r = parse_wrk(stdout)
+    r["client_cpu_us_per_req"] = cpu_s * 1e6 / r["requests"] if r["requests"] else None
+    return r
+
+
+# ---------------------------------------------------------------- pload
+
+def pload_cmd(port, conns, duration, request_file, cpu):
+    cmd = [binary(os.path.join("bench", "pload")), "-c", str(conns),
+           "-d", str(duration), "-f", request_file, "127.0.0.1", str(port)]
+    if cpu is not None:
+        cmd = ["taskset", "-c", str(cpu)] + cmd
+    return cmd
+
+
+def run_pload(cmd, duration):
+    """pload prints one JSON object with the same keys parse_wrk returns."""
+    stdout, _ = run_client(cmd, duration)
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True,
-                           timeout=duration + 30)
-    except subprocess.TimeoutExpired:
-        raise BenchError(f"wrk did not finish within {duration + 30}s: {' '.join(cmd)}")
-    if p.returncode != 0:
-        raise BenchError(f"wrk failed (exit {p.returncode}): {' '.join(cmd)}\n"
-                         f"{p.stdout}{p.stderr}")
-    return parse_wrk(p.stdout)
+        r = json.loads(stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise BenchError("could not parse pload output:\n" + stdout)
+    if not r.get("requests"):
+        r["lat_p99_us"] = None
+    return r
 
 
 # ---------------------------------------------------------------- perf
@@ -333,18 +377,45 @@ class System:
 
 
 class Point:
-    """One load point: a wrk script at a connection count."""
+    """One load point at a connection count: a wrk script and, for pload,
+    the same request's bytes (None: pload cannot run it, e.g. pipelining)."""
 
-    def __init__(self, workload, conns, script, script_args=()):
+    def __init__(self, workload, conns, script, script_args=(), request=None):
         self.workload = workload
         self.conns = conns
         self.script = script
         self.script_args = list(script_args)
+        self.request = request
+        self._request_file = None
+
+    def request_file(self):
+        if self.request is None:
+            raise BenchError(f"pload cannot run '{self.workload}' (no fixed request); "
+                             "use --client wrk")
+        if self._request_file is None:
+            fd, self._request_file = tempfile.mkstemp(prefix="paste-bench-", suffix=".req")
+            with os.fdopen(fd, "wb") as f:
+                f.write(self.request)
+        return self._request_file
+
+    def cleanup(self):
+        if self._request_file:
+            os.unlink(self._request_file)
+            self._request_file = None
 
 
-def measure(server, point, duration, cpus, perf):
-    """One wrk run against a warmed-up server: the reported numbers."""
-    _, client_cpu = cpus
+def load(server, point, seconds, cpus, client):
+    """One run of the chosen client against server: parse_wrk's keys plus
+    client_cpu_us_per_req."""
+    if client == "pload":
+        return run_pload(pload_cmd(server.port, point.conns, seconds,
+                                   point.request_file(), cpus[1]), seconds)
+    return run_wrk(wrk_cmd(server.url(), point.conns, seconds, point.script,
+                           cpus[1], point.script_args), seconds)
+
+
+def measure(server, point, duration, cpus, perf, client="wrk"):
+    """One client run against a warmed-up server: the reported numbers."""
     server.checkpoint()
     before = server.stats()
     ticks0 = server.cpu_ticks()
@@ -354,8 +425,7 @@ def measure(server, point, duration, cpus, perf):
     if counter:
         time.sleep(0.25)
     try:
-        w = run_wrk(wrk_cmd(server.url(), point.conns, duration, point.script,
-                            client_cpu, point.script_args), duration)
+        w = load(server, point, duration, cpus, client)
     finally:
         syscalls = SyscallCounter.finish(counter)
     ticks1 = server.cpu_ticks()
@@ -383,10 +453,9 @@ def run_mean_batch(before, after):
     return (events(after) - events(before)) / d_batch
 
 
-def warm_up(server, point, cpus, seconds=1):
+def warm_up(server, point, cpus, seconds=1, client="wrk"):
     try:
-        run_wrk(wrk_cmd(server.url(), point.conns, seconds, point.script, cpus[1],
-                        point.script_args), seconds)
+        load(server, point, seconds, cpus, client)
     except BenchError as e:
         state = ("has exited with code %d" % server.proc.returncode
                  if not server.alive() else "is still running")
@@ -399,7 +468,7 @@ def progress(*args, **kw):
 
 
 def run_interleaved(title, systems, points, reps, duration, cpus, perf,
-                    store_dir="/dev/shm", log=progress):
+                    store_dir="/dev/shm", log=progress, client="wrk"):
     """Run every (point, system) reps times, systems interleaved.
 
     All servers live for the whole call (idle ones cost no CPU); the system
@@ -414,7 +483,7 @@ def run_interleaved(title, systems, points, reps, duration, cpus, perf,
         for s in systems:
             log(f"  starting {s.name}: phttpd {' '.join(s.args)}")
             servers[s.name] = Server(s.name, s.args, cpus[0], store_dir).start()
-            warm_up(servers[s.name], points[0], cpus)
+            warm_up(servers[s.name], points[0], cpus, client=client)
         for rep in range(reps):
             for i, pt in enumerate(points):
                 k = rep % len(systems)
@@ -426,7 +495,7 @@ def run_interleaved(title, systems, points, reps, duration, cpus, perf,
                     log(f"  rep {rep + 1}/{reps} {pt.workload} c={pt.conns} "
                         f"{s.name} ...", end="", flush=True)
                     try:
-                        r = measure(srv, pt, duration, cpus, perf)
+                        r = measure(srv, pt, duration, cpus, perf, client)
                         log(" %.0f req/s, %s us/req" % (r["rps"], fmt(r["cpu_us_per_req"], 2)))
                     except (BenchError, OSError) as e:
                         r = None
@@ -439,6 +508,8 @@ def run_interleaved(title, systems, points, reps, duration, cpus, perf,
                                         f"rep {rep + 1}: {why}")
                     results[(i, s.name)].append(r)
     finally:
+        for pt in points:
+            pt.cleanup()
         for name, srv in servers.items():
             code = srv.stop()
             if code not in (0, None):
@@ -470,7 +541,7 @@ def median_of(runs, key):
 
 COLUMNS = ["workload", "conns", "system", "K req/s median [min-max]",
            "mean lat us", "p99 us", "server CPU us/req median [min-max]",
-           "syscalls/req", "mean batch"]
+           "syscalls/req", "mean batch", "client CPU us/req"]
 
 
 def table(systems, points, results):
@@ -485,7 +556,8 @@ def table(systems, points, results):
                      fmt(median_of(runs, "lat_p99_us"), 0),
                      spread([r["cpu_us_per_req"] for r in runs], 2),
                      fmt(median_of(runs, "syscalls_per_req"), 3),
-                     fmt(median_of(runs, "mean_batch"), 1)]
+                     fmt(median_of(runs, "mean_batch"), 1),
+                     fmt(median_of(runs, "client_cpu_us_per_req"), 2)]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -538,7 +610,8 @@ def header(title, args, cpus, perf):
              f"- command: {' '.join([os.path.basename(sys.argv[0])] + sys.argv[1:])}",
              f"- {args.reps} repetition(s) of {args.duration} s per point, systems "
              "interleaved; medians with [min-max]",
-             f"- server pinned to CPU {cpus[0]}, client (wrk -t1) to CPU {cpus[1]}",
+             f"- server pinned to CPU {cpus[0]}, client ({CLIENT_NAMES[args.client]}) "
+             f"to CPU {cpus[1]}",
              "- CPU us/req = server utime+stime (/proc/PID/stat) / requests "
              "completed; syscalls/req = perf raw_syscalls:sys_enter / requests"]
     if cpus[0] == cpus[1]:
@@ -598,15 +671,21 @@ def conn_list(text):
     return conns
 
 
-def common_args(description, duration=5, reps=3):
+CLIENT_NAMES = {"wrk": "wrk -t1", "pload": "bench/pload, one thread, io_uring"}
+
+
+def common_args(description, duration=5, reps=3, client="wrk"):
     p = argparse.ArgumentParser(description=description)
+    p.add_argument("--client", choices=sorted(CLIENT_NAMES), default=client,
+                   help="load generator (default %(default)s; pload is cheaper per "
+                   "request, see bench/README.md)")
     p.add_argument("--duration", type=int, default=duration,
-                   help="whole seconds per wrk run (default %(default)s)")
+                   help="whole seconds per client run (default %(default)s)")
     p.add_argument("--reps", type=int, default=reps,
                    help="repetitions (default %(default)s)")
     p.add_argument("--out", help="also write the markdown report here")
     p.add_argument("--server-cpu", type=int, help="CPU for the servers (default 1)")
-    p.add_argument("--client-cpu", type=int, help="CPU for wrk (default 0)")
+    p.add_argument("--client-cpu", type=int, help="CPU for the client (default 0)")
     p.add_argument("--no-perf", action="store_true",
                    help="skip the syscall count (perf adds a little per-syscall cost)")
     return p
@@ -621,7 +700,9 @@ def setup(args):
             args.client_cpu if args.client_cpu is not None else client_cpu)
     # The harness's own little work (parsing, /stats) stays off the server CPU.
     os.sched_setaffinity(0, {cpus[1]})
-    for tool in ("wrk", "taskset"):
+    if args.client == "pload":
+        binary(os.path.join("bench", "pload"))
+    for tool in ([args.client] if args.client == "wrk" else []) + ["taskset"]:
         if not any(os.access(os.path.join(d, tool), os.X_OK)
                    for d in os.environ.get("PATH", "").split(os.pathsep)):
             raise BenchError(f"{tool} is not installed: run `make deps`")

@@ -15,6 +15,9 @@ import harness  # noqa: E402
 
 SYSTEMS = [harness.System("uring", ["--engine", "uring", "--body-len", "64"]),
            harness.System("epoll", ["--engine", "epoll", "--body-len", "64"])]
+# The bytes rpc.lua makes wrk send, for --client pload.
+RPC_REQUEST = b"GET /rpc HTTP/1.1\r\nHost: localhost:60000\r\n\r\n"
+assert len(RPC_REQUEST) == 44
 PIPELINE_DEPTH = 16
 PIPELINE_CONNS = 100
 
@@ -24,7 +27,7 @@ def parse_args(argv=None):
     p.add_argument("--conns", type=harness.conn_list, default="1,50,100,400",
                    help="comma-separated connection counts (default %(default)s)")
     p.add_argument("--no-pipeline", action="store_true",
-                   help="skip the pipelined point")
+                   help="skip the pipelined point (always skipped with --client pload)")
     p.add_argument("--quick", action="store_true",
                    help="demo size: 100 connections, 1 repetition, 3 s, no pipeline")
     args = p.parse_args(argv)
@@ -34,8 +37,8 @@ def parse_args(argv=None):
 
 
 def points(args):
-    pts = [harness.Point("rpc", c, "rpc.lua") for c in args.conns]
-    if not args.no_pipeline:
+    pts = [harness.Point("rpc", c, "rpc.lua", request=RPC_REQUEST) for c in args.conns]
+    if not args.no_pipeline and args.client == "wrk":
         pts.append(harness.Point(f"rpc pipelined x{PIPELINE_DEPTH}", PIPELINE_CONNS,
                                  "pipeline.lua", [PIPELINE_DEPTH]))
     return pts
@@ -46,7 +49,8 @@ def run(argv=None, kind="rpc"):
     cpus, perf = harness.setup(args)
     pts = points(args)
     results, failures = harness.run_interleaved(
-        "RPC", SYSTEMS, pts, args.reps, args.duration, cpus, perf)
+        "RPC", SYSTEMS, pts, args.reps, args.duration, cpus, perf,
+        client=args.client)
     return harness.report(
         kind, "RPC: phttpd uring vs epoll (44 B request, ~151 B response)",
         SYSTEMS, pts, results, failures, [("uring", "epoll")], args, cpus, perf)

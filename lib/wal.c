@@ -575,8 +575,10 @@ int paste_wal_append(struct paste_wal *w, uint32_t lane, struct paste_persist *p
 	uint64_t total;
 	if (!p || lane >= w->nlanes || (n && !ext) || !extents_ok(w, ext, n, &total))
 		return -EINVAL;
-	struct rec_copy rc = { .h = { .type = REC_DATA, .nexts = (uint16_t)n,
-				      .len = (uint32_t)total } };
+	/* Not zero-initialised: only the header and n extents are written
+	 * out, and clearing all 64 extents was ~1 % of a WAL server's CPU. */
+	struct rec_copy rc;
+	rc.h = (struct wal_rec){ .type = REC_DATA, .nexts = (uint16_t)n, .len = (uint32_t)total };
 	memcpy(rc.ext, ext, 12u * n);
 	rc.h.data_crc = data_crc(w, rc.ext, n);
 	uint32_t size = rec_size(n);

@@ -1,0 +1,514 @@
+/*
+ * pload: a closed-loop HTTP/1.1 load generator on io_uring, for bench/.
+ *
+ * Why it exists: on loopback the client's CPU is the other half of every
+ * measurement. One wrk thread spends ~14 us of CPU per 1156-byte POST on
+ * this VM (perf: an epoll_ctl, an epoll_wait share, a read() and a write()
+ * per request, plus the server's TCP receive, which loopback runs in the
+ * sender's context), so in the WAL benchmark wrk saturates its CPU before
+ * the server does. pload does what `wrk -t1 -cN` does without pipelining
+ * (N connections, one request outstanding on each, the same bytes every
+ * time, TCP_NODELAY) but queues every connection's send and receive in one
+ * io_uring_enter per pass, on registered files, and parses only the status
+ * line and Content-Length. It is a measuring tool, not a product: one
+ * thread, one request shape, HTTP/1.1 responses with Content-Length only.
+ *
+ * Usage: pload -c CONNS -d SECONDS -f REQUEST_FILE HOST PORT
+ *   The request file holds the exact bytes of one request (keep-alive).
+ *   Prints one JSON object on stdout: requests, elapsed_s, rps, latency
+ *   (mean/p50/p99/max in us, from a 1-us histogram up to 1 s), non2xx
+ *   (status >= 400, as wrk counts "Non-2xx or 3xx"), errors by kind, and the
+ *   client's own CPU time per request. Exit 0 on a completed run, 1 on bad
+ *   usage or set-up failure, 2 if no connection was left alive.
+ *
+ * Cost per request: one send SQE (its CQE skipped on success) and one CQE
+ * of the connection's multishot receive (provided-buffer ring), on a fixed
+ * file; one clock read per pass; syscalls per request ~ 1 / requests per
+ * pass.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <liburing.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pload_http.h"
+
+#define RESP_BUF 16384            /* per connection: a split response's head */
+#define RING_BUF 4096             /* provided receive buffers */
+#define HIST_US 1000000           /* latency histogram: 1 us buckets up to 1 s */
+#define OP_SEND 0u
+#define OP_RECV 1u
+
+struct conn {
+	int fd;
+	uint32_t gen;             /* bumped on reconnect: stale CQEs are ignored */
+	bool alive;
+	bool in_body;             /* head parsed, `remaining` body bytes to skip */
+	int status;               /* of the response being received */
+	uint32_t have;            /* head bytes buffered in buf (split heads only) */
+	uint64_t remaining;
+	uint64_t sent_ns;
+	char buf[RESP_BUF];
+};
+
+struct load {
+	struct io_uring ring;
+	struct io_uring_buf_ring *br;
+	char *bufs;
+	unsigned nbufs, returned;
+	struct conn *conns;
+	unsigned nconns, alive;
+	const char *req;
+	size_t req_len;
+	struct sockaddr_storage addr;
+	socklen_t addr_len;
+	bool measuring;
+	uint64_t now;             /* one clock read per pass serves every CQE in it */
+	uint64_t done, non2xx, err_connect, err_read, err_write, err_parse;
+	uint64_t lat_sum_us, lat_max_us;
+	uint32_t *hist;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "pload: %s: %s\n", what, strerror(err));
+	exit(1);
+}
+
+static uint64_t user_data(unsigned idx, uint32_t gen, unsigned op)
+{
+	return ((uint64_t)gen << 32) | ((uint64_t)idx << 1) | op;
+}
+
+static struct io_uring_sqe *get_sqe(struct load *L)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&L->ring);
+	if (!sqe) {               /* SQ full: flush it; completions wait in the CQ */
+		int r = io_uring_submit(&L->ring);
+		if (r < 0)
+			die("io_uring_submit", -r);
+		sqe = io_uring_get_sqe(&L->ring);
+		if (!sqe)
+			die("io_uring_get_sqe", EBUSY);
+	}
+	return sqe;
+}
+
+/* One multishot receive per connection lives as long as the connection:
+ * no poll re-arm per request. Data lands in the shared buffer ring. */
+static void arm_recv(struct load *L, unsigned idx)
+{
+	struct io_uring_sqe *sqe = get_sqe(L);
+	io_uring_prep_recv_multishot(sqe, (int)idx, NULL, 0, 0);
+	sqe->flags |= IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT;
+	sqe->buf_group = 0;
+	io_uring_sqe_set_data64(sqe, user_data(idx, L->conns[idx].gen, OP_RECV));
+}
+
+/* MSG_WAITALL makes the kernel finish a short send itself, so a
+ * successful send needs no completion at all. The send time is the pass's
+ * clock: the request leaves at this pass's io_uring_enter. */
+static void send_request(struct load *L, unsigned idx)
+{
+	struct conn *c = &L->conns[idx];
+	struct io_uring_sqe *sqe = get_sqe(L);
+	io_uring_prep_send(sqe, (int)idx, L->req, L->req_len, MSG_WAITALL | MSG_NOSIGNAL);
+	sqe->flags |= IOSQE_FIXED_FILE | IOSQE_CQE_SKIP_SUCCESS;
+	io_uring_sqe_set_data64(sqe, user_data(idx, c->gen, OP_SEND));
+	c->have = 0;
+	c->in_body = false;
+	c->sent_ns = L->now;
+}
+
+static int connect_one(struct load *L)
+{
+	int fd = socket(L->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	if (connect(fd, (struct sockaddr *)&L->addr, L->addr_len) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/* A failed connection is replaced (like wrk does), in the same file slot.
+ * shutdown() ends the old socket's multishot receive (its last CQE carries
+ * the old generation and is ignored) before the slot is reused. */
+static void reconnect(struct load *L, unsigned idx, uint64_t *counter)
+{
+	struct conn *c = &L->conns[idx];
+	if (L->measuring)
+		(*counter)++;
+	shutdown(c->fd, SHUT_RDWR);
+	close(c->fd);
+	c->gen++;
+	int fd = connect_one(L);
+	int r = io_uring_register_files_update(&L->ring, idx, fd < 0 ? &(int){ -1 } : &fd, 1);
+	if (r < 0)
+		die("io_uring_register_files_update", -r);
+	if (fd < 0) {
+		if (L->measuring)
+			L->err_connect++;
+		c->alive = false;
+		c->fd = -1;
+		L->alive--;
+		return;
+	}
+	c->fd = fd;
+	arm_recv(L, idx);
+	send_request(L, idx);
+}
+
+static void complete_response(struct load *L, unsigned idx, int status)
+{
+	struct conn *c = &L->conns[idx];
+	if (L->measuring) {
+		uint64_t us = (L->now - c->sent_ns) / 1000;
+		L->done++;
+		L->lat_sum_us += us;
+		if (us > L->lat_max_us)
+			L->lat_max_us = us;
+		L->hist[us < HIST_US ? us : HIST_US - 1]++;
+		if (status >= 400)
+			L->non2xx++;
+	}
+	send_request(L, idx);
+}
+
+/* n bytes of connection idx's response stream. One request is in flight,
+ * so anything past the end of its response is a protocol error. The head
+ * is parsed where it landed; only a head split across receives is copied. */
+static void on_data(struct load *L, unsigned idx, const char *data, size_t n)
+{
+	struct conn *c = &L->conns[idx];
+	if (c->in_body) {
+		if (n > c->remaining) {
+			reconnect(L, idx, &L->err_parse);
+			return;
+		}
+		c->remaining -= n;
+		if (c->remaining == 0)
+			complete_response(L, idx, c->status);
+		return;
+	}
+	const char *head = data;
+	size_t len = n;
+	if (c->have) {
+		if (c->have + n > RESP_BUF) {
+			reconnect(L, idx, &L->err_parse);   /* head larger than we keep */
+			return;
+		}
+		memcpy(c->buf + c->have, data, n);
+		c->have += (uint32_t)n;
+		head = c->buf;
+		len = c->have;
+	}
+	struct pload_response resp;
+	int r = pload_parse_response(head, len, &resp);
+	if (r == 0) {
+		if (head == data) {
+			if (n > RESP_BUF) {
+				reconnect(L, idx, &L->err_parse);
+				return;
+			}
+			memcpy(c->buf, data, n);
+			c->have = (uint32_t)n;
+		}
+		return;
+	}
+	if (r < 0 || len > resp.total) {        /* malformed, or bytes nobody asked for */
+		reconnect(L, idx, &L->err_parse);
+		return;
+	}
+	if (len == resp.total) {
+		complete_response(L, idx, resp.status);
+		return;
+	}
+	c->in_body = true;
+	c->have = 0;
+	c->remaining = resp.total - len;
+	c->status = resp.status;
+}
+
+static void on_recv(struct load *L, unsigned idx, struct io_uring_cqe *cqe)
+{
+	struct conn *c = &L->conns[idx];
+	bool more = cqe->flags & IORING_CQE_F_MORE;
+	if (cqe->res > 0) {
+		unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+		uint32_t gen = c->gen;
+		on_data(L, idx, L->bufs + (size_t)bid * RING_BUF, (size_t)cqe->res);
+		if (gen != c->gen)
+			return;           /* replaced: the new connection has its receive */
+		if (!more)
+			arm_recv(L, idx);
+	} else if (cqe->res == -ENOBUFS) {
+		arm_recv(L, idx);         /* the ring ran dry for a moment */
+	} else {                      /* 0: the server closed the connection */
+		reconnect(L, idx, &L->err_read);
+	}
+}
+
+static void give_back(struct load *L, struct io_uring_cqe *cqe)
+{
+	if (!(cqe->flags & IORING_CQE_F_BUFFER))
+		return;
+	unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+	io_uring_buf_ring_add(L->br, L->bufs + (size_t)bid * RING_BUF, RING_BUF, (unsigned short)bid,
+	                      io_uring_buf_ring_mask(L->nbufs), (int)L->returned++);
+}
+
+static void run(struct load *L, double seconds)
+{
+	uint64_t start = now_ns(), end = start + (uint64_t)(seconds * 1e9);
+	L->now = start;
+	L->measuring = true;
+	for (unsigned i = 0; i < L->nconns; i++) {
+		arm_recv(L, i);
+		send_request(L, i);
+	}
+	for (;;) {
+		uint64_t left = end > L->now ? end - L->now : 0;
+		struct __kernel_timespec ts = { .tv_sec = (long long)(left / 1000000000u),
+		                                .tv_nsec = (long long)(left % 1000000000u) };
+		struct io_uring_cqe *cqe;
+		int r = io_uring_submit_and_wait_timeout(&L->ring, &cqe, 1, &ts, NULL);
+		if (r < 0 && r != -ETIME && r != -EINTR)
+			die("io_uring_submit_and_wait_timeout", -r);
+		L->now = now_ns();
+		if (L->now >= end)
+			L->measuring = false;     /* responses after the deadline do not count */
+		unsigned head, seen = 0;
+		L->returned = 0;
+		io_uring_for_each_cqe(&L->ring, head, cqe) {
+			seen++;
+			uint64_t ud = cqe->user_data;
+			unsigned idx = (unsigned)(ud & 0xffffffffu) >> 1, op = ud & 1;
+			if (idx < L->nconns && (uint32_t)(ud >> 32) == L->conns[idx].gen &&
+			    L->conns[idx].alive && L->measuring) {
+				if (op == OP_RECV)
+					on_recv(L, idx, cqe);
+				else if (cqe->res < 0 || (size_t)cqe->res != L->req_len)
+					reconnect(L, idx, &L->err_write);
+			}
+			give_back(L, cqe);    /* the data was consumed above */
+		}
+		io_uring_cq_advance(&L->ring, seen);
+		io_uring_buf_ring_advance(L->br, (int)L->returned);
+		if (!L->measuring || L->alive == 0)
+			break;
+	}
+	double elapsed = (double)(L->now - start) / 1e9;
+	if (elapsed > seconds)
+		elapsed = seconds;        /* completions were counted up to the deadline */
+
+	uint64_t p50 = 0, p99 = 0, acc = 0;
+	bool got50 = false;
+	for (unsigned us = 0; us < HIST_US && L->done; us++) {
+		acc += L->hist[us];
+		if (!got50 && acc * 2 >= L->done) {
+			p50 = us;
+			got50 = true;
+		}
+		if (acc * 100 >= L->done * 99) {
+			p99 = us;
+			break;
+		}
+	}
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	double cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	               (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	printf("{\"requests\": %llu, \"elapsed_s\": %.3f, \"rps\": %.1f, "
+	       "\"lat_mean_us\": %.1f, \"lat_p50_us\": %llu, \"lat_p99_us\": %llu, "
+	       "\"lat_max_us\": %llu, \"non2xx\": %llu, \"socket_errors\": %llu, "
+	       "\"errors\": {\"connect\": %llu, \"read\": %llu, \"write\": %llu, "
+	       "\"parse\": %llu}, \"conns\": %u, \"conns_alive\": %u, "
+	       "\"client_cpu_us_per_req\": %.2f}\n",
+	       (unsigned long long)L->done, elapsed, (double)L->done / elapsed,
+	       L->done ? (double)L->lat_sum_us / (double)L->done : 0.0,
+	       (unsigned long long)p50, (unsigned long long)p99,
+	       (unsigned long long)L->lat_max_us, (unsigned long long)L->non2xx,
+	       (unsigned long long)(L->err_connect + L->err_read + L->err_write + L->err_parse),
+	       (unsigned long long)L->err_connect, (unsigned long long)L->err_read,
+	       (unsigned long long)L->err_write, (unsigned long long)L->err_parse,
+	       L->nconns, L->alive, L->done ? cpu_s * 1e6 / (double)L->done : 0.0);
+}
+
+/* Two receive buffers per connection (one response in flight on each, the
+ * buffers go back every pass), a power of two as the ring wants. */
+static void setup_buffers(struct load *L)
+{
+	L->nbufs = 64;
+	while (L->nbufs < 2 * L->nconns && L->nbufs < 32768)
+		L->nbufs *= 2;
+	size_t ring_bytes = L->nbufs * sizeof(struct io_uring_buf);
+	if (posix_memalign((void **)&L->br, 4096, ring_bytes) ||
+	    posix_memalign((void **)&L->bufs, 4096, (size_t)L->nbufs * RING_BUF))
+		die("posix_memalign", ENOMEM);
+	memset(L->br, 0, ring_bytes);
+	struct io_uring_buf_reg reg = { .ring_addr = (uint64_t)(uintptr_t)L->br,
+	                                .ring_entries = L->nbufs, .bgid = 0 };
+	int r = io_uring_register_buf_ring(&L->ring, &reg, 0);
+	if (r < 0)
+		die("io_uring_register_buf_ring (Linux 5.19+)", -r);
+	io_uring_buf_ring_init(L->br);
+	for (unsigned i = 0; i < L->nbufs; i++)
+		io_uring_buf_ring_add(L->br, L->bufs + (size_t)i * RING_BUF, RING_BUF,
+		                      (unsigned short)i, io_uring_buf_ring_mask(L->nbufs), (int)i);
+	io_uring_buf_ring_advance(L->br, (int)L->nbufs);
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die(path, errno);
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		die(path, errno);
+	if (st.st_size <= 0 || st.st_size > (1 << 20)) {
+		fprintf(stderr, "pload: %s: want a request of 1 byte to 1 MiB, got %lld bytes\n",
+		        path, (long long)st.st_size);
+		exit(1);
+	}
+	char *buf = malloc((size_t)st.st_size);
+	if (!buf)
+		die("malloc", ENOMEM);
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+		if (n <= 0)
+			die(path, n < 0 ? errno : EIO);
+		got += (size_t)n;
+	}
+	close(fd);
+	*len = got;
+	return buf;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: pload -c CONNS -d SECONDS -f REQUEST_FILE HOST PORT\n"
+	        "  closed-loop HTTP/1.1 load: CONNS connections, one request in flight on\n"
+	        "  each, the bytes of REQUEST_FILE every time; prints one JSON line\n");
+	exit(1);
+}
+
+int main(int argc, char **argv)
+{
+	struct load L = { 0 };
+	long conns = 0;
+	double seconds = 0;
+	const char *file = NULL;
+	int opt;
+	while ((opt = getopt(argc, argv, "c:d:f:h")) != -1) {
+		char *end;
+		switch (opt) {
+		case 'c':
+			conns = strtol(optarg, &end, 10);
+			if (*end || conns < 1 || conns > 60000)
+				usage();
+			break;
+		case 'd':
+			seconds = strtod(optarg, &end);
+			if (*end || !(seconds > 0 && seconds <= 3600))
+				usage();
+			break;
+		case 'f':
+			file = optarg;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (!conns || !seconds || !file || argc - optind != 2)
+		usage();
+	L.req = read_file(file, &L.req_len);
+
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *ai;
+	int g = getaddrinfo(argv[optind], argv[optind + 1], &hints, &ai);
+	if (g) {
+		fprintf(stderr, "pload: %s port %s: %s\n", argv[optind], argv[optind + 1],
+		        gai_strerror(g));
+		return 1;
+	}
+	memcpy(&L.addr, ai->ai_addr, ai->ai_addrlen);
+	L.addr_len = ai->ai_addrlen;
+	freeaddrinfo(ai);
+
+	L.nconns = (unsigned)conns;
+	L.conns = calloc(L.nconns, sizeof *L.conns);
+	L.hist = calloc(HIST_US, sizeof *L.hist);
+	int *fds = calloc(L.nconns, sizeof *fds);
+	if (!L.conns || !L.hist || !fds)
+		die("calloc", ENOMEM);
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < L.nconns + 64) {
+		rl.rlim_cur = rl.rlim_max < L.nconns + 64 ? rl.rlim_max : L.nconns + 64;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	for (unsigned i = 0; i < L.nconns; i++) {
+		int fd = connect_one(&L);
+		if (fd < 0) {
+			fprintf(stderr, "pload: connect to %s port %s: %s\n", argv[optind],
+			        argv[optind + 1], strerror(-fd));
+			return 1;
+		}
+		L.conns[i].fd = fds[i] = fd;
+		L.conns[i].alive = true;
+	}
+	L.alive = L.nconns;
+
+	/* Up to two SQEs per connection per pass; DEFER_TASKRUN keeps completion work
+	 * in this thread's io_uring_enter instead of interrupting it. */
+	struct io_uring_params p = { .flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+	                                      IORING_SETUP_CQSIZE,
+	                             .cq_entries = 4 * L.nconns };
+	unsigned entries = 2 * L.nconns < 4096 ? 2 * L.nconns : 4096;
+	int r = io_uring_queue_init_params(entries, &L.ring, &p);
+	if (r == -EINVAL) {                 /* kernels before 6.1: no DEFER_TASKRUN */
+		p.flags = IORING_SETUP_CQSIZE;
+		r = io_uring_queue_init_params(entries, &L.ring, &p);
+	}
+	if (r < 0)
+		die("io_uring_queue_init", -r);
+	r = io_uring_register_files(&L.ring, fds, L.nconns);
+	if (r < 0)
+		die("io_uring_register_files", -r);
+	free(fds);
+	setup_buffers(&L);
+
+	run(&L, seconds);
+	for (unsigned i = 0; i < L.nconns; i++)
+		if (L.conns[i].fd >= 0)
+			close(L.conns[i].fd);
+	io_uring_queue_exit(&L.ring);
+	return L.alive ? 0 : 2;
+}
