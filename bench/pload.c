@@ -510,5 +510,11 @@ int main(int argc, char **argv)
 		if (L.conns[i].fd >= 0)
 			close(L.conns[i].fd);
 	io_uring_queue_exit(&L.ring);
-	return L.alive ? 0 : 2;
+	int code = L.alive ? 0 : 2;
+	free(L.conns);
+	free(L.hist);
+	free(L.bufs);
+	free(L.br);
+	free((void *)L.req);
+	return code;
 }
