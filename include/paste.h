@@ -298,6 +298,8 @@ struct paste_http_req {
 	bool     keep_alive;        /* after Connection: and version defaults */
 	bool     has_content_length;
 	uint64_t content_length;    /* 0 when absent */
+	bool     expect_continue;   /* HTTP/1.1 "Expect: 100-continue": the client may
+				     * wait for "100 Continue" before sending the body */
 	uint32_t head_len;          /* bytes up to and including the blank line */
 	uint32_t nheaders;
 };
@@ -311,8 +313,10 @@ struct paste_http_parser {
 void paste_http_parser_init(struct paste_http_parser *ps, uint32_t max_head, uint64_t max_body);
 /* Returns head length (> 0) when a whole head is in p[0..len) and *req is
  * filled; 0 when more bytes are needed; or a negative HTTP status to answer
- * before closing: -400 malformed, -413 body over max_body, -431 head over
- * max_head, -501 unsupported Transfer-Encoding, -505 not HTTP/1.0 or 1.1. */
+ * before closing: -400 malformed, -413 body over max_body, -417 an Expect
+ * other than 100-continue (HTTP/1.1; HTTP/1.0 requests' Expect is ignored,
+ * RFC 9110 section 10.1.1), -431 head over max_head, -501 unsupported
+ * Transfer-Encoding, -505 not HTTP/1.0 or 1.1. */
 int paste_http_parse(struct paste_http_parser *ps, const char *p, size_t len,
 		     struct paste_http_req *req);
 const char *paste_http_reason(int status);

@@ -89,6 +89,8 @@ struct framing {
 	bool conn_close;
 	bool conn_keep_alive;
 	bool te_unsupported;
+	bool expect_continue;
+	bool expect_other;
 };
 
 static enum paste_http_method method_of(const char *m, size_t n)
@@ -211,6 +213,12 @@ static int parse_field(const char *s, size_t n, struct paste_http_req *req, stru
 			f->te_unsupported = true;
 	} else if (ieq(s, name_len, "connection")) {
 		connection_options(v, vlen, f);
+	} else if (ieq(s, name_len, "expect")) {
+		/* 100-continue is the only expectation HTTP defines. */
+		if (ieq(v, vlen, "100-continue"))
+			f->expect_continue = true;
+		else
+			f->expect_other = true;
 	}
 	return 0;
 }
@@ -221,7 +229,7 @@ static int parse_head(const struct paste_http_parser *ps, const char *p,
 		      size_t start, size_t end, struct paste_http_req *req)
 {
 	const char *line = p + start, *stop = p + end;
-	struct framing f = { false, false, false };
+	struct framing f = { 0 };
 	int rc = 0;
 
 	memset(req, 0, sizeof(*req));
@@ -247,7 +255,12 @@ static int parse_head(const struct paste_http_parser *ps, const char *p,
 		return -501;
 	uint64_t max_body = ps->max_body ? ps->max_body : DEFAULT_MAX_BODY;
 	if (req->content_length > max_body)
-		return -413;
+		return -413;   /* before any 100 Continue: the final answer, at once */
+	if (req->version_minor == 1) {
+		if (f.expect_other)
+			return -417;
+		req->expect_continue = f.expect_continue;
+	}
 	req->keep_alive = !f.conn_close && (req->version_minor == 1 || f.conn_keep_alive);
 	req->head_len = (uint32_t)end;
 	return (int)end;
@@ -344,6 +357,7 @@ const char *paste_http_reason(int status)
 	case 405: return "Method Not Allowed";
 	case 411: return "Length Required";
 	case 413: return "Content Too Large";
+	case 417: return "Expectation Failed";
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
 	case 501: return "Not Implemented";

@@ -45,6 +45,8 @@
  * reported but not damage. Damage (paste_wal_check) is a record whose CRCs
  * hold but whose content is impossible, or a hole: a valid-looking record
  * of the same run (lsn higher, epoch in range) further on before the head.
+ * After all lanes, an LSN found in two lanes (impossible from one counter)
+ * ends the later lane there, as damage (wal_lanes_dedup in wal_recover.c).
  * In DRAM each lane keeps a ring of (lsn, offset) in LSN order under a mutex.
  *
  * Epochs. paste_wal_open (writable) sets epoch = max checkpoint epoch + 1
@@ -64,133 +66,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdarg.h>
-#include <stdatomic.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "paste.h"
-
-#define WAL_MAGIC   0x4c415750u   /* "PWAL" */
-#define CKPT_MAGIC  0x504b4350u   /* "PCKP" */
-#define WAL_ALIGN   64u
-#define REC_DATA    1u
-#define REC_WRAP    2u
-/* A lane must hold the largest record plus a WRAP with room to spare. */
-#define LANE_MIN    2048u
-
-struct wal_rec {
-	uint32_t magic, hdr_crc;
-	uint64_t lsn;
-	uint32_t epoch;
-	uint16_t type, nexts;
-	uint32_t len, data_crc, size;
-} __attribute__((packed));
-#define REC_HDR sizeof(struct wal_rec)
-_Static_assert(sizeof(struct wal_rec) == 36, "record header is 36 bytes");
-_Static_assert(sizeof(struct paste_extent) == 12, "extent is 3 x u32 on the store");
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the store format is little-endian");
-
-/* A record copied out of the mapping: validation never reads a field twice
- * from bytes another process (a running server, for the tools) may change. */
-struct rec_copy {
-	struct wal_rec h;
-	struct paste_extent ext[PASTE_WAL_MAX_EXTENTS];
-};
-_Static_assert(offsetof(struct rec_copy, ext) == REC_HDR, "a copy has the store's layout");
-
-struct wal_ckpt {
-	uint32_t magic, crc;
-	uint64_t seq, head_off, head_lsn;
-	uint32_t epoch, head_epoch;
-	uint8_t zero[24];
-};
-_Static_assert(sizeof(struct wal_ckpt) == PASTE_CKPT_SLOT_SIZE, "checkpoint slot is 64 bytes");
-
-/* Why recovery stopped at a position. END and STALE are the normal end of a
- * lane; SIZE, HDR_CRC and DATA_CRC are what a torn write looks like; the rest
- * cannot come from this writer and count as damage. */
-enum stop { STOP_NONE, STOP_END, STOP_STALE, STOP_SIZE, STOP_HDR_CRC, STOP_DATA_CRC,
-	    STOP_TYPE, STOP_FUTURE, STOP_EXTENTS, STOP_FULL };
-static const char *const stop_why[] = {
-	"valid", "no record header", "stale record from an earlier pass", "bad record size",
-	"header crc mismatch", "data crc mismatch", "impossible type or lsn",
-	"epoch newer than the checkpoint", "extents outside the buffer area",
-	"record overruns the log head",
-};
-
-/* In-DRAM index entry: the ring of a lane is in LSN order. */
-struct wal_slot {
-	uint64_t lsn, off;
-};
-
-struct wal_lane {
-	pthread_mutex_t mu;       /* appends, lookups, truncation, info */
-	uint8_t *base;
-	uint64_t size;            /* usable bytes (multiple of 64) */
-	uint8_t *slot[2];         /* checkpoint slots */
-	uint64_t head, tail;      /* live region [head, tail), circular */
-	struct wal_slot *ring;    /* capacity mask + 1 (power of two) */
-	uint64_t mask;
-	uint64_t first, end;      /* absolute ring positions: live = [first, end) */
-	uint64_t bytes;           /* data bytes of live records */
-	/* newest checkpoint */
-	int ckpt_slot;            /* -1: neither slot valid */
-	uint64_t ckpt_seq, head_lsn;
-	uint32_t ckpt_epoch, head_epoch;
-	/* how recovery ended */
-	enum stop stop;
-	uint64_t stop_off, recovered, follower_lsn;
-	bool follower;            /* a valid-looking record of this run lies past the stop */
-	bool ckpt_lost;           /* no valid checkpoint, yet offset 0 holds a record */
-} __attribute__((aligned(64)));
-
-struct paste_wal {
-	struct paste_store *st;
-	const struct paste_store_geom *g;
-	struct wal_lane *lanes;
-	uint32_t nlanes, epoch;   /* epoch: this run's (read-only: the newest found) */
-	bool writable;
-	_Atomic uint64_t next_lsn;
-	pthread_mutex_t trunc_mu; /* one truncation at a time owns the checkpoints */
-};
-
-static uint32_t rec_size(uint32_t nexts)
-{
-	return (uint32_t)((REC_HDR + 12u * nexts + WAL_ALIGN - 1) & ~(WAL_ALIGN - 1));
-}
-
-static uint32_t rec_hdr_crc(const struct wal_rec *r)
-{
-	return paste_crc32c(0, (const uint8_t *)r + 8, REC_HDR - 8 + 12u * r->nexts);
-}
-
-static uint64_t lane_used(const struct wal_lane *l)
-{
-	return l->tail >= l->head ? l->tail - l->head : l->size - l->head + l->tail;
-}
-
-static struct wal_slot *ring_at(const struct wal_lane *l, uint64_t pos)
-{
-	return &l->ring[pos & l->mask];
-}
-
-static const struct wal_rec *lane_rec(const struct wal_lane *l, uint64_t off)
-{
-	return (const struct wal_rec *)(const void *)(l->base + off);
-}
-
-/* Extents of a record in the mapping (4-byte aligned: records are 64-aligned). */
-static const struct paste_extent *rec_ext(const struct wal_rec *r)
-{
-	return (const struct paste_extent *)(const void *)((const uint8_t *)r + REC_HDR);
-}
+#include "wal_internal.h"
 
 /* Append "; "-separated sentences to err->msg while they fit (code stays). */
 __attribute__((format(printf, 2, 3)))
-static void note(struct paste_error *err, const char *fmt, ...)
+void wal_note(struct paste_error *err, const char *fmt, ...)
 {
 	if (!err)
 		return;
@@ -205,134 +89,6 @@ static void note(struct paste_error *err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err->msg + used, sizeof(err->msg) - used, fmt, ap);
 	va_end(ap);
-}
-
-/* Extents inside the buffer area, none crossing a buffer's end, total <= 4 GiB. */
-static bool extents_ok(const struct paste_wal *w, const struct paste_extent *ext,
-		       uint32_t n, uint64_t *total)
-{
-	uint64_t sum = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		if (ext[i].buf >= w->g->nbufs || ext[i].off > w->g->buf_size ||
-		    ext[i].len > w->g->buf_size - ext[i].off)
-			return false;
-		sum += ext[i].len;
-	}
-	*total = sum;
-	return sum <= UINT32_MAX;
-}
-
-/* Only call on extents that passed extents_ok. */
-static uint32_t data_crc(const struct paste_wal *w, const struct paste_extent *ext, uint32_t n)
-{
-	uint32_t crc = 0;
-	for (uint32_t i = 0; i < n; i++)
-		crc = paste_crc32c(crc, paste_store_buf(w->st, ext[i].buf) + ext[i].off, ext[i].len);
-	return crc;
-}
-
-/* Copy the record at off and check what needs no context: magic, size,
- * header crc, type. */
-static enum stop rec_load(const struct wal_lane *l, uint64_t off, struct rec_copy *rc)
-{
-	memcpy(&rc->h, l->base + off, REC_HDR);
-	if (rc->h.magic != WAL_MAGIC)
-		return STOP_END;
-	if (rc->h.nexts > PASTE_WAL_MAX_EXTENTS || rc->h.size != rec_size(rc->h.nexts) ||
-	    rc->h.size > l->size - off)
-		return STOP_SIZE;
-	memcpy(rc->ext, l->base + off + REC_HDR, 12u * rc->h.nexts);
-	if (rc->h.hdr_crc != rec_hdr_crc(&rc->h))
-		return STOP_HDR_CRC;
-	/* LSNs this high are refused at open, so one here is damage; it would
-	 * also wrap the next record's minimum LSN to 0. */
-	if ((rc->h.type == REC_WRAP ? rc->h.nexts || rc->h.len || rc->h.data_crc
-				    : rc->h.type != REC_DATA) || rc->h.lsn > UINT64_MAX - (1ull << 40))
-		return STOP_TYPE;
-	return STOP_NONE;
-}
-
-/* The rest of the acceptance rule, given the lane's state where off is. */
-static enum stop rec_accept(const struct paste_wal *w, const struct wal_lane *l,
-			    uint64_t off, uint64_t used, uint64_t min_lsn,
-			    uint32_t min_epoch, struct rec_copy *rc)
-{
-	enum stop why = rec_load(l, off, rc);
-	if (why)
-		return why;
-	if (rc->h.lsn < min_lsn || rc->h.epoch < min_epoch)
-		return STOP_STALE;
-	if (rc->h.epoch > l->ckpt_epoch)
-		return STOP_FUTURE;
-	uint64_t total;
-	if (!extents_ok(w, rc->ext, rc->h.nexts, &total) || total != rc->h.len)
-		return STOP_EXTENTS;
-	uint64_t advance = rc->h.type == REC_WRAP ? l->size - off : rc->h.size;
-	if (used + advance >= l->size)
-		return STOP_FULL;
-	if (rc->h.data_crc != data_crc(w, rc->ext, rc->h.nexts))
-		return STOP_DATA_CRC;
-	return STOP_NONE;
-}
-
-/* After a stop at off: is there a valid-looking record of this run further
- * on (before the head)? Then the stop is a hole in the middle, not a torn
- * tail. One 4-byte compare per 64 bytes of free log. */
-static bool find_follower(const struct wal_lane *l, uint64_t off, uint64_t used,
-			  uint64_t min_lsn, uint32_t min_epoch, uint64_t *lsn)
-{
-	struct rec_copy rc;
-	for (uint64_t skip = WAL_ALIGN; used + skip < l->size; skip += WAL_ALIGN) {
-		uint64_t pos = (off + skip) % l->size;
-		if (rec_load(l, pos, &rc) == STOP_NONE && rc.h.lsn >= min_lsn &&
-		    rc.h.epoch >= min_epoch && rc.h.epoch <= l->ckpt_epoch) {
-			*lsn = rc.h.lsn;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* One sentence about how recovery ended in lane i, or nothing for a clean end. */
-static void note_stop(const struct wal_lane *l, uint32_t i, struct paste_error *err)
-{
-	unsigned long long off = l->stop_off, n = l->recovered;
-	const char *why = stop_why[l->stop];
-	if (l->ckpt_lost)
-		note(err, "lane %u: both checkpoint slots are invalid but offset 0 holds a "
-		     "record: the lane's records were not recovered", i);
-	else if (l->follower)
-		note(err, "lane %u: damaged record at offset %llu (%s) followed by a valid "
-		     "record (lsn %llu): %llu valid records before it kept, the rest of the lane "
-		     "is lost", i, off, why, (unsigned long long)l->follower_lsn, n);
-	else if (l->stop >= STOP_TYPE)
-		note(err, "lane %u: corrupt record at offset %llu (%s), %llu valid records "
-		     "before it", i, off, why, n);
-	else if (l->stop >= STOP_SIZE)
-		note(err, "lane %u: torn record at offset %llu (%s), %llu valid records "
-		     "before it", i, off, why, n);
-}
-
-static void ckpt_load(struct wal_lane *l)
-{
-	struct wal_ckpt c[2];
-	l->ckpt_slot = -1;
-	for (int s = 0; s < 2; s++) {
-		memcpy(&c[s], l->slot[s], sizeof(c[s]));
-		bool ok = c[s].magic == CKPT_MAGIC &&
-			  c[s].crc == paste_crc32c(0, (const uint8_t *)&c[s] + 8, sizeof(c[s]) - 8) &&
-			  c[s].head_off < l->size && c[s].head_off % WAL_ALIGN == 0;
-		if (ok && (l->ckpt_slot < 0 || c[s].seq > c[l->ckpt_slot].seq))
-			l->ckpt_slot = s;
-	}
-	if (l->ckpt_slot < 0)
-		return;   /* fresh lane: everything stays 0 */
-	const struct wal_ckpt *n = &c[l->ckpt_slot];
-	l->ckpt_seq = n->seq;
-	l->head = l->tail = n->head_off;
-	l->head_lsn = n->head_lsn;
-	l->ckpt_epoch = n->epoch;
-	l->head_epoch = n->head_epoch;
 }
 
 /* Write the lane's head and the run's epoch into the slot not holding the
@@ -355,52 +111,19 @@ static void ckpt_write(struct paste_wal *w, struct wal_lane *l, struct paste_per
 	l->head_epoch = head_epoch;
 }
 
-static void refs_take(struct paste_wal *w, const struct paste_extent *ext, uint32_t n)
+void wal_refs_take(struct paste_wal *w, const struct paste_extent *ext, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
 		paste_store_ref(w->st, ext[i].buf);
 }
 
 /* Drop the references of the live record at ring position pos. */
-static void refs_drop(struct paste_wal *w, struct wal_lane *l, uint64_t pos, bool keep_if_free)
+void wal_refs_drop(struct paste_wal *w, struct wal_lane *l, uint64_t pos, bool keep_if_free)
 {
 	const struct wal_rec *r = lane_rec(l, ring_at(l, pos)->off);
 	for (uint32_t e = 0; e < r->nexts; e++)
 		paste_store_unref(w->st, rec_ext(r)[e].buf, keep_if_free);
 	l->bytes -= r->len;
-}
-
-/* Scan lane l from its checkpoint, index the live records and hold their
- * buffers. Returns the highest LSN accepted (0 if none). */
-static uint64_t lane_recover(struct paste_wal *w, struct wal_lane *l)
-{
-	struct rec_copy rc;
-	uint64_t off = l->head, used = 0, min_lsn = l->head_lsn, max_lsn = 0;
-	uint32_t min_epoch = l->head_epoch;
-	for (;;) {
-		l->stop = rec_accept(w, l, off, used, min_lsn, min_epoch, &rc);
-		if (l->stop)
-			break;
-		if (rc.h.type == REC_WRAP) {
-			used += l->size - off;
-			off = 0;
-		} else {
-			*ring_at(l, l->end++) = (struct wal_slot){ rc.h.lsn, off };
-			refs_take(w, rc.ext, rc.h.nexts);
-			l->bytes += rc.h.len;
-			l->recovered++;
-			used += rc.h.size;
-			off = (off + rc.h.size) % l->size;
-		}
-		min_lsn = rc.h.lsn + 1;
-		min_epoch = rc.h.epoch;
-		max_lsn = rc.h.lsn;
-	}
-	l->tail = off;
-	l->stop_off = off;
-	l->ckpt_lost = l->ckpt_slot < 0 && l->stop == STOP_FUTURE && off == 0;
-	l->follower = find_follower(l, off, used, min_lsn, min_epoch, &l->follower_lsn);
-	return max_lsn;
 }
 
 static int lane_init(struct paste_wal *w, uint32_t i, struct paste_error *err)
@@ -438,7 +161,7 @@ static void refs_drop_all(struct paste_wal *w)
 {
 	for (uint32_t i = 0; i < w->nlanes; i++)
 		for (uint64_t pos = w->lanes[i].first; pos < w->lanes[i].end; pos++)
-			refs_drop(w, &w->lanes[i], pos, true);
+			wal_refs_drop(w, &w->lanes[i], pos, true);
 }
 
 /* Persist the new epoch in every lane before any append can carry it. A lane
@@ -503,8 +226,8 @@ int paste_wal_open(struct paste_wal **out, struct paste_store *st,
 	uint64_t next = 1;
 	for (uint32_t i = 0; i < w->nlanes; i++) {
 		struct wal_lane *l = &w->lanes[i];
-		ckpt_load(l);
-		uint64_t max_lsn = lane_recover(w, l);
+		wal_ckpt_load(l);
+		uint64_t max_lsn = wal_lane_recover(w, l);
 		if (max_lsn >= next)
 			next = max_lsn + 1;   /* wraps to 0 only for LSN 2^64-1 */
 		if (l->head_lsn > next)
@@ -512,6 +235,7 @@ int paste_wal_open(struct paste_wal **out, struct paste_store *st,
 		if (l->ckpt_epoch > w->epoch)
 			w->epoch = l->ckpt_epoch;
 	}
+	wal_lanes_dedup(w);
 	atomic_store(&w->next_lsn, next);
 	if (p) {
 		if (w->epoch == UINT32_MAX || next > UINT64_MAX - (1ull << 40))
@@ -529,7 +253,7 @@ int paste_wal_open(struct paste_wal **out, struct paste_store *st,
 		}
 	}
 	for (uint32_t i = 0; i < w->nlanes; i++)
-		note_stop(&w->lanes[i], i, err);
+		wal_note_stop(&w->lanes[i], i, err);
 	*out = w;
 	return 0;
 }
@@ -600,7 +324,7 @@ int paste_wal_append(struct paste_wal *w, uint32_t lane, struct paste_persist *p
 		paste_persist_flush(p, paste_store_buf(w->st, ext[i].buf) + ext[i].off, ext[i].len);
 	uint64_t off = l->tail;
 	rec_put(w, l, p, &rc);
-	refs_take(w, rc.ext, n);
+	wal_refs_take(w, rc.ext, n);
 	*ring_at(l, l->end++) = (struct wal_slot){ rc.h.lsn, off };
 	l->bytes += total;
 	pthread_mutex_unlock(&l->mu);
@@ -675,7 +399,7 @@ int paste_wal_read(struct paste_wal *w, uint64_t lsn, struct paste_extent *ext,
 	 * these buffers only after our references. */
 	*n = r->nexts;
 	memcpy(ext, rec_ext(r), sizeof(*ext) * r->nexts);
-	refs_take(w, ext, r->nexts);
+	wal_refs_take(w, ext, r->nexts);
 	if (len)
 		*len = r->len;
 	pthread_mutex_unlock(&l->mu);
@@ -722,7 +446,7 @@ static void trunc_apply(struct paste_wal *w, struct wal_lane *l, const struct tr
 		return;
 	pthread_mutex_lock(&l->mu);
 	for (uint64_t k = 0; k < tp->drop; k++)
-		refs_drop(w, l, l->first++, false);
+		wal_refs_drop(w, l, l->first++, false);
 	l->head = tp->head;
 	pthread_mutex_unlock(&l->mu);
 }
@@ -779,85 +503,4 @@ void paste_wal_info(const struct paste_wal *w, struct paste_wal_info *out)
 		out->log_size += l->size;
 		pthread_mutex_unlock(&l->mu);
 	}
-}
-
-/* Merge the lanes' rings by LSN. Each step peeks at every lane under its
- * lock (cheap for tools, which are the users); the callback runs unlocked. */
-int paste_wal_foreach(struct paste_wal *w, paste_wal_visit_fn cb, void *arg)
-{
-	if (!w || !cb)
-		return -EINVAL;
-	uint64_t cur[PASTE_MAX_LANES] = { 0 };
-	for (;;) {
-		uint32_t best = UINT32_MAX;
-		uint64_t best_lsn = UINT64_MAX;
-		for (uint32_t i = 0; i < w->nlanes; i++) {
-			struct wal_lane *l = &w->lanes[i];
-			pthread_mutex_lock(&l->mu);
-			if (cur[i] < l->first)
-				cur[i] = l->first;
-			if (cur[i] < l->end && ring_at(l, cur[i])->lsn < best_lsn) {
-				best = i;
-				best_lsn = ring_at(l, cur[i])->lsn;
-			}
-			pthread_mutex_unlock(&l->mu);
-		}
-		if (best == UINT32_MAX)
-			return 0;
-		struct wal_lane *l = &w->lanes[best];
-		pthread_mutex_lock(&l->mu);
-		bool live = cur[best] >= l->first && cur[best] < l->end;
-		const struct wal_rec *r = live ? lane_rec(l, ring_at(l, cur[best])->off) : NULL;
-		cur[best]++;
-		pthread_mutex_unlock(&l->mu);
-		if (!r)
-			continue;   /* truncated meanwhile */
-		int rc = cb(arg, best_lsn, best, rec_ext(r), r->nexts, r->len, r->data_crc);
-		if (rc)
-			return rc;
-	}
-}
-
-struct check_state {
-	struct paste_wal *w;
-	struct paste_error *err;
-	int damaged;
-};
-
-/* Re-read a live record's data: the bytes may have changed since recovery
- * or since the append (a buffer reused while still logged). */
-static int check_record(void *arg, uint64_t lsn, uint32_t lane, const struct paste_extent *ext,
-			uint32_t n, uint32_t len, uint32_t crc)
-{
-	struct check_state *cs = arg;
-	struct paste_extent copy[PASTE_WAL_MAX_EXTENTS];
-	uint64_t total;
-	const char *why = NULL;
-	n = n < PASTE_WAL_MAX_EXTENTS ? n : PASTE_WAL_MAX_EXTENTS;
-	memcpy(copy, ext, 12u * n);
-	if (!extents_ok(cs->w, copy, n, &total) || total != len)
-		why = "extents outside the buffer area";
-	else if (data_crc(cs->w, copy, n) != crc)
-		why = "data crc mismatch (the buffer changed after it was logged)";
-	if (why) {
-		cs->damaged++;
-		note(cs->err, "lane %u: record lsn %llu: %s", lane, (unsigned long long)lsn, why);
-	}
-	return 0;
-}
-
-int paste_wal_check(struct paste_wal *w, struct paste_error *err)
-{
-	paste_error_set(err, 0, "%s", "");
-	if (!w)
-		return paste_error_set(err, -EINVAL, "paste_wal_check: no log given");
-	struct check_state cs = { w, err, 0 };
-	for (uint32_t i = 0; i < w->nlanes; i++) {
-		if (w->lanes[i].follower || w->lanes[i].stop >= STOP_TYPE) {
-			cs.damaged++;
-			note_stop(&w->lanes[i], i, err);
-		}
-	}
-	paste_wal_foreach(w, check_record, &cs);
-	return cs.damaged;
 }

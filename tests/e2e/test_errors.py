@@ -21,6 +21,14 @@ BAD_REQUESTS = {
     "content-length over max-body":
         (413, build_request("POST", "/", headers=[("Content-Length", str(MAX_BODY + 1))])),
     "huge content-length": (413, build_request("POST", "/", headers=[("Content-Length", "99999999999")])),
+    # ... and at once, even when the client waits for "100 Continue"
+    "content-length over max-body, expecting 100-continue":
+        (413, build_request("POST", "/", headers=[("Expect", "100-continue"),
+                                                  ("Content-Length", str(MAX_BODY + 1))])),
+    # 417: an expectation other than 100-continue
+    "unknown expectation": (417, build_request("POST", "/", headers=[("Expect", "teapot"),
+                                                                     ("Content-Length", "5")])
+                            + b"hello"),
     # 431: head over 8 KiB
     "one huge header": (431, build_request("GET", "/", headers=[("X-Big", "a" * 9000)])),
     "many headers": (431, build_request("GET", "/", headers=[(f"X-H{i}", "v" * 40) for i in range(250)])),

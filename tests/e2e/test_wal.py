@@ -3,6 +3,7 @@ byte for byte, truncate, restart, fill the store, and inspect it with
 paste-store."""
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -151,3 +152,69 @@ def test_store_tool_sees_records(phttpd, engine):
     assert dump.returncode == 0, dump.stderr
     lines = [json.loads(line) for line in dump.stdout.splitlines() if line.strip()]
     assert sorted(d["lsn"] for d in lines) == sorted(records), dump.stdout[:2000]
+
+
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+def read_exactly(conn, n):
+    while len(conn.buf) < n:
+        conn._fill()
+    data = bytes(conn.buf[:n])
+    del conn.buf[:n]
+    return data
+
+
+@pytest.mark.parametrize("mode", ["wal", "rpc"])
+def test_expect_100_continue(phttpd, engine, mode):
+    """RFC 9110 10.1.1: a client that sends "Expect: 100-continue" may wait
+    for the interim response before sending the body; it gets one, in
+    order behind earlier replies, and only when it has not sent the body
+    along with the head."""
+    srv = phttpd.start(engine, mode=mode)
+    body = os.urandom(5000)
+    path = "/log" if mode == "wal" else "/rpc"
+    ok = 201 if mode == "wal" else 200
+    head = build_request("POST", path, headers=[("Expect", "100-continue"),
+                                                ("Content-Length", str(len(body)))])
+    with HttpConn(srv.port) as c:
+        c.send(head)
+        assert read_exactly(c, len(CONTINUE)) == CONTINUE
+        c.send(body)
+        first = c.read_response("POST")
+        assert first.status == ok, first
+        # The body right behind the head: no interim response.
+        c.send(head + body)
+        second = c.read_response("POST")
+        assert second.status == ok, second
+        # A pipelined POST, then a head that waits: the 100 comes after
+        # the first reply (which waited for its barrier), never before it.
+        c.send(build_request("POST", path, b"earlier") + head)
+        earlier = c.read_response("POST")
+        assert earlier.status == ok, earlier
+        assert read_exactly(c, len(CONTINUE)) == CONTINUE
+        c.send(body)
+        assert c.read_response("POST").status == ok
+    if mode == "wal":
+        lsns = [int(r.header("X-Paste-LSN")) for r in (first, second)]
+        for lsn in lsns:
+            assert get_log(srv.port, lsn).body == body
+        # HTTP/1.0 clients get no 100 (RFC 9110 10.1.1): the reply is final.
+        with HttpConn(srv.port) as c:
+            c.send(build_request("POST", "/log", headers=[("Expect", "100-continue"),
+                                                          ("Content-Length", "3")],
+                                 version="HTTP/1.0") + b"abc")
+            assert c.read_response("POST").status == 201
+
+
+def test_curl_waits_for_100_continue(phttpd, engine, tmp_path):
+    srv = phttpd.start(engine, mode="wal")
+    data = tmp_path / "body"
+    data.write_bytes(os.urandom(20000))
+    cp = subprocess.run(["curl", "-sv", "--max-time", "10", "-H", "Expect: 100-continue",
+                         "--data-binary", f"@{data}", f"http://127.0.0.1:{srv.port}/log"],
+                        capture_output=True, text=True, timeout=20)
+    assert cp.returncode == 0, cp.stderr
+    assert "< HTTP/1.1 100 Continue" in cp.stderr, cp.stderr
+    assert "< HTTP/1.1 201 Created" in cp.stderr, cp.stderr
+    assert get_log(srv.port, int(cp.stdout)).body == data.read_bytes()

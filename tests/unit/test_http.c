@@ -238,6 +238,28 @@ static void test_transfer_encoding(void)
 	CHECK(parse("POST / HTTP/1.1\r\nTransfer-Encoding:  IDENTITY \r\n\r\n", &req) > 0);
 }
 
+static void test_expect(void)
+{
+	struct paste_http_req req;
+	CHECK(parse("POST /log HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 9\r\n\r\n", &req) > 0);
+	CHECK(req.expect_continue);
+	CHECK(parse("POST /log HTTP/1.1\r\nexpect:  100-Continue \r\nContent-Length: 9\r\n\r\n", &req) > 0);
+	CHECK(req.expect_continue);
+	CHECK(parse("POST /log HTTP/1.1\r\nContent-Length: 9\r\n\r\n", &req) > 0);
+	CHECK(!req.expect_continue);
+	/* HTTP/1.0: the expectation is ignored, whatever it says (RFC 9110 10.1.1) */
+	CHECK(parse("POST /log HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 9\r\n\r\n", &req) > 0);
+	CHECK(!req.expect_continue);
+	CHECK(parse("POST /log HTTP/1.0\r\nExpect: teapot\r\n\r\n", &req) > 0);
+	/* anything else is an expectation we cannot meet */
+	CHECK_EQ(status_of("POST /log HTTP/1.1\r\nExpect: teapot\r\nContent-Length: 9\r\n\r\n"), -417);
+	CHECK_EQ(status_of("GET / HTTP/1.1\r\nExpect:\r\n\r\n"), -417);
+	CHECK_EQ(status_of("POST / HTTP/1.1\r\nExpect: 100-continue, x\r\n\r\n"), -417);
+	CHECK_EQ(status_of("POST / HTTP/1.1\r\nExpect: 100-continue\r\nExpect: x\r\n\r\n"), -417);
+	/* a body over the limit is refused at once, not continued */
+	CHECK_EQ(status_of("POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1048577\r\n\r\n"), -413);
+}
+
 static bool keep_alive_of(const char *s)
 {
 	struct paste_http_req req;
@@ -503,7 +525,7 @@ static void test_reason(void)
 	static const struct { int status; const char *reason; } cases[] = {
 		{ 200, "OK" }, { 201, "Created" }, { 204, "No Content" },
 		{ 400, "Bad Request" }, { 404, "Not Found" }, { 405, "Method Not Allowed" },
-		{ 411, "Length Required" }, { 413, "Content Too Large" },
+		{ 411, "Length Required" }, { 413, "Content Too Large" }, { 417, "Expectation Failed" },
 		{ 431, "Request Header Fields Too Large" }, { 500, "Internal Server Error" },
 		{ 501, "Not Implemented" }, { 503, "Service Unavailable" },
 		{ 505, "HTTP Version Not Supported" }, { 507, "Insufficient Storage" },
@@ -529,6 +551,7 @@ int main(void)
 	test_content_length();
 	test_body_limit();
 	test_transfer_encoding();
+	test_expect();
 	test_keep_alive();
 	test_line_endings();
 	test_every_split();

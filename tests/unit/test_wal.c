@@ -833,6 +833,46 @@ static void test_lsn_at_limit(void)
 	finish(&e);
 }
 
+/* Two lanes holding one LSN cannot come from the writer (one counter), but
+ * a forged record with valid checksums can say so: the later lane ends at
+ * it, as at any corrupt record, and every LSN names one record. */
+static void test_duplicate_lsn_across_lanes(void)
+{
+	struct env e;
+	if (!start(&e, "duplsn"))
+		return;
+	uint64_t lsn[5];
+	uint32_t lanes[5] = { 0, 1, 0, 1, 1 };
+	for (int i = 0; i < 5; i++)
+		lsn[i] = put(&e, lanes[i], 1, NULL);
+	env_close(&e);
+	/* lane 1's second record (offset 64) takes lane 0's second LSN */
+	uint8_t rec[48];
+	int fd = open(path, O_RDWR);
+	CHECK_EQ(pread(fd, rec, sizeof(rec), (off_t)lane_off(1, 64)), (ssize_t)sizeof(rec));
+	memcpy(rec + 8, &lsn[2], 8);
+	uint32_t crc = paste_crc32c(0, rec + 8, sizeof(rec) - 8);
+	memcpy(rec + 4, &crc, 4);
+	CHECK_EQ(pwrite(fd, rec, sizeof(rec), (off_t)lane_off(1, 64)), (ssize_t)sizeof(rec));
+	close(fd);
+	if (!env_open(&e))
+		return;
+	CHECK(strstr(e.err.msg, "lane 1: corrupt record at offset 64 (lsn already used by a "
+		     "record in another lane), 1 valid records before it") != NULL);
+	CHECK_EQ(records(e.w), 3);
+	CHECK_EQ(paste_store_nheld(e.st), 3);     /* the cut records' buffers are free */
+	struct seen s = { .st = e.st };
+	paste_wal_foreach(e.w, collect, &s);
+	CHECK_EQ(s.n, 3);
+	CHECK(s.lsn[0] == lsn[0] && s.lsn[1] == lsn[1] && s.lsn[2] == lsn[2]);
+	CHECK_EQ(s.lane[2], 0);
+	CHECK_EQ(paste_wal_check(e.w, NULL), 1);
+	CHECK(put(&e, 1, 1, NULL) > lsn[4]);     /* lane 1 goes on where it stopped */
+	CHECK(env_reopen(&e));
+	CHECK_EQ(records(e.w), 4);
+	finish(&e);
+}
+
 static void test_bad_args(void)
 {
 	struct paste_wal *w = (struct paste_wal *)1;
@@ -903,6 +943,7 @@ int main(void)
 	test_read_only();
 	test_limits();
 	test_lsn_at_limit();
+	test_duplicate_lsn_across_lanes();
 	rmdir(dir);
 	return check_done();
 }

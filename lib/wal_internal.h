@@ -1,0 +1,161 @@
+/* wal_internal.h - what lib/wal.c (writer, lookups, truncation) and
+ * lib/wal_recover.c (recovery, foreach, check) share: the on-store format
+ * (described at the top of wal.c) and the in-DRAM lane index. Not API. */
+#ifndef PASTE_WAL_INTERNAL_H
+#define PASTE_WAL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "paste.h"
+
+#define WAL_MAGIC   0x4c415750u   /* "PWAL" */
+#define CKPT_MAGIC  0x504b4350u   /* "PCKP" */
+#define WAL_ALIGN   64u
+#define REC_DATA    1u
+#define REC_WRAP    2u
+/* A lane must hold the largest record plus a WRAP with room to spare. */
+#define LANE_MIN    2048u
+
+struct wal_rec {
+	uint32_t magic, hdr_crc;
+	uint64_t lsn;
+	uint32_t epoch;
+	uint16_t type, nexts;
+	uint32_t len, data_crc, size;
+} __attribute__((packed));
+#define REC_HDR sizeof(struct wal_rec)
+_Static_assert(sizeof(struct wal_rec) == 36, "record header is 36 bytes");
+_Static_assert(sizeof(struct paste_extent) == 12, "extent is 3 x u32 on the store");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the store format is little-endian");
+
+/* A record copied out of the mapping: validation never reads a field twice
+ * from bytes another process (a running server, for the tools) may change. */
+struct rec_copy {
+	struct wal_rec h;
+	struct paste_extent ext[PASTE_WAL_MAX_EXTENTS];
+};
+_Static_assert(offsetof(struct rec_copy, ext) == REC_HDR, "a copy has the store's layout");
+
+struct wal_ckpt {
+	uint32_t magic, crc;
+	uint64_t seq, head_off, head_lsn;
+	uint32_t epoch, head_epoch;
+	uint8_t zero[24];
+};
+_Static_assert(sizeof(struct wal_ckpt) == PASTE_CKPT_SLOT_SIZE, "checkpoint slot is 64 bytes");
+
+/* Why recovery stopped at a position. END and STALE are the normal end of a
+ * lane; SIZE, HDR_CRC and DATA_CRC are what a torn write looks like; the rest
+ * cannot come from this writer and count as damage. */
+enum stop { STOP_NONE, STOP_END, STOP_STALE, STOP_SIZE, STOP_HDR_CRC, STOP_DATA_CRC,
+	    STOP_TYPE, STOP_FUTURE, STOP_EXTENTS, STOP_FULL, STOP_DUP_LSN };
+
+/* In-DRAM index entry: the ring of a lane is in LSN order. */
+struct wal_slot {
+	uint64_t lsn, off;
+};
+
+struct wal_lane {
+	pthread_mutex_t mu;       /* appends, lookups, truncation, info */
+	uint8_t *base;
+	uint64_t size;            /* usable bytes (multiple of 64) */
+	uint8_t *slot[2];         /* checkpoint slots */
+	uint64_t head, tail;      /* live region [head, tail), circular */
+	struct wal_slot *ring;    /* capacity mask + 1 (power of two) */
+	uint64_t mask;
+	uint64_t first, end;      /* absolute ring positions: live = [first, end) */
+	uint64_t bytes;           /* data bytes of live records */
+	/* newest checkpoint */
+	int ckpt_slot;            /* -1: neither slot valid */
+	uint64_t ckpt_seq, head_lsn;
+	uint32_t ckpt_epoch, head_epoch;
+	/* how recovery ended */
+	enum stop stop;
+	uint64_t stop_off, recovered, follower_lsn;
+	bool follower;            /* a valid-looking record of this run lies past the stop */
+	bool ckpt_lost;           /* no valid checkpoint, yet offset 0 holds a record */
+} __attribute__((aligned(64)));
+
+struct paste_wal {
+	struct paste_store *st;
+	const struct paste_store_geom *g;
+	struct wal_lane *lanes;
+	uint32_t nlanes, epoch;   /* epoch: this run's (read-only: the newest found) */
+	bool writable;
+	_Atomic uint64_t next_lsn;
+	pthread_mutex_t trunc_mu; /* one truncation at a time owns the checkpoints */
+};
+
+static inline uint32_t rec_size(uint32_t nexts)
+{
+	return (uint32_t)((REC_HDR + 12u * nexts + WAL_ALIGN - 1) & ~(WAL_ALIGN - 1));
+}
+
+static inline uint32_t rec_hdr_crc(const struct wal_rec *r)
+{
+	return paste_crc32c(0, (const uint8_t *)r + 8, REC_HDR - 8 + 12u * r->nexts);
+}
+
+static inline uint64_t lane_used(const struct wal_lane *l)
+{
+	return l->tail >= l->head ? l->tail - l->head : l->size - l->head + l->tail;
+}
+
+static inline struct wal_slot *ring_at(const struct wal_lane *l, uint64_t pos)
+{
+	return &l->ring[pos & l->mask];
+}
+
+static inline const struct wal_rec *lane_rec(const struct wal_lane *l, uint64_t off)
+{
+	return (const struct wal_rec *)(const void *)(l->base + off);
+}
+
+/* Extents of a record in the mapping (4-byte aligned: records are 64-aligned). */
+static inline const struct paste_extent *rec_ext(const struct wal_rec *r)
+{
+	return (const struct paste_extent *)(const void *)((const uint8_t *)r + REC_HDR);
+}
+
+/* Extents inside the buffer area, none crossing a buffer's end, total <= 4 GiB. */
+static inline bool extents_ok(const struct paste_wal *w, const struct paste_extent *ext,
+			      uint32_t n, uint64_t *total)
+{
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (ext[i].buf >= w->g->nbufs || ext[i].off > w->g->buf_size ||
+		    ext[i].len > w->g->buf_size - ext[i].off)
+			return false;
+		sum += ext[i].len;
+	}
+	*total = sum;
+	return sum <= UINT32_MAX;
+}
+
+/* Only call on extents that passed extents_ok. */
+static inline uint32_t data_crc(const struct paste_wal *w, const struct paste_extent *ext, uint32_t n)
+{
+	uint32_t crc = 0;
+	for (uint32_t i = 0; i < n; i++)
+		crc = paste_crc32c(crc, paste_store_buf(w->st, ext[i].buf) + ext[i].off, ext[i].len);
+	return crc;
+}
+
+/* Append "; "-separated sentences to err->msg while they fit (code stays). */
+__attribute__((format(printf, 2, 3)))
+void wal_note(struct paste_error *err, const char *fmt, ...);
+/* A reference on each extent's buffer, or drop those of the live record at
+ * ring position pos (and its bytes from the lane's count). */
+void wal_refs_take(struct paste_wal *w, const struct paste_extent *ext, uint32_t n);
+void wal_refs_drop(struct paste_wal *w, struct wal_lane *l, uint64_t pos, bool keep_if_free);
+
+/* lib/wal_recover.c */
+void wal_ckpt_load(struct wal_lane *l);
+uint64_t wal_lane_recover(struct paste_wal *w, struct wal_lane *l);
+void wal_lanes_dedup(struct paste_wal *w);
+void wal_note_stop(const struct wal_lane *l, uint32_t i, struct paste_error *err);
+
+#endif
