@@ -4,8 +4,8 @@
 POST /log with a 1024-byte body (1156-byte request), one client thread at
 50 and 100 connections, in three durability configurations: emulated PM
 with no extra latency, emulated PM with a 10 us busy wait per fence (the
-seed's setting), and fdatasync on a disk file; plus an 8 KiB-body point
-where the zero-copy saving is large enough to measure. The client is
+seed's setting), and fdatasync on a disk file; `--configs emul0-8k` adds
+an 8 KiB-body point where the zero-copy saving is large enough to measure. The client is
 bench/pload by default: one wrk thread saturates its own CPU near 70 K of
 these requests/s, before the server does (--client wrk runs wrk with
 wal.lua, the same bytes). The harness truncates the log before every run,
@@ -70,8 +70,9 @@ def parse_args(argv=None):
     p = harness.common_args(__doc__.splitlines()[0], client="pload")
     p.add_argument("--conns", type=harness.conn_list, default="50,100",
                    help="comma-separated connection counts (default %(default)s)")
-    p.add_argument("--configs", default=",".join(c.key for c in CONFIGS),
-                   help="comma-separated subset of %(default)s")
+    p.add_argument("--configs", default="emul0,emul10,fsync",
+                   help="comma-separated subset of " + ",".join(c.key for c in CONFIGS) +
+                   " (default %(default)s; emul0-8k needs 3 x 4 GiB of /dev/shm)")
     p.add_argument("--store-size", default="2G",
                    help="store size on /dev/shm (default %(default)s; fsync uses 1G on disk)")
     p.add_argument("--quick", action="store_true",
