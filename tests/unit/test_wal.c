@@ -148,6 +148,20 @@ static uint64_t lane_off(uint32_t lane, uint64_t off)
 	return geom.log_offset + lane * geom.lane_size + off;
 }
 
+/* Rewrite the LSN of the one-extent record at lane offset off and reseal its
+ * header CRC: damage that passes the checksums, as no crash can make. */
+static void forge_lsn(uint32_t lane, uint64_t off, uint64_t lsn)
+{
+	uint8_t rec[48];   /* 36-byte header + 12-byte extent */
+	int fd = open(path, O_RDWR);
+	CHECK_EQ(pread(fd, rec, sizeof(rec), (off_t)lane_off(lane, off)), (ssize_t)sizeof(rec));
+	memcpy(rec + 8, &lsn, 8);
+	uint32_t crc = paste_crc32c(0, rec + 8, sizeof(rec) - 8);
+	memcpy(rec + 4, &crc, 4);
+	CHECK_EQ(pwrite(fd, rec, sizeof(rec), (off_t)lane_off(lane, off)), (ssize_t)sizeof(rec));
+	close(fd);
+}
+
 static uint64_t buf_off(uint32_t buf, uint32_t off)
 {
 	return geom.buf_offset + (uint64_t)buf * geom.buf_size + off;
@@ -815,15 +829,7 @@ static void test_lsn_at_limit(void)
 	uint32_t bufs[5];
 	if (!five_records(&e, "lsnmax", lsn, bufs))
 		return;
-	uint8_t rec[48];
-	int fd = open(path, O_RDWR);
-	CHECK_EQ(pread(fd, rec, sizeof(rec), (off_t)lane_off(0, 64)), (ssize_t)sizeof(rec));
-	uint64_t max = UINT64_MAX;
-	memcpy(rec + 8, &max, 8);
-	uint32_t crc = paste_crc32c(0, rec + 8, sizeof(rec) - 8);   /* 36 + 12 bytes */
-	memcpy(rec + 4, &crc, 4);
-	CHECK_EQ(pwrite(fd, rec, sizeof(rec), (off_t)lane_off(0, 64)), (ssize_t)sizeof(rec));
-	close(fd);
+	forge_lsn(0, 64, UINT64_MAX);
 	if (!env_open(&e))
 		return;
 	CHECK(strstr(e.err.msg, "record at offset 64 (impossible type or lsn)") != NULL);
@@ -846,15 +852,7 @@ static void test_duplicate_lsn_across_lanes(void)
 	for (int i = 0; i < 5; i++)
 		lsn[i] = put(&e, lanes[i], 1, NULL);
 	env_close(&e);
-	/* lane 1's second record (offset 64) takes lane 0's second LSN */
-	uint8_t rec[48];
-	int fd = open(path, O_RDWR);
-	CHECK_EQ(pread(fd, rec, sizeof(rec), (off_t)lane_off(1, 64)), (ssize_t)sizeof(rec));
-	memcpy(rec + 8, &lsn[2], 8);
-	uint32_t crc = paste_crc32c(0, rec + 8, sizeof(rec) - 8);
-	memcpy(rec + 4, &crc, 4);
-	CHECK_EQ(pwrite(fd, rec, sizeof(rec), (off_t)lane_off(1, 64)), (ssize_t)sizeof(rec));
-	close(fd);
+	forge_lsn(1, 64, lsn[2]);   /* lane 1's second record takes lane 0's second LSN */
 	if (!env_open(&e))
 		return;
 	CHECK(strstr(e.err.msg, "lane 1: corrupt record at offset 64 (lsn already used by a "
