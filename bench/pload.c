@@ -26,7 +26,6 @@
  * file; one clock read per pass; syscalls per request ~ 1 / requests per
  * pass.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -39,7 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -77,7 +75,6 @@ struct load {
 	size_t req_len;
 	struct sockaddr_storage addr;
 	socklen_t addr_len;
-	bool measuring;
 	uint64_t now;             /* one clock read per pass serves every CQE in it */
 	uint64_t done, non2xx, err_connect, err_read, err_write, err_parse;
 	uint64_t lat_sum_us, lat_max_us;
@@ -163,8 +160,7 @@ static int connect_one(struct load *L)
 static void reconnect(struct load *L, unsigned idx, uint64_t *counter)
 {
 	struct conn *c = &L->conns[idx];
-	if (L->measuring)
-		(*counter)++;
+	(*counter)++;
 	shutdown(c->fd, SHUT_RDWR);
 	close(c->fd);
 	c->gen++;
@@ -173,8 +169,7 @@ static void reconnect(struct load *L, unsigned idx, uint64_t *counter)
 	if (r < 0)
 		die("io_uring_register_files_update", -r);
 	if (fd < 0) {
-		if (L->measuring)
-			L->err_connect++;
+		L->err_connect++;
 		c->alive = false;
 		c->fd = -1;
 		L->alive--;
@@ -188,16 +183,14 @@ static void reconnect(struct load *L, unsigned idx, uint64_t *counter)
 static void complete_response(struct load *L, unsigned idx, int status)
 {
 	struct conn *c = &L->conns[idx];
-	if (L->measuring) {
-		uint64_t us = (L->now - c->sent_ns) / 1000;
-		L->done++;
-		L->lat_sum_us += us;
-		if (us > L->lat_max_us)
-			L->lat_max_us = us;
-		L->hist[us < HIST_US ? us : HIST_US - 1]++;
-		if (status >= 400)
-			L->non2xx++;
-	}
+	uint64_t us = (L->now - c->sent_ns) / 1000;
+	L->done++;
+	L->lat_sum_us += us;
+	if (us > L->lat_max_us)
+		L->lat_max_us = us;
+	L->hist[us < HIST_US ? us : HIST_US - 1]++;
+	if (status >= 400)
+		L->non2xx++;
 	send_request(L, idx);
 }
 
@@ -288,7 +281,6 @@ static void run(struct load *L, double seconds)
 {
 	uint64_t start = now_ns(), end = start + (uint64_t)(seconds * 1e9);
 	L->now = start;
-	L->measuring = true;
 	for (unsigned i = 0; i < L->nconns; i++) {
 		arm_recv(L, i);
 		send_request(L, i);
@@ -302,8 +294,9 @@ static void run(struct load *L, double seconds)
 		if (r < 0 && r != -ETIME && r != -EINTR)
 			die("io_uring_submit_and_wait_timeout", -r);
 		L->now = now_ns();
-		if (L->now >= end)
-			L->measuring = false;     /* responses after the deadline do not count */
+		/* Completions reaped after the deadline are neither counted nor
+		 * acted on: the run ends with this pass. */
+		bool measuring = L->now < end;
 		unsigned head, seen = 0;
 		L->returned = 0;
 		io_uring_for_each_cqe(&L->ring, head, cqe) {
@@ -311,7 +304,7 @@ static void run(struct load *L, double seconds)
 			uint64_t ud = cqe->user_data;
 			unsigned idx = (unsigned)(ud & 0xffffffffu) >> 1, op = ud & 1;
 			if (idx < L->nconns && (uint32_t)(ud >> 32) == L->conns[idx].gen &&
-			    L->conns[idx].alive && L->measuring) {
+			    L->conns[idx].alive && measuring) {
 				if (op == OP_RECV)
 					on_recv(L, idx, cqe);
 				else if (cqe->res < 0 || (size_t)cqe->res != L->req_len)
@@ -321,7 +314,7 @@ static void run(struct load *L, double seconds)
 		}
 		io_uring_cq_advance(&L->ring, seen);
 		io_uring_buf_ring_advance(L->br, (int)L->returned);
-		if (!L->measuring || L->alive == 0)
+		if (!measuring || L->alive == 0)
 			break;
 	}
 	double elapsed = (double)(L->now - start) / 1e9;
