@@ -139,6 +139,44 @@ uint32_t paste_store_nfree(const struct paste_store *st);
 /* Buffers with count > 0 (posted in port rings, in a batch, or held). */
 uint32_t paste_store_nheld(const struct paste_store *st);
 
+/* The failed state. PostgreSQL's lesson: after a failed fsync the kernel
+ * may have dropped the dirty pages and marked them clean, so a later
+ * fdatasync that returns 0 proves nothing about them, and the error is
+ * reported once per open file description, so another thread may never
+ * see it. Hence the first failed flush, fence or sync of a store (or a
+ * store file found removed, replaced or truncated) puts the whole store
+ * into a failed state that every thread and every later barrier sees:
+ * no durability epoch advances again in any thread, so nothing not
+ * covered by an earlier successful barrier is ever acknowledged. The
+ * state lasts until the store is closed; a restart recovers from what
+ * the file really holds (docs/design.md, "After an I/O error").
+ *
+ * paste_store_failed returns 0, or the negative errno of the first
+ * failure, with *why (if non-NULL) pointing at a sentence that names the
+ * store, the operation and the error. One atomic load: cheap enough for
+ * every request. paste_store_fail enters the state (the first caller's
+ * error and sentence win) and prints the sentence once to stderr. */
+int paste_store_failed(const struct paste_store *st, const char **why);
+void paste_store_fail(struct paste_store *st, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Check that the file behind the mapping is still the store: not removed
+ * (st_nlink 0), replaced (the path names another inode) or truncated
+ * (shorter than the mapping: touching the lost pages raises SIGBUS).
+ * Each finding fails the store. Costs a clock read; at most once per
+ * `interval_ms` (0: every call) it also costs an fstat and a stat.
+ * Returns paste_store_failed(st, NULL). */
+int paste_store_watch(struct paste_store *st, uint32_t interval_ms);
+
+/* True when the store is mapped with MAP_SYNC (a DAX file system):
+ * cache-line write-back + sfence then persist data and metadata. */
+bool paste_store_map_sync(const struct paste_store *st);
+
+/* Read-only opens take a shared lock when they can. True when they could
+ * not: a server holds the store, and its bytes may change under the
+ * reader (inspection tools must not report damage then). */
+bool paste_store_in_use(const struct paste_store *st);
+
 /* Log area of one lane: its bytes, and its two checkpoint slots. */
 uint8_t *paste_store_lane(const struct paste_store *st, uint32_t lane, uint64_t *len);
 uint8_t *paste_store_ckpt(const struct paste_store *st, uint32_t lane, uint32_t slot);
@@ -177,6 +215,15 @@ enum paste_durability paste_persist_mode(const struct paste_persist *p);
 /* Which write-back instruction was chosen: "clwb", "clflushopt", "clflush", "none". */
 const char *paste_persist_flush_insn(const struct paste_persist *p);
 
+/* Fault injection (test builds only: libpaste_shim, -DPASTE_PERSIST_SHIM).
+ * PASTE_FAULT="OP:N[+][:ERRNO][,...]" makes the Nth call (process-wide,
+ * counted from 1; with '+' the Nth and every later one) of OP fail with
+ * ERRNO (EIO by default; ENOSPC also understood). OP is flush (the store
+ * fails at that flush), fence (sfence path), fdatasync (the synchronous
+ * fence in fsync mode) or commit (the completion of the io_uring port's
+ * asynchronous fdatasync: the sync runs, its result is replaced). A
+ * production build ignores the variable. */
+
 /* Start writing back [addr, addr+len) without waiting (clwb/clflushopt per
  * 64-byte line; fsync mode records the dirty page range). addr must lie in
  * the store mapping. Costs ~5 ns per line on DRAM. */
@@ -185,16 +232,34 @@ void paste_persist_flush(struct paste_persist *p, const void *addr, size_t len);
 bool paste_persist_pending(const struct paste_persist *p);
 /* Make everything flushed so far durable, synchronously: sfence (+ the
  * emulated latency), or fdatasync in fsync mode. Used by the epoll engine
- * before each write() and by rare operations (truncation). */
+ * before each write() and by rare operations (truncation). Returns 0, or
+ * a negative errno when the store is (now) failed: then nothing flushed
+ * since the last successful barrier may be acknowledged, ever. In fsync
+ * mode each persist object syncs through a descriptor of its own, opened
+ * with the object, so every thread sees a writeback error. */
 int paste_persist_fence(struct paste_persist *p);
+
+/* Durability epochs, for readers in other threads. Every flush belongs
+ * to the persist object's open epoch (paste_persist_epoch); a successful
+ * fence or group commit closes it and publishes it as durable
+ * (paste_persist_durable, an atomic load any thread may do). A record
+ * tagged with epoch e at append time is durable once
+ * e <= paste_persist_durable(p). NONE mode reports everything durable
+ * (UINT64_MAX). After a failure (see paste_store_failed) nothing is ever
+ * published again. */
+uint64_t paste_persist_epoch(const struct paste_persist *p);
+uint64_t paste_persist_durable(const struct paste_persist *p);
 
 /* Asynchronous group commit for fsync mode, driven by the uring port:
  * begin_commit moves the pending dirty range into commit `ticket` and
- * returns the fd to fdatasync (-1 if nothing is pending); end_commit is
- * called when that fdatasync completed with result res. Only one commit
- * is in flight at a time per persist object. */
+ * returns the fd to fdatasync (this object's own descriptor), -ENODATA if
+ * nothing is pending, -EBUSY while a commit is in flight, or the store's
+ * failure; end_commit is called when that fdatasync completed with result
+ * res. Only one commit is in flight at a time per persist object. */
 int paste_persist_begin_commit(struct paste_persist *p, uint64_t *ticket);
-void paste_persist_end_commit(struct paste_persist *p, uint64_t ticket, int res);
+/* res < 0 fails the store. Returns 0 when the commit made its epoch
+ * durable, else the store's failure (negative errno). */
+int paste_persist_end_commit(struct paste_persist *p, uint64_t ticket, int res);
 
 /* ------------------------------------------------------------------ */
 /* Write-ahead log (lib/wal.c)                                         */

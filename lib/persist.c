@@ -51,6 +51,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 #include "paste.h"
@@ -89,6 +90,10 @@ struct paste_persist {
 	uint64_t dirty_lo, dirty_hi;
 	bool in_flight;                   /* fsync: a begun, unfinished commit */
 	uint64_t ticket;                  /* the last commit begun */
+	uint64_t ticket_epoch;            /* the epoch that commit closes */
+	int fd;                           /* fsync: this object's own descriptor */
+	uint64_t epoch;                   /* open epoch: flushes belong to it */
+	uint64_t durable;                 /* __atomic: highest durable epoch */
 	struct shim_lines pend, flight;   /* shim only: snapshots not yet durable */
 };
 
@@ -333,6 +338,62 @@ static void shim_apply(struct shim_lines *l) { (void)l; }
 static void shim_move(struct shim_lines *to, struct shim_lines *from) { (void)to; (void)from; }
 #endif
 
+/* ---- fault injection (test builds) -------------------------------------- */
+
+enum fault_op { FAULT_FLUSH, FAULT_FENCE, FAULT_FDATASYNC, FAULT_COMMIT, NFAULT_OPS };
+
+#ifdef PASTE_PERSIST_SHIM
+struct fault_rule {
+	uint64_t nth;      /* 0: no rule */
+	bool and_later;
+	int err;
+};
+static struct fault_rule fault_rules[NFAULT_OPS];
+static uint64_t fault_calls[NFAULT_OPS];     /* __atomic */
+static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
+
+static void fault_parse(void)
+{
+	static const char *const names[NFAULT_OPS] = { "flush", "fence", "fdatasync", "commit" };
+	const char *env = getenv("PASTE_FAULT");
+	char *copy = env ? strdup(env) : NULL, *save = NULL;
+	for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; tok; tok = strtok_r(NULL, ",", &save)) {
+		char op[16], eno[16] = "EIO";
+		unsigned long long n;
+		char plus = 0;
+		int k = sscanf(tok, "%15[a-z]:%llu%c", op, &n, &plus);
+		const char *e = strchr(strchr(tok, ':') ? strchr(tok, ':') + 1 : tok, ':');
+		if (e)
+			snprintf(eno, sizeof(eno), "%s", e + 1);
+		int op_i = -1;
+		for (int i = 0; i < NFAULT_OPS; i++)
+			if (k >= 2 && strcmp(op, names[i]) == 0)
+				op_i = i;
+		int err = strcmp(eno, "EIO") == 0 ? EIO : strcmp(eno, "ENOSPC") == 0 ? ENOSPC : 0;
+		if (op_i < 0 || n == 0 || !err) {
+			fprintf(stderr, "paste: PASTE_FAULT: cannot parse '%s' (OP:N[+][:EIO|ENOSPC], "
+				"OP = flush|fence|fdatasync|commit)\n", tok);
+			abort();
+		}
+		fault_rules[op_i] = (struct fault_rule){ n, plus == '+', err };
+	}
+	free(copy);
+}
+
+/* 0, or the negative errno this call of op is to fail with. */
+static int fault_hit(enum fault_op op)
+{
+	pthread_once(&fault_once, fault_parse);
+	const struct fault_rule *r = &fault_rules[op];
+	if (!r->nth)
+		return 0;
+	uint64_t call = __atomic_add_fetch(&fault_calls[op], 1, __ATOMIC_RELAXED);
+	return call == r->nth || (r->and_later && call > r->nth) ? -r->err : 0;
+}
+#else
+static int fault_hit(enum fault_op op) { (void)op; return 0; }
+#endif
+
 /* Not durable and never will be: forget the snapshots. */
 static void shim_drop(struct shim_lines *l)
 {
@@ -363,9 +424,39 @@ int paste_persist_open(struct paste_persist **out, struct paste_store *st,
 	p->mode = cfg->mode == PASTE_DUR_AUTO ? paste_durability_detect(path) : cfg->mode;
 	p->pm_latency_ns = cfg->pm_latency_ns;
 	p->dirty_lo = UINT64_MAX;
+	p->fd = -1;
+	p->epoch = 1;
 	pick_writeback(p);
-	int r = shim_attach(st, err);
+	int r = 0;
+	if (p->mode == PASTE_DUR_PMEM && !paste_store_map_sync(st)) {
+		/* clwb + sfence on a page-cache mapping persists nothing: the
+		 * data sits in DRAM until writeback. Never claim pmem then. */
+		struct statfs sfs;
+		char fs[32] = "unknown";
+		if (statfs(path, &sfs) == 0)
+			snprintf(fs, sizeof(fs), "%s", sfs.f_type == TMPFS_MAGIC ? "tmpfs" :
+				 sfs.f_type == EXT4_SUPER_MAGIC ? "ext4" : sfs.f_type == XFS_SUPER_MAGIC ? "xfs" : "not DAX");
+		r = paste_error_set(err, -EOPNOTSUPP, "%s: durability pmem needs a DAX file system "
+				    "mapped with MAP_SYNC, but the store is on %s (no MAP_SYNC); "
+				    "use --durability fsync (or emulated on tmpfs)", path, fs);
+	}
+	if (r == 0 && p->mode == PASTE_DUR_FSYNC) {
+		/* A descriptor of our own: Linux reports a writeback error once
+		 * per open file description, so threads sharing one could
+		 * each miss the other's error (PostgreSQL's fsync problem). */
+		struct stat a, b;
+		p->fd = open(path, O_RDWR | O_CLOEXEC);
+		if (p->fd < 0)
+			r = paste_error_set(err, -errno, "%s: cannot open for fdatasync: %s", path, strerror(errno));
+		else if (fstat(p->fd, &a) < 0 || fstat(paste_store_fd(st), &b) < 0 ||
+			 a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+			r = paste_error_set(err, -ESTALE, "%s: the path no longer names the open store", path);
+	}
+	if (r == 0)
+		r = shim_attach(st, err);
 	if (r < 0) {
+		if (p->fd >= 0)
+			close(p->fd);
 		free(p);
 		return r;
 	}
@@ -377,9 +468,35 @@ void paste_persist_close(struct paste_persist *p)
 {
 	if (!p)
 		return;
+	if (p->fd >= 0)
+		close(p->fd);
 	free(p->pend.v);
 	free(p->flight.v);
 	free(p);
+}
+
+uint64_t paste_persist_epoch(const struct paste_persist *p)
+{
+	return p->epoch;
+}
+
+uint64_t paste_persist_durable(const struct paste_persist *p)
+{
+	if (p->mode == PASTE_DUR_NONE)
+		return UINT64_MAX;
+	return __atomic_load_n(&p->durable, __ATOMIC_ACQUIRE);
+}
+
+/* Everything up to `epoch` is durable, unless the store failed meanwhile
+ * (in this thread or another): then nothing is published, ever. */
+static int publish(struct paste_persist *p, uint64_t epoch)
+{
+	int f = paste_store_failed(p->st, NULL);
+	if (f)
+		return f;
+	if (epoch > __atomic_load_n(&p->durable, __ATOMIC_RELAXED))
+		__atomic_store_n(&p->durable, epoch, __ATOMIC_RELEASE);
+	return 0;
 }
 
 enum paste_durability paste_persist_mode(const struct paste_persist *p)
@@ -396,6 +513,9 @@ void paste_persist_flush(struct paste_persist *p, const void *addr, size_t len)
 {
 	if (p->mode == PASTE_DUR_NONE || len == 0)
 		return;
+	int f = fault_hit(FAULT_FLUSH);
+	if (f)
+		paste_store_fail(p->st, f, "flush of %zu bytes failed (injected): %s", len, strerror(-f));
 	const uint8_t *base = paste_store_base(p->st);
 	uint64_t size = paste_store_geom(p->st)->file_size;
 	uintptr_t a = (uintptr_t)addr, b = (uintptr_t)base;
@@ -431,64 +551,87 @@ static void clear_pending(struct paste_persist *p)
 	p->dirty_hi = 0;
 }
 
+/* A failed barrier: the lines it covered are not durable and never will
+ * be, and neither is anything flushed after them. The pending state is
+ * kept (nothing is "done"); the store's failed state stops every ack. */
+static int barrier_failed(struct paste_persist *p, int r, const char *what)
+{
+	paste_store_fail(p->st, r, "%s failed: %s", what, strerror(-r));
+	shim_drop(&p->flight);
+	shim_drop(&p->pend);
+	return paste_store_failed(p->st, NULL);
+}
+
 int paste_persist_fence(struct paste_persist *p)
 {
+	int f = paste_store_failed(p->st, NULL);
+	if (f)
+		return f;
 	if (p->mode == PASTE_DUR_NONE)
 		return 0;
+	uint64_t closing = p->epoch;
 	if (p->mode != PASTE_DUR_FSYNC) {
 		_mm_sfence();   /* waits for this thread's write-backs to complete */
 		if (!p->pending)
-			return 0;
+			return publish(p, closing - 1);
+		p->epoch++;
 		if (p->mode == PASTE_DUR_EMULATED && p->pm_latency_ns)
 			spin_ns(p->pm_latency_ns);
+		if ((f = fault_hit(FAULT_FENCE)) < 0)
+			return barrier_failed(p, f, "fence (injected)");
 		shim_apply(&p->pend);
 		clear_pending(p);
-		return 0;
+		return publish(p, closing);
 	}
 	/* fdatasync also covers a commit still in flight: apply its lines
 	 * first so the image sees older snapshots before newer ones. */
 	if (!p->pending && !p->in_flight)
-		return 0;
-	int r = fdatasync(paste_store_fd(p->st)) < 0 ? -errno : 0;
-	if (r < 0) {
-		fprintf(stderr, "paste: %s: fdatasync failed: %s\n", paste_store_path(p->st), strerror(-r));
-		shim_drop(&p->flight);
-		shim_drop(&p->pend);
-	} else {
-		shim_apply(&p->flight);
-		shim_apply(&p->pend);
-	}
+		return publish(p, closing - 1);
+	p->epoch++;
+	int r = fdatasync(p->fd) < 0 ? -errno : 0;
+	if (r == 0)
+		r = fault_hit(FAULT_FDATASYNC);
+	if (r < 0)
+		return barrier_failed(p, r, "fdatasync");
+	shim_apply(&p->flight);
+	shim_apply(&p->pend);
 	clear_pending(p);
-	return r;
+	return publish(p, closing);
 }
 
 int paste_persist_begin_commit(struct paste_persist *p, uint64_t *ticket)
 {
+	int f = paste_store_failed(p->st, NULL);
+	if (f)
+		return f;
 	if (p->mode != PASTE_DUR_FSYNC || !p->pending)
-		return -1;
+		return -ENODATA;
 	if (p->in_flight)
 		return -EBUSY;
 	p->in_flight = true;
 	*ticket = ++p->ticket;
+	p->ticket_epoch = p->epoch++;
 	shim_move(&p->flight, &p->pend);
 	clear_pending(p);
-	return paste_store_fd(p->st);
+	return p->fd;
 }
 
-void paste_persist_end_commit(struct paste_persist *p, uint64_t ticket, int res)
+int paste_persist_end_commit(struct paste_persist *p, uint64_t ticket, int res)
 {
 	const char *path = paste_store_path(p->st);
 	if (!p->in_flight || ticket != p->ticket) {
 		fprintf(stderr, "paste: %s: end of commit %llu, which is not in flight: ignored\n",
 			path, (unsigned long long)ticket);
-		return;
+		return -EINVAL;
 	}
 	p->in_flight = false;
+	if (res == 0)
+		res = fault_hit(FAULT_COMMIT);
 	if (res < 0) {
-		fprintf(stderr, "paste: %s: group commit %llu: fdatasync failed: %s\n",
-			path, (unsigned long long)ticket, strerror(-res));
-		shim_drop(&p->flight);
-		return;
+		char what[64];
+		snprintf(what, sizeof(what), "group commit %llu (fdatasync)", (unsigned long long)ticket);
+		return barrier_failed(p, res, what);
 	}
 	shim_apply(&p->flight);
+	return publish(p, p->ticket_epoch);
 }

@@ -372,7 +372,7 @@ static void on_close(struct paste_port *pt, uint32_t slot, uint32_t gen)
 static void on_fsync(struct paste_port *pt, struct uring *u, int res)
 {
 	u->commit_inflight = false;
-	paste_persist_end_commit(pt->persist, u->commit_ticket, res);
+	res = paste_persist_end_commit(pt->persist, u->commit_ticket, res);
 	if (res < 0) {
 		/* The batch is not durable and never will be: acknowledging it
 		 * would lie. Stop; a restart recovers what is durable. */
@@ -423,7 +423,8 @@ static void barrier(struct paste_port *pt, struct uring *u)
 		}
 		int fd = paste_persist_begin_commit(pt->persist, &u->commit_ticket);
 		if (fd < 0) {
-			pt->durable_epoch = done;
+			if (fd == -ENODATA)
+				pt->durable_epoch = done;
 			break;
 		}
 		struct io_uring_sqe *sqe = sqe_get(pt, u);

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,16 @@ struct paste_store {
 	uint32_t *free_stack;
 	uint32_t nfree;            /* read without the lock via __atomic_load */
 	bool started;
+	bool map_sync;             /* mapped MAP_SYNC (DAX) */
+	bool in_use;               /* read-only open could not take the shared lock */
+	/* The failed state: `failed` (a negative errno, __atomic) is published
+	 * after `fail_why`, so a reader that sees it sees the sentence. */
+	int failed;
+	pthread_mutex_t fail_lock;
+	char fail_why[256];
+	dev_t dev;
+	ino_t ino;
+	uint64_t watch_next_ns;    /* __atomic: next time paste_store_watch stats */
 };
 
 static uint64_t round_up(uint64_t x, uint64_t a)
@@ -348,12 +359,14 @@ static int store_validate(int fd, const char *path, const struct paste_store_con
  * durable with the data so cache-line flushes alone persist a write; the
  * store is preallocated and fsynced at creation, so the fallback without it
  * still persists data. */
-static uint8_t *store_map(int fd, const char *path, uint64_t size, bool rdonly)
+static uint8_t *store_map(int fd, const char *path, uint64_t size, bool rdonly, bool *map_sync)
 {
 	int prot = PROT_READ | (rdonly ? 0 : PROT_WRITE);
 	void *m;
+	*map_sync = false;
 	if (!rdonly && paste_durability_detect(path) == PASTE_DUR_PMEM) {
 		m = mmap(NULL, size, prot, MAP_SHARED_VALIDATE | MAP_SYNC | MAP_POPULATE, fd, 0);
+		*map_sync = m != MAP_FAILED;
 		if (m != MAP_FAILED)
 			return m;
 		fprintf(stderr, "paste: %s: MAP_SYNC refused (%s); using plain MAP_SHARED\n",
@@ -398,11 +411,22 @@ int paste_store_open(struct paste_store **out, const char *path,
 	}
 	/* Two writers would each build a free list over the same buffers and
 	 * hand one buffer to both. Read-only inspection of a live store is
-	 * allowed. The lock goes away with the fd, even on kill -9. */
+	 * allowed, but it says so (paste_store_in_use): a reader that takes
+	 * the shared lock keeps writers out while it looks. The lock goes
+	 * away with the fd, even on kill -9. */
+	bool in_use = false;
 	if (!rdonly && flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		r = errno == EWOULDBLOCK
-			? paste_error_set(err, -EBUSY, "%s: in use (locked by another process or another open)", path)
+			? paste_error_set(err, -EBUSY, "%s: in use (locked by a running server or another open)", path)
 			: paste_error_set(err, -errno, "%s: cannot lock: %s", path, strerror(errno));
+		close(fd);
+		return r;
+	}
+	if (rdonly && flock(fd, LOCK_SH | LOCK_NB) < 0)
+		in_use = true;
+	struct stat sb;
+	if (fstat(fd, &sb) < 0) {
+		r = paste_error_set(err, -errno, "%s: fstat: %s", path, strerror(errno));
 		close(fd);
 		return r;
 	}
@@ -423,8 +447,12 @@ int paste_store_open(struct paste_store **out, const char *path,
 	st->fd = fd;
 	st->geom = g;
 	st->buf_shift = (unsigned)__builtin_ctz(g.buf_size);
+	st->in_use = in_use;
+	st->dev = sb.st_dev;
+	st->ino = sb.st_ino;
 	pthread_mutex_init(&st->lock, NULL);
-	st->base = store_map(fd, path, g.file_size, rdonly);
+	pthread_mutex_init(&st->fail_lock, NULL);
+	st->base = store_map(fd, path, g.file_size, rdonly, &st->map_sync);
 	if (!st->base) {
 		r = paste_error_set(err, -errno, "%s: cannot map %llu bytes: %s", path,
 				    (unsigned long long)g.file_size, strerror(errno));
@@ -450,10 +478,79 @@ void paste_store_close(struct paste_store *st)
 	munmap(st->base, st->geom.file_size);
 	close(st->fd);
 	pthread_mutex_destroy(&st->lock);
+	pthread_mutex_destroy(&st->fail_lock);
 	free(st->path);
 	free(st->refs);
 	free(st->free_stack);
 	free(st);
+}
+
+bool paste_store_map_sync(const struct paste_store *st) { return st->map_sync; }
+bool paste_store_in_use(const struct paste_store *st) { return st->in_use; }
+
+/* ---- the failed state ------------------------------------------------- */
+
+int paste_store_failed(const struct paste_store *st, const char **why)
+{
+	int f = __atomic_load_n(&st->failed, __ATOMIC_ACQUIRE);
+	if (why)
+		*why = f ? st->fail_why : "";
+	return f;
+}
+
+void paste_store_fail(struct paste_store *st, int code, const char *fmt, ...)
+{
+	if (code >= 0)
+		code = -EIO;
+	pthread_mutex_lock(&st->fail_lock);
+	if (!__atomic_load_n(&st->failed, __ATOMIC_RELAXED)) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(st->fail_why, sizeof(st->fail_why), fmt, ap);
+		va_end(ap);
+		__atomic_store_n(&st->failed, code, __ATOMIC_RELEASE);
+		fprintf(stderr, "paste: %s: store failed: %s; nothing more is acknowledged\n",
+			st->path, st->fail_why);
+	}
+	pthread_mutex_unlock(&st->fail_lock);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* fstat of our descriptor sees removal (no links left) and truncation;
+ * stat of the path sees a replacement (another file renamed over it, or a
+ * fresh store created by another server after removal). */
+int paste_store_watch(struct paste_store *st, uint32_t interval_ms)
+{
+	int f = paste_store_failed(st, NULL);
+	if (f)
+		return f;
+	uint64_t now = now_ns(), next = __atomic_load_n(&st->watch_next_ns, __ATOMIC_RELAXED);
+	if (interval_ms && now < next)
+		return 0;
+	/* One thread per interval does the stat calls. */
+	if (!__atomic_compare_exchange_n(&st->watch_next_ns, &next,
+					 now + (uint64_t)interval_ms * 1000000ull, false,
+					 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return paste_store_failed(st, NULL);
+	struct stat a, b;
+	if (fstat(st->fd, &a) < 0)
+		paste_store_fail(st, -errno, "fstat of the store failed: %s", strerror(errno));
+	else if (a.st_nlink == 0)
+		paste_store_fail(st, -ENOENT, "the store file was removed while in use");
+	else if ((uint64_t)a.st_size < st->geom.file_size)
+		paste_store_fail(st, -EIO, "the store file was truncated to %llu of %llu bytes while in use",
+				 (unsigned long long)a.st_size, (unsigned long long)st->geom.file_size);
+	else if (stat(st->path, &b) < 0)
+		paste_store_fail(st, -errno, "the store path no longer names the store (%s)", strerror(errno));
+	else if (b.st_dev != st->dev || b.st_ino != st->ino)
+		paste_store_fail(st, -ESTALE, "the store path now names another file (replaced while in use)");
+	return paste_store_failed(st, NULL);
 }
 
 const struct paste_store_geom *paste_store_geom(const struct paste_store *st) { return &st->geom; }

@@ -136,7 +136,7 @@ static void test_emulated(struct paste_store *st)
 	paste_persist_flush(p, paste_store_base(st), paste_store_geom(st)->file_size);
 	CHECK(paste_persist_pending(p));
 	uint64_t ticket = 0;
-	CHECK_EQ(paste_persist_begin_commit(p, &ticket), -1);   /* not fsync mode */
+	CHECK_EQ(paste_persist_begin_commit(p, &ticket), -ENODATA);   /* not fsync mode */
 	CHECK_EQ(paste_persist_fence(p), 0);
 	paste_persist_close(p);
 }
@@ -170,7 +170,8 @@ static void test_none(struct paste_store *st)
 	CHECK(!paste_persist_pending(p));
 	CHECK_EQ(paste_persist_fence(p), 0);
 	uint64_t ticket;
-	CHECK_EQ(paste_persist_begin_commit(p, &ticket), -1);
+	CHECK_EQ(paste_persist_begin_commit(p, &ticket), -ENODATA);
+	CHECK(paste_persist_durable(p) == UINT64_MAX);   /* nothing to wait for */
 	paste_persist_close(p);
 }
 
@@ -181,27 +182,139 @@ static void test_fsync(struct paste_store *st)
 		return;
 	CHECK(strcmp(paste_persist_flush_insn(p), "none") == 0);
 	uint64_t ticket = 0, t2 = 0;
-	CHECK_EQ(paste_persist_begin_commit(p, &ticket), -1);   /* nothing pending */
+	CHECK_EQ(paste_persist_begin_commit(p, &ticket), -ENODATA);   /* nothing pending */
 	memcpy(paste_store_buf(st, 1), "durable", 7);
+	uint64_t e1 = paste_persist_epoch(p);
 	paste_persist_flush(p, paste_store_buf(st, 1), 7);
 	CHECK(paste_persist_pending(p));
-	CHECK_EQ(paste_persist_begin_commit(p, &ticket), paste_store_fd(st));
+	int fd = paste_persist_begin_commit(p, &ticket);
+	/* Its own descriptor, not the store's: writeback errors reach every
+	 * open file description, so each thread sees its own. */
+	CHECK(fd >= 0 && fd != paste_store_fd(st));
 	CHECK(!paste_persist_pending(p));
-	CHECK_EQ(paste_persist_begin_commit(p, &t2), -1);       /* moved into the commit */
+	CHECK(paste_persist_durable(p) < e1);                   /* not yet */
+	CHECK_EQ(paste_persist_begin_commit(p, &t2), -ENODATA); /* moved into the commit */
+	uint64_t e2 = paste_persist_epoch(p);
+	CHECK(e2 > e1);
 	paste_persist_flush(p, paste_store_buf(st, 2), 100);
 	CHECK_EQ(paste_persist_begin_commit(p, &t2), -EBUSY);   /* one in flight at a time */
 	CHECK(paste_persist_pending(p));
-	paste_persist_end_commit(p, ticket + 7, 0);             /* unknown: ignored */
+	CHECK(paste_persist_end_commit(p, ticket + 7, 0) < 0);  /* unknown: ignored */
 	CHECK_EQ(paste_persist_begin_commit(p, &t2), -EBUSY);
-	paste_persist_end_commit(p, ticket, 0);
-	CHECK_EQ(paste_persist_begin_commit(p, &t2), paste_store_fd(st));
+	CHECK_EQ(paste_persist_end_commit(p, ticket, fdatasync(fd) < 0 ? -errno : 0), 0);
+	CHECK(paste_persist_durable(p) >= e1);                  /* the commit's epoch */
+	CHECK(paste_persist_durable(p) < e2);                   /* not the next one */
+	CHECK_EQ(paste_persist_begin_commit(p, &t2), fd);
 	CHECK(t2 != ticket);
-	paste_persist_end_commit(p, t2, -EIO);                  /* reported, caller decides */
+	CHECK_EQ(paste_persist_end_commit(p, t2, 0), 0);
+	CHECK(paste_persist_durable(p) >= e2);
 	paste_persist_flush(p, paste_store_buf(st, 3), 10);
-	CHECK_EQ(paste_persist_fence(p), 0);
+	CHECK_EQ(paste_persist_fence(p), 0);                    /* a synchronous fdatasync */
 	CHECK(!paste_persist_pending(p));
+	CHECK_EQ(paste_persist_durable(p), paste_persist_epoch(p) - 1);
 	CHECK_EQ(paste_persist_fence(p), 0);
+	CHECK_EQ(paste_store_failed(st, NULL), 0);
 	paste_persist_close(p);
+}
+
+/* The first failed sync fails the store for every persist object (every
+ * thread): no epoch is published again, even by a sync that returns 0. */
+static void test_failed_commit(struct paste_store *st)
+{
+	struct paste_persist *a = open_mode(st, PASTE_DUR_FSYNC, 0);
+	struct paste_persist *b = open_mode(st, PASTE_DUR_FSYNC, 0);
+	if (!a || !b)
+		return;
+	uint64_t ta, tb;
+	paste_persist_flush(a, paste_store_buf(st, 4), 10);
+	paste_persist_flush(b, paste_store_buf(st, 5), 10);
+	uint64_t ea = paste_persist_epoch(a), eb = paste_persist_epoch(b);
+	CHECK(paste_persist_begin_commit(a, &ta) >= 0);
+	CHECK(paste_persist_begin_commit(b, &tb) >= 0);
+	CHECK_EQ(paste_persist_end_commit(a, ta, -EIO), -EIO);
+	const char *why = NULL;
+	CHECK_EQ(paste_store_failed(st, &why), -EIO);
+	CHECK(why && strstr(why, "fdatasync") && strstr(why, "Input/output error"));
+	/* b's sync "succeeded", but the store failed first: not durable. */
+	CHECK_EQ(paste_persist_end_commit(b, tb, 0), -EIO);
+	CHECK(paste_persist_durable(a) < ea);
+	CHECK(paste_persist_durable(b) < eb);
+	paste_persist_flush(b, paste_store_buf(st, 6), 10);
+	CHECK_EQ(paste_persist_fence(b), -EIO);
+	CHECK(paste_persist_pending(b));                         /* nothing was made durable */
+	CHECK_EQ(paste_persist_begin_commit(b, &tb), -EIO);
+	/* A later failure does not replace the first reason. */
+	paste_store_fail(st, -ENOSPC, "another failure");
+	CHECK_EQ(paste_store_failed(st, &why), -EIO);
+	CHECK(strstr(why, "another") == NULL);
+	paste_persist_close(a);
+	paste_persist_close(b);
+}
+
+static void test_emulated_epochs(struct paste_store *st)
+{
+	struct paste_persist *p = open_mode(st, PASTE_DUR_EMULATED, 0);
+	if (!p)
+		return;
+	uint64_t e = paste_persist_epoch(p);
+	paste_persist_flush(p, paste_store_buf(st, 0), 64);
+	CHECK(paste_persist_durable(p) < e);
+	CHECK_EQ(paste_persist_fence(p), 0);
+	CHECK(paste_persist_durable(p) >= e);
+	CHECK(paste_persist_epoch(p) > e);
+	paste_persist_close(p);
+}
+
+/* pmem needs MAP_SYNC: clwb + sfence on a page-cache file persists nothing. */
+static void test_pmem_refused(struct paste_store *st)
+{
+	struct paste_persist *p = NULL;
+	struct paste_persist_config cfg = { .mode = PASTE_DUR_PMEM };
+	struct paste_error err = { 0 };
+	if (paste_store_map_sync(st))
+		return;   /* a real DAX file system */
+	CHECK_EQ(paste_persist_open(&p, st, &cfg, &err), -EOPNOTSUPP);
+	CHECK(p == NULL);
+	CHECK(strstr(err.msg, "DAX") && strstr(err.msg, "MAP_SYNC") && strstr(err.msg, paste_store_path(st)));
+}
+
+/* A store file removed, replaced or truncated under a running server. */
+static void test_watch(const char *parent)
+{
+	struct tmpstore t;
+	if (!tmpstore_open(&t, parent)) {
+		CHECK(0);
+		return;
+	}
+	CHECK_EQ(paste_store_watch(t.st, 0), 0);
+	CHECK_EQ(paste_store_watch(t.st, 1000), 0);
+	CHECK_EQ(truncate(t.path, 8192), 0);
+	CHECK_EQ(paste_store_watch(t.st, 1000), 0);             /* rate limited: not yet */
+	CHECK(paste_store_watch(t.st, 0) < 0);
+	const char *why;
+	CHECK(paste_store_failed(t.st, &why) < 0 && strstr(why, "truncated"));
+	tmpstore_close(&t);
+
+	CHECK(tmpstore_open(&t, parent));
+	unlink(t.path);
+	CHECK_EQ(paste_store_watch(t.st, 0), -ENOENT);
+	CHECK(paste_store_failed(t.st, &why) < 0 && strstr(why, "removed"));
+	tmpstore_close(&t);
+
+	CHECK(tmpstore_open(&t, parent));
+	/* Another file renamed over the path; a second link keeps the old
+	 * inode alive (else this is a removal, as above). */
+	char other[128], keep[128];
+	snprintf(other, sizeof(other), "%s.new", t.path);
+	snprintf(keep, sizeof(keep), "%s.keep", t.path);
+	CHECK_EQ(link(t.path, keep), 0);
+	int fd = open(other, O_CREAT | O_WRONLY, 0644);
+	close(fd);
+	CHECK_EQ(rename(other, t.path), 0);
+	CHECK_EQ(paste_store_watch(t.st, 0), -ESTALE);
+	CHECK(paste_store_failed(t.st, &why) < 0 && strstr(why, "another file"));
+	unlink(keep);
+	tmpstore_close(&t);
 }
 
 int main(void)
@@ -214,6 +327,8 @@ int main(void)
 		test_emulated(shm.st);
 		test_latency(shm.st);
 		test_none(shm.st);
+		test_emulated_epochs(shm.st);
+		test_pmem_refused(shm.st);
 		tmpstore_close(&shm);
 	} else {
 		CHECK(0);
@@ -226,9 +341,12 @@ int main(void)
 			CHECK_EQ(paste_persist_mode(p), PASTE_DUR_FSYNC);
 		paste_persist_close(p);
 		test_fsync(disk.st);
+		test_pmem_refused(disk.st);
+		test_failed_commit(disk.st);   /* last: the store stays failed */
 		tmpstore_close(&disk);
 	} else {
 		CHECK(0);
 	}
+	test_watch("/dev/shm");
 	return check_done();
 }

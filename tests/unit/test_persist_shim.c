@@ -98,13 +98,6 @@ static void test_fsync(void)
 	CHECK(image_has(line_at(3, 0), 'H'));
 	CHECK(image_has(line_at(3, 1), 0));
 
-	/* A failed fdatasync makes nothing durable. */
-	memset(line_at(3, 2), 'J', 64);
-	paste_persist_flush(p, line_at(3, 2), 64);
-	CHECK(paste_persist_begin_commit(p, &t) >= 0);
-	paste_persist_end_commit(p, t, -EIO);
-	CHECK(image_has(line_at(3, 2), 0));
-
 	/* Synchronous fence. */
 	memset(line_at(3, 3), 'K', 64);
 	paste_persist_flush(p, line_at(3, 3), 64);
@@ -123,6 +116,18 @@ static void test_fsync(void)
 	CHECK(image_has(line_at(4, 0), 'M'));
 	paste_persist_end_commit(p, t, 0);
 	CHECK(image_has(line_at(4, 0), 'M'));
+
+	/* A failed fdatasync makes nothing durable, and nothing after it
+	 * either: the store is failed (last: it stays so). */
+	memset(line_at(3, 2), 'J', 64);
+	paste_persist_flush(p, line_at(3, 2), 64);
+	CHECK(paste_persist_begin_commit(p, &t) >= 0);
+	CHECK_EQ(paste_persist_end_commit(p, t, -EIO), -EIO);
+	CHECK(image_has(line_at(3, 2), 0));
+	memset(line_at(4, 1), 'N', 64);
+	paste_persist_flush(p, line_at(4, 1), 64);
+	CHECK_EQ(paste_persist_fence(p), -EIO);
+	CHECK(image_has(line_at(4, 1), 0));
 	paste_persist_close(p);
 }
 
