@@ -7,9 +7,13 @@
  *                                       one JSON object per live record
  *
  * The store is mapped read-only and the log opened without a persist
- * object, so not one byte of the file is written: it is safe on a store a
- * server is using (the counts are then a snapshot). Exit status: 0 ok,
- * 1 check found damage, 2 the store cannot be opened or bad usage.
+ * object, so not one byte of the file is written. The tool takes a shared
+ * lock when it can; a running server holds the store's exclusive lock, and
+ * then info and dump show a snapshot (and say so) while check refuses: a
+ * buffer freed and reused by the server between two reads would look like
+ * damage, and check never reports damage that is not there. Exit status:
+ * 0 ok, 1 check found damage, 2 the store cannot be opened, is in use
+ * (check), or bad usage.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -60,6 +64,8 @@ static int cmd_info(struct paste_store *st, struct paste_wal *w, const char *not
 	       in.log_size ? 100.0 * (double)in.log_used / (double)in.log_size : 0.0);
 	printf("epoch:       %u\n", in.epoch);
 	printf("recovery:    %s\n", note[0] ? note : "clean");
+	if (paste_store_in_use(st))
+		printf("in use:      yes: a running server holds the store; these counts are a snapshot\n");
 	return 0;
 }
 
@@ -192,6 +198,13 @@ int main(int argc, char **argv)
 	if (paste_store_open(&st, path, NULL, PASTE_STORE_RDONLY, &err) < 0 ||
 	    paste_wal_open(&w, st, NULL, &err) < 0) {
 		fprintf(stderr, "paste-store: %s\n", err.msg);
+		paste_store_close(st);
+		return 2;
+	}
+	if (strcmp(cmd, "check") == 0 && paste_store_in_use(st)) {
+		fprintf(stderr, "paste-store: %s is in use by a running server (it holds the store's lock): "
+			"stop it to check the store; info and dump work on a live store\n", path);
+		paste_wal_close(w);
 		paste_store_close(st);
 		return 2;
 	}

@@ -32,6 +32,8 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <time.h>
 #include <unistd.h>
 #include "paste.h"
@@ -376,6 +378,31 @@ static uint8_t *store_map(int fd, const char *path, uint64_t size, bool rdonly, 
 	return m == MAP_FAILED ? NULL : m;
 }
 
+/* Restarting after an I/O error. A failed writeback leaves the page cache
+ * holding pages that never reached the disk, marked clean: a recovery that
+ * read them would accept records the disk does not have, append after
+ * them, and a later eviction would make the log change under it. So on a
+ * disk-backed store nobody else has open, the opener first makes sure
+ * nothing dirty is left (fdatasync; an error there refuses the open), then
+ * drops every cached page (POSIX_FADV_DONTNEED drops clean, unmapped
+ * pages), and the MAP_POPULATE that follows reads what the disk holds.
+ * Costs one read of the file from the disk at start. tmpfs (/dev/shm) is
+ * skipped: its page cache is the data. */
+static int drop_cached_pages(int fd, const char *path, bool shared, struct paste_error *err)
+{
+	struct statfs sfs;
+	if (shared || fstatfs(fd, &sfs) < 0 || sfs.f_type == TMPFS_MAGIC)
+		return 0;
+	if (fdatasync(fd) < 0)
+		return paste_error_set(err, -errno, "%s: the disk reports an error for the store "
+				       "(fdatasync at open: %s): not opened; check the device", path, strerror(errno));
+	int r = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	if (r)
+		return paste_error_set(err, -r, "%s: cannot drop cached pages before recovery: %s",
+				       path, strerror(r));
+	return 0;
+}
+
 int paste_store_open(struct paste_store **out, const char *path,
 		     const struct paste_store_config *cfg, int flags,
 		     struct paste_error *err)
@@ -431,6 +458,10 @@ int paste_store_open(struct paste_store **out, const char *path,
 		return r;
 	}
 	if ((r = store_validate(fd, path, cfg, &g, err)) < 0) {
+		close(fd);
+		return r;
+	}
+	if ((r = drop_cached_pages(fd, path, in_use, err)) < 0) {
 		close(fd);
 		return r;
 	}

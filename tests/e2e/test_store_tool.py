@@ -113,3 +113,22 @@ def test_check_after_truncation(phttpd):
     assert records_in(info.stdout) == 3, info.stdout
     assert [rec["lsn"] for rec in dump_lines(srv.store)] == lsns[3:]
     assert run_tool("--store", srv.store, "check").returncode == 0
+
+
+def test_check_refuses_a_live_store(phttpd):
+    """A running server may free and reuse a buffer between check's reads:
+    check must not report that as damage, so it refuses (exit 2) while a
+    server holds the store; info and dump still work and say so. Once
+    the server stopped, check runs."""
+    srv = phttpd.start("uring", mode="wal")
+    post_all(srv.port, [os.urandom(300) for _ in range(20)])
+    cp = run_tool("--store", srv.store, "check")
+    assert cp.returncode == 2, cp.stdout + cp.stderr
+    assert "in use by a running server" in cp.stderr, cp.stderr
+    info = run_tool("--store", srv.store, "info")
+    assert info.returncode == 0 and "in use:" in info.stdout, info.stdout + info.stderr
+    assert len(dump_lines(srv.store)) == 20
+    srv.stop()
+    cp = run_tool("--store", srv.store, "check")
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    assert "in use" not in run_tool("--store", srv.store, "info").stdout
