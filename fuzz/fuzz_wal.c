@@ -17,6 +17,13 @@
  *                  so the damage reaches the checks behind the CRCs (bad
  *                  types, extents, sizes, LSNs, epochs). This mirrors the
  *                  format described at the top of lib/wal.c.
+ *           bit 4  no revival: open the damaged store writable (as a restart
+ *                  would), then put the baseline's bytes back into every
+ *                  buffer (the free ones get reused, and a client retrying
+ *                  an unacknowledged POST writes the same bytes again) and
+ *                  open it read-only: it must not hold a record the
+ *                  writable open did not recover (lib/wal.c, "Making the
+ *                  stop permanent").
  *
  * Positions address the interesting bytes only, laid end to end: the
  * checkpoint slots, the lanes, then the buffers. Then the log is opened
@@ -265,6 +272,61 @@ static void write_through(void)
 	paste_store_close(st);
 }
 
+/* The records a log holds, as (lsn, lane): 2 lanes of 4 KiB hold at most
+ * 128 records of 64 bytes. */
+struct set {
+	uint64_t lsn[128];
+	uint32_t lane[128], n;
+};
+
+static int add(void *arg, uint64_t lsn, uint32_t lane, const struct paste_extent *ext,
+	       uint32_t n, uint32_t len, uint32_t data_crc)
+{
+	struct set *s = arg;
+	(void)ext; (void)n; (void)len; (void)data_crc;
+	if (s->n == 128)
+		fail("more records than the lanes hold");
+	s->lsn[s->n] = lsn;
+	s->lane[s->n++] = lane;
+	return 0;
+}
+
+static void no_revival(void)
+{
+	struct paste_store *st;
+	struct paste_persist *p;
+	struct paste_wal *w;
+	struct paste_error err = { 0 };
+	struct paste_persist_config pc = { .mode = PASTE_DUR_NONE };
+	struct set live = { .n = 0 }, later = { .n = 0 };
+	if (paste_store_open(&st, path, NULL, 0, &err) < 0 || paste_persist_open(&p, st, &pc, &err) < 0)
+		fail(err.msg);
+	int rc = paste_wal_open(&w, st, p, &err);
+	if (rc == 0) {
+		paste_wal_foreach(w, add, &live);
+		paste_wal_close(w);
+	}
+	paste_persist_close(p);
+	paste_store_close(st);
+	if (rc < 0)
+		return;
+	memcpy(file + geom.buf_offset, baseline + geom.buf_offset, buf_bytes);
+	if (paste_store_open(&st, path, NULL, PASTE_STORE_RDONLY, &err) < 0)
+		fail(err.msg);
+	if (paste_wal_open(&w, st, NULL, &err) == 0) {
+		paste_wal_foreach(w, add, &later);
+		paste_wal_close(w);
+	}
+	paste_store_close(st);
+	for (uint32_t i = 0; i < later.n; i++) {
+		bool known = false;
+		for (uint32_t k = 0; k < live.n && !known; k++)
+			known = live.lsn[k] == later.lsn[i] && live.lane[k] == later.lane[i];
+		if (!known)
+			fail("no revival: a record the writable open did not recover came back");
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!file)
@@ -292,5 +354,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	inspect();
 	if (mode & 4)
 		write_through();
+	if (mode & 16)
+		no_revival();
 	return 0;
 }

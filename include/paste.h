@@ -270,7 +270,15 @@ int paste_persist_end_commit(struct paste_persist *p, uint64_t ticket, int res);
  * extents, the data length, a CRC32C of the data and a CRC32C of the record
  * itself, so a torn or stale record is detected. Each lane has a persisted
  * checkpoint (head offset, head LSN) so recovery does not scan the whole
- * area. One lane is written by one thread only.
+ * area. One lane is written by one thread only, through one persist object.
+ *
+ * Visibility: readers (lookup, read, info's counts) and truncation see a
+ * record only once it is durable, i.e. once the persist object that
+ * appended it has published the epoch the record was flushed in
+ * (paste_persist_durable; see "Durability epochs" above). Before that no
+ * client can hold an ack for it, so from every client's view it does not
+ * exist yet. Recovered records are durable. foreach and check, for tools,
+ * see every record the log holds.
  */
 
 struct paste_wal;
@@ -284,54 +292,67 @@ struct paste_extent {
 #define PASTE_WAL_MAX_EXTENTS 64u
 
 struct paste_wal_info {
-	uint64_t first_lsn;   /* lowest live LSN, 0 if empty */
-	uint64_t last_lsn;    /* highest live LSN, 0 if empty */
-	uint64_t records;     /* live records */
-	uint64_t bytes;       /* data bytes of live records */
-	uint64_t log_used;    /* log-area bytes in use, all lanes */
+	uint64_t first_lsn;   /* lowest visible (durable) LSN, 0 if none */
+	uint64_t last_lsn;    /* highest visible (durable) LSN, 0 if none */
+	uint64_t records;     /* visible live records */
+	uint64_t bytes;       /* data bytes of visible live records */
+	uint64_t log_used;    /* log-area bytes in use, all lanes, pending records too */
 	uint64_t log_size;    /* log-area bytes, all lanes */
 	uint32_t epoch;
+	uint64_t pending;     /* records appended but not durable yet (not in records) */
 };
 
 /* Recover every lane (scan from the checkpoint, stop at the first invalid
  * record), take buffer references for live records, then the caller calls
- * paste_store_start. Deletes nothing. Where recovery stopped before the end
- * of a lane's readable records, err->msg says so (the return value is
- * still 0). With p != NULL the new epoch is persisted through p before
- * returning (appends need that); p == NULL opens read-only (tools): no
- * byte of the store is written and appends/truncation fail with -EROFS. */
+ * paste_store_start. Deletes no live record. Where recovery stopped before
+ * the end of a lane's readable records, err->msg says so (the return value
+ * is still 0). With p != NULL the new epoch is persisted through p before
+ * returning (appends need that), and where a lane stopped at a torn or
+ * damaged record, that record's magic is zeroed in the same fence, so it
+ * cannot come back once its free buffers are reused (a later open sees a
+ * clean end there). p == NULL opens read-only (tools): no byte of the
+ * store is written and appends/truncation fail with -EROFS. */
 int paste_wal_open(struct paste_wal **out, struct paste_store *st,
 		   struct paste_persist *p, struct paste_error *err);
 void paste_wal_close(struct paste_wal *w);
 
 /* Append a record in `lane` for the data at ext[0..n). Takes a reference on
  * every buffer named (the caller keeps its own), flushes the data and the
- * record through p (no fence: the caller fences once per batch).
+ * record through p (no fence: the caller fences once per batch) and tags
+ * it with paste_persist_epoch(p): it becomes visible once p publishes that
+ * epoch. p must stay open while the log is. Use one p per lane.
  * Returns 0 and *lsn, -ENOSPC when the lane is full (truncate first),
  * -EINVAL for bad extents, -E2BIG for n > PASTE_WAL_MAX_EXTENTS. */
 int paste_wal_append(struct paste_wal *w, uint32_t lane, struct paste_persist *p,
 		     const struct paste_extent *ext, uint32_t n, uint64_t *lsn);
 
-/* Find a live record. Returns 0 and its extents (valid until the record is
- * truncated), -ENOENT if absent or truncated. */
+/* Find a live, durable record. Returns 0 and its extents (valid until the
+ * record is truncated), -ENOENT if absent, truncated, or not durable yet
+ * (appended, but its appender's fence or group commit has not completed:
+ * it has no ack yet; after a store failure it never gets one). */
 int paste_wal_lookup(struct paste_wal *w, uint64_t lsn,
 		     const struct paste_extent **ext, uint32_t *n, uint32_t *len);
 
-/* Like paste_wal_lookup, for a reader that may race a truncation in
- * another thread: copies the extents into ext[PASTE_WAL_MAX_EXTENTS] and
- * takes a reference on each buffer (the caller drops them with
- * paste_store_unref), both under the lane lock. */
+/* Like paste_wal_lookup (same -ENOENT for a record not durable yet), for
+ * a reader that may race a truncation in another thread: copies the
+ * extents into ext[PASTE_WAL_MAX_EXTENTS] and takes a reference on each
+ * buffer (the caller drops them with paste_store_unref), both under the
+ * lane lock. */
 int paste_wal_read(struct paste_wal *w, uint64_t lsn, struct paste_extent *ext,
 		   uint32_t *n, uint32_t *len);
 
-/* Drop every record with LSN <= upto in every lane: persist the new
- * checkpoints (flush + fence through p), then release the buffers.
- * Returns the number of records dropped. */
+/* Drop every durable record with LSN <= upto in every lane: persist the
+ * new checkpoints (flush + fence through p), then release the buffers.
+ * A lane stops at its first record that is not durable yet (it stays, as
+ * does everything after it). Returns the number of records dropped, or a
+ * negative errno: the store's failure (then nothing is written, or the
+ * fence failed: the records stay live and their buffers held). */
 int64_t paste_wal_truncate(struct paste_wal *w, uint64_t upto, struct paste_persist *p);
 
 void paste_wal_info(const struct paste_wal *w, struct paste_wal_info *out);
 
-/* Visit live records in LSN order (for dump/check). Stop when cb returns non-zero. */
+/* Visit live records in LSN order (for dump/check), durable or not: for
+ * tools on a closed store, where all are. Stop when cb returns non-zero. */
 typedef int (*paste_wal_visit_fn)(void *arg, uint64_t lsn, uint32_t lane,
 				  const struct paste_extent *ext, uint32_t n,
 				  uint32_t len, uint32_t data_crc);
@@ -411,6 +432,14 @@ struct paste_port_config {
 	int busy_poll;             /* 1: never sleep in the kernel (spin on the CQ) */
 	struct paste_store *store; /* required: receive buffers come from here */
 	struct paste_persist *persist; /* optional: the barrier before durable replies */
+	/* uring batch waiting, for experiments (0 = default). Each pass waits
+	 * for the send completions it expects plus open connections / want_div
+	 * (default 4, at most 64) more, and on Linux >= 6.12 settles for what
+	 * arrived after min_wait_us (default 50, at most 1000000: -EINVAL).
+	 * no_min_wait: wait for one completion instead (older kernels do). */
+	uint32_t min_wait_us;
+	uint32_t want_div;
+	bool no_min_wait;
 };
 
 enum paste_event_type { PASTE_EV_ACCEPT = 1, PASTE_EV_DATA, PASTE_EV_CLOSED };

@@ -46,8 +46,36 @@
  * hold but whose content is impossible, or a hole: a valid-looking record
  * of the same run (lsn higher, epoch in range) further on before the head.
  * After all lanes, an LSN found in two lanes (impossible from one counter)
- * ends the later lane there, as damage (wal_lanes_dedup in wal_recover.c).
- * In DRAM each lane keeps a ring of (lsn, offset) in LSN order under a mutex.
+ * ends one lane there, as damage (wal_lanes_dedup in wal_recover.c): the
+ * lane whose copy has the older epoch, or on a tie the later lane.
+ * In DRAM each lane keeps a ring of (lsn, offset, persist epoch, persist
+ * object) in LSN order under a mutex.
+ *
+ * Making the stop permanent. A record recovery stopped at is not live, and
+ * the buffers it names are free, so they get reused. Were the stop a torn
+ * record (data CRC failed) and the same bytes landed in its buffers again
+ * (a client retrying the POST it never got an ack for), it would be valid
+ * at the next recovery, with an LSN that has been handed out again
+ * meanwhile: a revived record that was never acknowledged, and through
+ * the duplicate, the loss of one that was. So a writable open zeroes the
+ * magic of the record its lane stopped at (torn or damaged: anything but
+ * the clean END/STALE ends, which cannot come back) and flushes it before
+ * the fence that persists the epoch, i.e. before paste_store_start can
+ * hand out a buffer. The zeroed bytes lie in the free part of the lane
+ * (a stop is never where a live record starts), so this never touches a
+ * live record. Cost: 4 bytes and a cache line per damaged lane per open;
+ * the next open then sees a clean end there, so the damage is reported
+ * once (by the open that sealed it), not at every open.
+ *
+ * Visibility. A record is visible to lookups, reads and truncation only
+ * once it is durable: the persist object p that appended it has published
+ * the epoch it was flushed in (paste_persist_durable(p) >= that epoch).
+ * Until then no client can have an ack for it, so from any client's view
+ * it does not exist yet; a GET or DELETE served by another thread must not
+ * see it. Recovered records are durable. In a lane, LSNs and epochs rise
+ * together, so each lane keeps a frontier vis (its durable LSN): records
+ * at ring positions below it are durable, and lane_settle moves it on with
+ * one atomic load per record that became durable since.
  *
  * Epochs. paste_wal_open (writable) sets epoch = max checkpoint epoch + 1
  * and persists it in every lane's checkpoint before any append. So after a
@@ -89,6 +117,32 @@ void wal_note(struct paste_error *err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err->msg + used, sizeof(err->msg) - used, fmt, ap);
 	va_end(ap);
+}
+
+/* The checkpoint fields of a lane that ckpt_write changes before its fence:
+ * saved before, put back if the fence fails, so the lane never claims a
+ * slot that may not be durable. Otherwise its next checkpoint would go to
+ * the other slot, overwriting the newest one known durable. (A truncation
+ * moves the head only after its fence; a failed open discards the lanes.) */
+struct ckpt_state {
+	int slot;
+	uint64_t seq, head_lsn;
+	uint32_t epoch, head_epoch;
+};
+
+static struct ckpt_state ckpt_save(const struct wal_lane *l)
+{
+	return (struct ckpt_state){ l->ckpt_slot, l->ckpt_seq, l->head_lsn,
+				    l->ckpt_epoch, l->head_epoch };
+}
+
+static void ckpt_restore(struct wal_lane *l, const struct ckpt_state *c)
+{
+	l->ckpt_slot = c->slot;
+	l->ckpt_seq = c->seq;
+	l->head_lsn = c->head_lsn;
+	l->ckpt_epoch = c->epoch;
+	l->head_epoch = c->head_epoch;
 }
 
 /* Write the lane's head and the run's epoch into the slot not holding the
@@ -164,24 +218,44 @@ static void refs_drop_all(struct paste_wal *w)
 			wal_refs_drop(w, &w->lanes[i], pos, true);
 }
 
+/* Zero the magic of the record lane l stopped at, when that stop is a torn
+ * or damaged record: see "Making the stop permanent" at the top. A stop is
+ * in the lane's free part (recovery never lets the live region reach the
+ * head), except in an empty lane where it is the head itself; the check
+ * keeps even a broken invariant from zeroing a live record. */
+static void tail_seal(struct wal_lane *l, struct paste_persist *p)
+{
+	if (l->stop < STOP_SIZE || (l->first != l->end && l->stop_off == l->head))
+		return;
+	memset(l->base + l->stop_off, 0, 4);
+	paste_persist_flush(p, l->base + l->stop_off, 4);
+}
+
 /* Persist the new epoch in every lane before any append can carry it. A lane
  * that recovered nothing gets its head moved to where recovery stopped, with
- * this run's epoch and next LSN, so nothing written before now can start it. */
+ * this run's epoch and next LSN, so nothing written before now can start it.
+ * The same fence makes the sealed stops durable. */
 static int epoch_persist(struct paste_wal *w, struct paste_persist *p, struct paste_error *err)
 {
+	struct ckpt_state prev[PASTE_MAX_LANES];
 	uint64_t next = atomic_load(&w->next_lsn);
 	for (uint32_t i = 0; i < w->nlanes; i++) {
 		struct wal_lane *l = &w->lanes[i];
 		bool empty = l->first == l->end;
+		prev[i] = ckpt_save(l);
+		tail_seal(l, p);
 		if (empty)
 			l->head = l->tail;
 		ckpt_write(w, l, p, l->head, empty ? next : l->head_lsn,
 			   empty ? w->epoch : l->head_epoch);
 	}
 	int rc = paste_persist_fence(p);
-	if (rc < 0)
+	if (rc < 0) {
+		for (uint32_t i = 0; i < w->nlanes; i++)
+			ckpt_restore(&w->lanes[i], &prev[i]);
 		return paste_error_set(err, rc, "%s: cannot persist the log checkpoints (%s)",
 				       paste_store_path(w->st), strerror(-rc));
+	}
 	return 0;
 }
 
@@ -236,6 +310,8 @@ int paste_wal_open(struct paste_wal **out, struct paste_store *st,
 			w->epoch = l->ckpt_epoch;
 	}
 	wal_lanes_dedup(w);
+	for (uint32_t i = 0; i < w->nlanes; i++)
+		w->lanes[i].vis = w->lanes[i].end;   /* recovered: durable */
 	atomic_store(&w->next_lsn, next);
 	if (p) {
 		if (w->epoch == UINT32_MAX || next > UINT64_MAX - (1ull << 40))
@@ -325,7 +401,8 @@ int paste_wal_append(struct paste_wal *w, uint32_t lane, struct paste_persist *p
 	uint64_t off = l->tail;
 	rec_put(w, l, p, &rc);
 	wal_refs_take(w, rc.ext, n);
-	*ring_at(l, l->end++) = (struct wal_slot){ rc.h.lsn, off };
+	/* Flushed in p's open epoch: durable once p publishes it. */
+	*ring_at(l, l->end++) = (struct wal_slot){ rc.h.lsn, off, paste_persist_epoch(p), p };
 	l->bytes += total;
 	pthread_mutex_unlock(&l->mu);
 	if (lsn)
@@ -333,13 +410,28 @@ int paste_wal_append(struct paste_wal *w, uint32_t lane, struct paste_persist *p
 	return 0;
 }
 
-/* Ring position of lsn in lane l, or -1. Caller holds the lane lock. */
-static int64_t lane_find(const struct wal_lane *l, uint64_t lsn)
+/* Move the lane's durable frontier over the records that became durable
+ * and return it. Stops at the first record that is not: with one persist
+ * object per lane the rest are younger. Caller holds the lane lock. */
+static uint64_t lane_settle(struct wal_lane *l)
 {
-	if (l->first == l->end || lsn < ring_at(l, l->first)->lsn ||
-	    lsn > ring_at(l, l->end - 1)->lsn)
+	while (l->vis < l->end) {
+		const struct wal_slot *s = ring_at(l, l->vis);
+		if (s->p && s->epoch > paste_persist_durable(s->p))
+			break;
+		l->vis++;
+	}
+	return l->vis;
+}
+
+/* Ring position of the visible (durable) record lsn in lane l, or -1.
+ * Caller holds the lane lock. */
+static int64_t lane_find(struct wal_lane *l, uint64_t lsn)
+{
+	uint64_t vis = lane_settle(l);
+	if (l->first == vis || lsn < ring_at(l, l->first)->lsn || lsn > ring_at(l, vis - 1)->lsn)
 		return -1;
-	uint64_t lo = l->first, hi = l->end;
+	uint64_t lo = l->first, hi = vis;
 	while (lo < hi) {
 		uint64_t mid = lo + (hi - lo) / 2;
 		if (ring_at(l, mid)->lsn < lsn)
@@ -347,10 +439,10 @@ static int64_t lane_find(const struct wal_lane *l, uint64_t lsn)
 		else
 			hi = mid;
 	}
-	return lo < l->end && ring_at(l, lo)->lsn == lsn ? (int64_t)lo : -1;
+	return lo < vis && ring_at(l, lo)->lsn == lsn ? (int64_t)lo : -1;
 }
 
-/* The live record with this LSN, returned with its lane locked (*lp;
+/* The visible record with this LSN, returned with its lane locked (*lp;
  * the caller unlocks), or NULL with no lock held. */
 static const struct wal_rec *rec_locked(struct paste_wal *w, uint64_t lsn, struct wal_lane **lp)
 {
@@ -407,20 +499,24 @@ int paste_wal_read(struct paste_wal *w, uint64_t lsn, struct paste_extent *ext,
 }
 
 /* Lane state decided by phase 1 of a truncation, applied in phase 3:
- * records to drop from the front, and the new head offset. */
+ * records to drop from the front, the new head offset, and the checkpoint
+ * state to go back to if the fence fails. */
 struct trunc_plan {
 	uint64_t drop, head;
+	struct ckpt_state prev;
 };
 
-/* Phase 1 for one lane: how many records go and where the head moves. The
- * dropped records stay indexed (and their log bytes untouched by appends)
- * until the checkpoint is durable. */
+/* Phase 1 for one lane: how many records go and where the head moves. Only
+ * durable records go: the lane stops at its first record that is not (its
+ * appender has not acknowledged it, so no client can have asked for it to
+ * go). The dropped records stay indexed (and their log bytes untouched by
+ * appends) until the checkpoint is durable. */
 static void trunc_plan(struct paste_wal *w, struct wal_lane *l, uint64_t upto,
 		       struct paste_persist *p, struct trunc_plan *tp)
 {
 	pthread_mutex_lock(&l->mu);
-	uint64_t pos = l->first;
-	while (pos < l->end && ring_at(l, pos)->lsn <= upto)
+	uint64_t vis = lane_settle(l), pos = l->first;
+	while (pos < vis && ring_at(l, pos)->lsn <= upto)
 		pos++;
 	tp->drop = pos - l->first;
 	tp->head = l->head;
@@ -435,6 +531,7 @@ static void trunc_plan(struct paste_wal *w, struct wal_lane *l, uint64_t upto,
 		head_lsn = ring_at(l, pos - 1)->lsn + 1;
 	}
 	pthread_mutex_unlock(&l->mu);
+	tp->prev = ckpt_save(l);
 	if (tp->drop)
 		ckpt_write(w, l, p, tp->head, head_lsn, head_epoch);
 }
@@ -459,6 +556,11 @@ int64_t paste_wal_truncate(struct paste_wal *w, uint64_t upto, struct paste_pers
 		return -EROFS;
 	if (!p)
 		return -EINVAL;
+	/* A failed store acknowledges nothing again: writing checkpoints that
+	 * no fence can make durable would only muddle what a restart finds. */
+	int failed = paste_store_failed(w->st, NULL);
+	if (failed)
+		return failed;
 	struct trunc_plan plan[PASTE_MAX_LANES];
 	int64_t dropped = 0;
 	pthread_mutex_lock(&w->trunc_mu);
@@ -469,8 +571,12 @@ int64_t paste_wal_truncate(struct paste_wal *w, uint64_t upto, struct paste_pers
 	if (dropped) {
 		int rc = paste_persist_fence(p);
 		if (rc < 0) {
-			/* Not known durable: keep every buffer held. The records
-			 * stay live in DRAM; a later truncation retries. */
+			/* Not known durable: keep every buffer held, and let no
+			 * lane claim the slot just written: the other one holds
+			 * the newest checkpoint known durable. The records stay
+			 * live in DRAM. */
+			for (uint32_t i = 0; i < w->nlanes; i++)
+				ckpt_restore(&w->lanes[i], &plan[i].prev);
 			pthread_mutex_unlock(&w->trunc_mu);
 			return rc;
 		}
@@ -490,15 +596,19 @@ void paste_wal_info(const struct paste_wal *w, struct paste_wal_info *out)
 	for (uint32_t i = 0; i < w->nlanes; i++) {
 		struct wal_lane *l = &w->lanes[i];
 		pthread_mutex_lock(&l->mu);
-		if (l->first < l->end) {
-			uint64_t lo = ring_at(l, l->first)->lsn, hi = ring_at(l, l->end - 1)->lsn;
+		uint64_t vis = lane_settle(l), pending_bytes = 0;
+		if (l->first < vis) {
+			uint64_t lo = ring_at(l, l->first)->lsn, hi = ring_at(l, vis - 1)->lsn;
 			if (!out->first_lsn || lo < out->first_lsn)
 				out->first_lsn = lo;
 			if (hi > out->last_lsn)
 				out->last_lsn = hi;
 		}
-		out->records += l->end - l->first;
-		out->bytes += l->bytes;
+		for (uint64_t pos = vis; pos < l->end; pos++)
+			pending_bytes += lane_rec(l, ring_at(l, pos)->off)->len;
+		out->records += vis - l->first;
+		out->pending += l->end - vis;
+		out->bytes += l->bytes - pending_bytes;
 		out->log_used += lane_used(l);
 		out->log_size += l->size;
 		pthread_mutex_unlock(&l->mu);

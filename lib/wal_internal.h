@@ -53,10 +53,17 @@ _Static_assert(sizeof(struct wal_ckpt) == PASTE_CKPT_SLOT_SIZE, "checkpoint slot
 enum stop { STOP_NONE, STOP_END, STOP_STALE, STOP_SIZE, STOP_HDR_CRC, STOP_DATA_CRC,
 	    STOP_TYPE, STOP_FUTURE, STOP_EXTENTS, STOP_FULL, STOP_DUP_LSN };
 
-/* In-DRAM index entry: the ring of a lane is in LSN order. */
+/* In-DRAM index entry: the ring of a lane is in LSN order. A record is
+ * durable once epoch <= paste_persist_durable(p) (p: the persist object
+ * that appended it, epoch: its open epoch then); recovered records have
+ * p == NULL (durable). 32 bytes per 64 bytes of log, where 16 would do
+ * without visibility: the price of checking durability per record, which
+ * stays right even if a lane's appender changes its persist object. */
 struct wal_slot {
-	uint64_t lsn, off;
+	uint64_t lsn, off, epoch;
+	struct paste_persist *p;
 };
+_Static_assert(sizeof(struct wal_slot) == 32, "ring entries stay a power of two");
 
 struct wal_lane {
 	pthread_mutex_t mu;       /* appends, lookups, truncation, info */
@@ -67,6 +74,9 @@ struct wal_lane {
 	struct wal_slot *ring;    /* capacity mask + 1 (power of two) */
 	uint64_t mask;
 	uint64_t first, end;      /* absolute ring positions: live = [first, end) */
+	uint64_t vis;             /* [first, vis) known durable: visible to readers
+				   * and truncation (the lane's durable LSN is that
+				   * of position vis - 1); moved on by lane_settle */
 	uint64_t bytes;           /* data bytes of live records */
 	/* newest checkpoint */
 	int ckpt_slot;            /* -1: neither slot valid */

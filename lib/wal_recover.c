@@ -133,7 +133,7 @@ uint64_t wal_lane_recover(struct paste_wal *w, struct wal_lane *l)
 			used += l->size - off;
 			off = 0;
 		} else {
-			*ring_at(l, l->end++) = (struct wal_slot){ rc.h.lsn, off };
+			*ring_at(l, l->end++) = (struct wal_slot){ rc.h.lsn, off, 0, NULL };
 			wal_refs_take(w, rc.ext, rc.h.nexts);
 			l->bytes += rc.h.len;
 			l->recovered++;
@@ -173,16 +173,40 @@ static uint32_t lowest_next(struct paste_wal *w, uint64_t *cur, uint64_t *lsn)
 	return best;
 }
 
+/* End lane l at ring position cut, as at a corrupt record. The store is
+ * not started: references simply go back to 0. */
+static void lane_cut(struct paste_wal *w, struct wal_lane *l, uint64_t cut)
+{
+	for (uint64_t pos = cut; pos < l->end; pos++) {
+		wal_refs_drop(w, l, pos, true);
+		l->recovered--;
+	}
+	l->tail = l->stop_off = ring_at(l, cut)->off;
+	l->end = cut;
+	l->stop = STOP_DUP_LSN;
+	l->follower = false;
+}
+
+static uint32_t slot_epoch(const struct wal_lane *l, uint64_t pos)
+{
+	return lane_rec(l, ring_at(l, pos)->off)->epoch;
+}
+
 /* LSNs come from one counter, so no two lanes can hold the same one; a
  * repeat is damage that happens to pass the checksums (the fuzzer forges
- * such stores). Walk all lanes in LSN order, as paste_wal_foreach does,
- * and end a lane at a record whose LSN an earlier lane (lower index on a
- * tie) already holds: the lane stops there as at any corrupt record, so
- * lookups by LSN stay unambiguous. The store is not started: references
- * simply go back to 0. */
+ * such stores), or a record that came back to life in a store whose torn
+ * tail was not sealed (see "Making the stop permanent" in wal.c). Walk all
+ * lanes in LSN order, as paste_wal_foreach does, and end one of the two
+ * lanes at its copy, as at any corrupt record, so lookups by LSN stay
+ * unambiguous. Which one: the copy with the older epoch goes. An LSN is
+ * handed out again only by a later run (LSNs restart above the highest
+ * recovered one), so the newer copy is the one that run wrote and may have
+ * acknowledged; the older one is the revenant. On a tie the later lane
+ * (higher index) goes, as before. */
 void wal_lanes_dedup(struct paste_wal *w)
 {
-	uint64_t cur[PASTE_MAX_LANES] = { 0 }, prev = 0, best_lsn;
+	uint64_t cur[PASTE_MAX_LANES] = { 0 }, prev = 0, prev_pos = 0, best_lsn;
+	uint32_t prev_lane = 0;
 	bool any = false;
 	for (;;) {
 		uint32_t best = lowest_next(w, cur, &best_lsn);
@@ -190,20 +214,16 @@ void wal_lanes_dedup(struct paste_wal *w)
 			return;
 		struct wal_lane *l = &w->lanes[best];
 		if (any && best_lsn == prev) {
-			uint64_t cut = cur[best];
-			for (uint64_t pos = cut; pos < l->end; pos++) {
-				wal_refs_drop(w, l, pos, true);
-				l->recovered--;
+			if (slot_epoch(l, cur[best]) <= slot_epoch(&w->lanes[prev_lane], prev_pos)) {
+				lane_cut(w, l, cur[best]);
+				continue;
 			}
-			l->tail = l->stop_off = ring_at(l, cut)->off;
-			l->end = cut;
-			l->stop = STOP_DUP_LSN;
-			l->follower = false;
-			continue;
+			lane_cut(w, &w->lanes[prev_lane], prev_pos);
 		}
 		prev = best_lsn;
+		prev_lane = best;
+		prev_pos = cur[best]++;
 		any = true;
-		cur[best]++;
 	}
 }
 

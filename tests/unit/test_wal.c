@@ -1,6 +1,9 @@
 /* test_wal.c - write-ahead log: append/lookup/truncate, space, recovery of
- * torn and damaged records, epochs, read-only opens. Small stores on
- * /dev/shm, persistence EMULATED without latency (except the ordering test). */
+ * torn and damaged records, epochs, read-only opens, visibility of records
+ * not yet durable, failed fences. Small stores on /dev/shm, persistence
+ * EMULATED without latency (except the tests that race a slow fence). The
+ * failed-fence test looks at a lane's checkpoint state in DRAM, so this
+ * file includes the log's private header. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -12,6 +15,7 @@
 #include <unistd.h>
 #include "check.h"
 #include "paste.h"
+#include "../../lib/wal_internal.h"
 
 #define LANES     4u
 #define LANE_SIZE 4096u   /* 64 slots of 64 bytes: 63 one-extent records fit */
@@ -99,7 +103,8 @@ static void fill(struct paste_store *st, uint32_t buf, uint32_t seed)
 		b[i] = (uint8_t)(seed * 131u + i * 7u);
 }
 
-/* A record of n extents, each in a fresh buffer the log then owns alone. */
+/* A record of n extents, each in a fresh buffer the log then owns alone,
+ * made durable (fenced), as a server does before it acknowledges it. */
 static int try_put(struct env *e, uint32_t lane, uint32_t n, uint32_t *bufs, uint64_t *lsn)
 {
 	struct paste_extent ext[PASTE_WAL_MAX_EXTENTS];
@@ -110,6 +115,8 @@ static int try_put(struct env *e, uint32_t lane, uint32_t n, uint32_t *bufs, uin
 		ext[i] = (struct paste_extent){ b[i], 3 * i, 100 + i };
 	}
 	int rc = paste_wal_append(e->w, lane, e->p, ext, n, lsn);
+	if (rc == 0)
+		CHECK_EQ(paste_persist_fence(e->p), 0);
 	for (uint32_t i = 0; i < n; i++) {
 		paste_store_unref(e->st, b[i], false);
 		if (bufs)
@@ -209,8 +216,11 @@ static void test_roundtrip(void)
 	CHECK(paste_persist_pending(e.p));   /* flushed, not fenced: the port fences */
 	CHECK_EQ(paste_store_refcount(e.st, b), 2);
 
-	const struct paste_extent *got;
+	const struct paste_extent *got = NULL;
 	uint32_t n = 0, len = 0;
+	CHECK_EQ(paste_wal_lookup(e.w, lsn, &got, &n, &len), -ENOENT);   /* not durable yet */
+	CHECK_EQ(info_of(e.w).pending, 1);
+	CHECK_EQ(paste_persist_fence(e.p), 0);
 	CHECK_EQ(paste_wal_lookup(e.w, lsn, &got, &n, &len), 0);
 	CHECK_EQ(n, 1);
 	CHECK_EQ(len, 100);
@@ -226,6 +236,7 @@ static void test_roundtrip(void)
 	CHECK_EQ(info.log_used, 64);
 	CHECK_EQ(info.log_size, LANES * LANE_SIZE);
 	CHECK_EQ(info.epoch, 1);
+	CHECK_EQ(info.pending, 0);
 
 	struct seen s = { .st = e.st };
 	CHECK_EQ(paste_wal_foreach(e.w, collect, &s), 0);
@@ -273,6 +284,7 @@ static void test_multi_extent_and_sharing(void)
 	struct paste_extent ext[3] = { { b[0], 0, 200 }, { b[1], 50, 300 }, { b[0], 300, 212 } };
 	uint64_t l1, l2;
 	CHECK_EQ(paste_wal_append(e.w, 2, e.p, ext, 3, &l1), 0);
+	CHECK_EQ(paste_persist_fence(e.p), 0);
 	CHECK_EQ(paste_store_refcount(e.st, b[0]), 3);
 	CHECK_EQ(paste_store_refcount(e.st, b[1]), 2);
 	uint32_t n, len;
@@ -287,6 +299,7 @@ static void test_multi_extent_and_sharing(void)
 	/* A second record shares b[1]. */
 	struct paste_extent ext2 = { b[1], 400, 50 };
 	CHECK_EQ(paste_wal_append(e.w, 3, e.p, &ext2, 1, &l2), 0);
+	CHECK_EQ(paste_persist_fence(e.p), 0);
 	CHECK_EQ(paste_store_refcount(e.st, b[1]), 3);
 	uint32_t free_before = paste_store_nfree(e.st);
 	CHECK_EQ(paste_wal_truncate(e.w, l1, e.p), 1);
@@ -871,6 +884,281 @@ static void test_duplicate_lsn_across_lanes(void)
 	finish(&e);
 }
 
+/* An unfenced append, as a server makes it before its batch's barrier. */
+static uint64_t put_unfenced(struct env *e, uint32_t lane, struct paste_persist *p, uint32_t *buf)
+{
+	uint64_t lsn = 0;
+	CHECK_EQ(paste_store_alloc(e->st, buf, 1), 1);
+	fill(e->st, *buf, *buf);
+	struct paste_extent ext = { *buf, 0, 100 };
+	CHECK_EQ(paste_wal_append(e->w, lane, p, &ext, 1, &lsn), 0);
+	paste_store_unref(e->st, *buf, false);
+	return lsn;
+}
+
+static int read_unpin(struct env *e, uint64_t lsn)
+{
+	struct paste_extent ext[PASTE_WAL_MAX_EXTENTS];
+	uint32_t n = 0;
+	int rc = paste_wal_read(e->w, lsn, ext, &n, NULL);
+	for (uint32_t i = 0; rc == 0 && i < n; i++)
+		paste_store_unref(e->st, ext[i].buf, false);
+	return rc;
+}
+
+/* Two lanes, two appenders (persist objects): a record is invisible to
+ * lookups and reads, and safe from truncation, from every thread until its
+ * own appender's fence made it durable; the other appender's fence does
+ * not count. */
+static void test_visibility_across_lanes(void)
+{
+	struct env e;
+	if (!start(&e, "visible"))
+		return;
+	struct paste_persist *pa = e.p, *pb;
+	struct paste_persist_config pc = { .mode = PASTE_DUR_EMULATED };
+	CHECK_EQ(paste_persist_open(&pb, e.st, &pc, NULL), 0);
+	uint32_t ba, bb, bc, bd;
+	uint64_t la = put_unfenced(&e, 0, pa, &ba);
+	uint64_t lb = put_unfenced(&e, 1, pb, &bb);
+	CHECK_EQ(paste_wal_lookup(e.w, la, NULL, NULL, NULL), -ENOENT);
+	CHECK_EQ(paste_wal_lookup(e.w, lb, NULL, NULL, NULL), -ENOENT);
+	CHECK_EQ(read_unpin(&e, la), -ENOENT);
+	CHECK_EQ(read_unpin(&e, lb), -ENOENT);
+	struct paste_wal_info info = info_of(e.w);
+	CHECK(info.records == 0 && info.pending == 2 && info.bytes == 0);
+	CHECK(info.first_lsn == 0 && info.last_lsn == 0 && info.log_used == 128);
+	struct seen s = { .st = e.st };
+	CHECK_EQ(paste_wal_foreach(e.w, collect, &s), 0);
+	CHECK_EQ(s.n, 2);                                   /* tools see everything */
+	CHECK_EQ(paste_wal_truncate(e.w, UINT64_MAX, pa), 0);
+	CHECK_EQ(paste_store_refcount(e.st, ba), 1);
+	CHECK_EQ(paste_store_refcount(e.st, bb), 1);
+
+	CHECK_EQ(paste_persist_fence(pa), 0);               /* lane 0's barrier */
+	CHECK_EQ(paste_wal_lookup(e.w, la, NULL, NULL, NULL), 0);
+	CHECK_EQ(read_unpin(&e, la), 0);
+	CHECK_EQ(paste_wal_lookup(e.w, lb, NULL, NULL, NULL), -ENOENT);
+	info = info_of(e.w);
+	CHECK(info.records == 1 && info.pending == 1 && info.bytes == 100);
+	CHECK(info.first_lsn == la && info.last_lsn == la);
+
+	/* A younger record of lane 0 stays invisible behind the durable one,
+	 * and truncation stops at it. The truncation's own fence (through pb)
+	 * makes lb durable only after it chose what to drop: lb stays. */
+	uint64_t lc = put_unfenced(&e, 0, pa, &bc);
+	CHECK_EQ(paste_wal_lookup(e.w, lc, NULL, NULL, NULL), -ENOENT);
+	CHECK_EQ(paste_wal_truncate(e.w, UINT64_MAX, pb), 1);
+	CHECK_EQ(paste_store_refcount(e.st, ba), 0);
+	CHECK_EQ(paste_store_refcount(e.st, bc), 1);
+	CHECK_EQ(paste_wal_lookup(e.w, lb, NULL, NULL, NULL), 0);
+	CHECK_EQ(paste_wal_lookup(e.w, lc, NULL, NULL, NULL), -ENOENT);
+	info = info_of(e.w);
+	CHECK(info.records == 1 && info.pending == 1 && info.last_lsn == lb);
+	CHECK_EQ(paste_persist_fence(pa), 0);
+	CHECK_EQ(paste_wal_truncate(e.w, UINT64_MAX, pa), 2);
+	CHECK_EQ(info_of(e.w).records, 0);
+
+	/* After a store failure nothing appended becomes visible, ever. */
+	uint64_t ld = put_unfenced(&e, 0, pa, &bd);
+	paste_store_fail(e.st, -EIO, "test_wal: injected failure");
+	CHECK_EQ(paste_persist_fence(pa), -EIO);
+	CHECK_EQ(paste_wal_lookup(e.w, ld, NULL, NULL, NULL), -ENOENT);
+	CHECK_EQ(info_of(e.w).pending, 1);
+	paste_wal_close(e.w);
+	e.w = NULL;
+	paste_persist_close(pb);
+	finish(&e);
+
+	/* Without durability (NONE) every record is visible at once. */
+	struct paste_persist_config none = { .mode = PASTE_DUR_NONE };
+	if (!start(&e, "visible-none"))
+		return;
+	CHECK_EQ(paste_persist_open(&pb, e.st, &none, NULL), 0);
+	uint64_t ln = put_unfenced(&e, 1, pb, &bb);
+	CHECK_EQ(paste_wal_lookup(e.w, ln, NULL, NULL, NULL), 0);
+	paste_wal_close(e.w);
+	e.w = NULL;
+	paste_persist_close(pb);
+	finish(&e);
+}
+
+/* Take buffer `want` from the free list (the store hands out buffers in
+ * its own order: the others go back). */
+static void grab(struct env *e, uint32_t want)
+{
+	uint32_t *got = malloc(sizeof(*got) * geom.nbufs), n = 0;
+	while (got && n < geom.nbufs && paste_store_alloc(e->st, &got[n], 1) == 1 && got[n] != want)
+		n++;
+	CHECK(got && n < geom.nbufs && got[n] == want);
+	for (uint32_t i = 0; got && i < n; i++)
+		paste_store_unref(e->st, got[i], false);
+	free(got);
+}
+
+/* A crash tore record R (lane 0 @64, LSN r: its data never became
+ * durable, so it was never acknowledged). The next run re-issues LSN r,
+ * and a client retrying its POST puts the very same bytes into R's old
+ * buffer, logged in lane 1 and acknowledged, followed by LSN r + 1.
+ * Leaves the store closed; *r and *br say which LSN and buffer. */
+static bool revenant(struct env *e, const char *name, uint64_t *r, uint32_t *br)
+{
+	if (!start(e, name))
+		return false;
+	put(e, 0, 1, NULL);
+	*r = put(e, 0, 1, br);
+	env_close(e);
+	flip(buf_off(*br, 5));
+	if (!env_open(e))
+		return false;
+	CHECK(strstr(e->err.msg, "lane 0: torn record at offset 64 (data crc mismatch)") != NULL);
+	CHECK_EQ(records(e->w), 1);
+	grab(e, *br);
+	fill(e->st, *br, *br);                 /* the same bytes land there again */
+	struct paste_extent ext = { *br, 0, 100 };
+	uint64_t lsn = 0;
+	CHECK_EQ(paste_wal_append(e->w, 1, e->p, &ext, 1, &lsn), 0);
+	CHECK_EQ(lsn, *r);                     /* the LSN is handed out again */
+	CHECK_EQ(paste_persist_fence(e->p), 0);
+	paste_store_unref(e->st, *br, false);
+	CHECK_EQ(put(e, 1, 1, NULL), *r + 1);
+	env_close(e);
+	return true;
+}
+
+/* The writable open sealed R's stop (zeroed its magic), so R cannot come
+ * back and push the acknowledged LSN r (and r + 1 behind it) out of lane 1. */
+static void test_torn_tail_stays_dead(void)
+{
+	struct env e;
+	uint64_t r;
+	uint32_t br;
+	if (!revenant(&e, "deadtail", &r, &br) || !env_open(&e))
+		return;
+	CHECK_EQ(e.err.msg[0], 0);                 /* a clean end now */
+	CHECK_EQ(records(e.w), 3);
+	struct seen s = { .st = e.st };
+	paste_wal_foreach(e.w, collect, &s);
+	CHECK(s.n == 3 && s.lsn[1] == r && s.lane[1] == 1 && s.lsn[2] == r + 1);
+	CHECK_EQ(paste_store_refcount(e.st, br), 1);
+	CHECK_EQ(paste_wal_check(e.w, NULL), 0);
+	finish(&e);
+}
+
+/* A store where R's stop was not sealed (an older writer): R revives, and
+ * LSN r is in two lanes. The copy with the older epoch (R, run 1) goes,
+ * not the later lane's (run 2, acknowledged). */
+static void test_dedup_keeps_newer_epoch(void)
+{
+	struct env e;
+	uint64_t r;
+	uint32_t br, magic = 0x4c415750u;
+	if (!revenant(&e, "newer", &r, &br))
+		return;
+	poke(lane_off(0, 64), &magic, 4);
+	if (!env_open(&e))
+		return;
+	CHECK(strstr(e.err.msg, "lane 0: corrupt record at offset 64 (lsn already used by a "
+		     "record in another lane), 1 valid records before it") != NULL);
+	CHECK_EQ(records(e.w), 3);
+	struct seen s = { .st = e.st };
+	paste_wal_foreach(e.w, collect, &s);
+	CHECK(s.n == 3 && s.lsn[1] == r && s.lane[1] == 1 && s.lsn[2] == r + 1);
+	CHECK_EQ(paste_store_refcount(e.st, br), 1);   /* lane 1's reference only */
+	CHECK_EQ(paste_wal_check(e.w, NULL), 1);
+	finish(&e);
+}
+
+/* A failed store: truncation writes nothing (no checkpoint that no fence
+ * can make durable), keeps every record and buffer, returns the failure;
+ * a restart finds the records. */
+static void test_truncate_failed_store(void)
+{
+	struct env e;
+	if (!start(&e, "failed"))
+		return;
+	uint32_t b[2];
+	uint64_t l0 = put(&e, 0, 1, &b[0]);
+	put(&e, 1, 1, &b[1]);
+	uint8_t before[LANES][2][64];
+	for (uint32_t i = 0; i < LANES; i++)
+		for (uint32_t k = 0; k < 2; k++)
+			memcpy(before[i][k], paste_store_ckpt(e.st, i, k), 64);
+	paste_store_fail(e.st, -EIO, "test_wal: injected failure");
+	CHECK_EQ(paste_wal_truncate(e.w, UINT64_MAX, e.p), -EIO);
+	CHECK_EQ(paste_wal_truncate(e.w, UINT64_MAX, e.p), -EIO);
+	for (uint32_t i = 0; i < LANES; i++)
+		for (uint32_t k = 0; k < 2; k++)
+			CHECK(memcmp(before[i][k], paste_store_ckpt(e.st, i, k), 64) == 0);
+	CHECK_EQ(paste_wal_lookup(e.w, l0, NULL, NULL, NULL), 0);
+	CHECK_EQ(paste_store_refcount(e.st, b[0]), 1);
+	CHECK_EQ(paste_store_refcount(e.st, b[1]), 1);
+	if (!env_reopen(&e))
+		return;
+	CHECK_EQ(records(e.w), 2);
+	finish(&e);
+}
+
+/* The fence of a truncation fails after the checkpoint was written (the
+ * store fails while the slow fence waits): the lane must not claim the
+ * slot it wrote, so its next checkpoint would not overwrite the newest
+ * durable one; buffers stay held, the error is returned. */
+struct failer {
+	struct paste_store *st;
+	const uint8_t *slot[2];
+	uint8_t before[2][64];
+	volatile bool stop;
+};
+
+static void *fail_on_ckpt_write(void *arg)
+{
+	struct failer *f = arg;
+	while (!f->stop) {
+		if (memcmp(f->slot[0], f->before[0], 64) || memcmp(f->slot[1], f->before[1], 64)) {
+			paste_store_fail(f->st, -EIO, "test_wal: failure during the fence");
+			break;
+		}
+	}
+	return NULL;
+}
+
+static void test_truncate_fence_fails(void)
+{
+	struct env e;
+	if (!start(&e, "fencefail"))
+		return;
+	struct paste_persist *slow;
+	struct paste_persist_config pc = { .mode = PASTE_DUR_EMULATED, .pm_latency_ns = 400000000 };
+	CHECK_EQ(paste_persist_open(&slow, e.st, &pc, NULL), 0);
+	uint32_t b;
+	uint64_t lsn = put(&e, 2, 1, &b);
+	struct wal_lane *l = &e.w->lanes[2];
+	int slot = l->ckpt_slot;
+	uint64_t seq = l->ckpt_seq, head_lsn = l->head_lsn, head = l->head;
+	uint32_t head_epoch = l->head_epoch, ckpt_epoch = l->ckpt_epoch;
+	struct failer f = { .st = e.st };
+	for (int k = 0; k < 2; k++) {
+		f.slot[k] = paste_store_ckpt(e.st, 2, (uint32_t)k);
+		memcpy(f.before[k], f.slot[k], 64);
+	}
+	pthread_t th;
+	pthread_create(&th, NULL, fail_on_ckpt_write, &f);
+	CHECK_EQ(paste_wal_truncate(e.w, lsn, slow), -EIO);
+	f.stop = true;
+	pthread_join(th, NULL);
+	CHECK(memcmp(f.slot[slot == 0 ? 1 : 0], f.before[slot == 0 ? 1 : 0], 64) != 0);  /* written */
+	CHECK_EQ(l->ckpt_slot, slot);                       /* but not claimed */
+	CHECK_EQ(l->ckpt_seq, seq);
+	CHECK_EQ(l->head_lsn, head_lsn);
+	CHECK_EQ(l->head_epoch, head_epoch);
+	CHECK_EQ(l->ckpt_epoch, ckpt_epoch);
+	CHECK_EQ(l->head, head);
+	CHECK_EQ(paste_store_refcount(e.st, b), 1);
+	CHECK_EQ(paste_wal_lookup(e.w, lsn, NULL, NULL, NULL), 0);
+	paste_persist_close(slow);
+	finish(&e);
+}
+
 static void test_bad_args(void)
 {
 	struct paste_wal *w = (struct paste_wal *)1;
@@ -942,6 +1230,11 @@ int main(void)
 	test_limits();
 	test_lsn_at_limit();
 	test_duplicate_lsn_across_lanes();
+	test_visibility_across_lanes();
+	test_torn_tail_stays_dead();
+	test_dedup_keeps_newer_epoch();
+	test_truncate_failed_store();
+	test_truncate_fence_fails();
 	rmdir(dir);
 	return check_done();
 }
