@@ -355,6 +355,7 @@ const char *paste_http_reason(int status)
 	case 400: return "Bad Request";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
 	case 411: return "Length Required";
 	case 413: return "Content Too Large";
 	case 417: return "Expectation Failed";

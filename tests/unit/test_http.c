@@ -525,6 +525,7 @@ static void test_reason(void)
 	static const struct { int status; const char *reason; } cases[] = {
 		{ 200, "OK" }, { 201, "Created" }, { 204, "No Content" },
 		{ 400, "Bad Request" }, { 404, "Not Found" }, { 405, "Method Not Allowed" },
+		{ 408, "Request Timeout" },
 		{ 411, "Length Required" }, { 413, "Content Too Large" }, { 417, "Expectation Failed" },
 		{ 431, "Request Header Fields Too Large" }, { 500, "Internal Server Error" },
 		{ 501, "Not Implemented" }, { 503, "Service Unavailable" },
