@@ -1,16 +1,19 @@
 /*
  * port.c - the engine-independent half of the paste port: configuration,
- * the connection table, output queues (copied bytes and pinned store
- * buffers, in order), the event batch and the durability gate.
+ * the connection table and its slot lifecycle (port_internal.h), output
+ * queues (copied bytes and pinned store buffers, in order), the event batch
+ * and the durability gate, including what a failed store does to it.
  *
- * Nothing here allocates per request: output queues and the event array
- * grow to the largest batch seen and are reused.
+ * Nothing here allocates per request: output queues grow to the largest
+ * batch a connection ever had and are reused; the event array is sized
+ * once, at open.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -35,20 +38,15 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 
 struct paste_event *port_push_event(struct paste_port *pt, uint16_t type, uint32_t conn)
 {
-	if (grow((void **)&pt->evs, &pt->cap_evs, pt->nevs + 1, sizeof(*pt->evs)))
-		return NULL;
+	if (pt->nevs >= pt->cap_evs) {
+		/* The engines keep room (port_internal.h); losing an event
+		 * would break the slot lifecycle, so this is a bug, not ENOMEM. */
+		fprintf(stderr, "paste: port event array overflow (%u events): bug\n", pt->nevs);
+		abort();
+	}
 	struct paste_event *ev = &pt->evs[pt->nevs++];
 	*ev = (struct paste_event){ .type = type, .conn = conn, .buf = PASTE_NO_BUF };
 	return ev;
-}
-
-void port_report_closed(struct paste_port *pt, uint32_t slot)
-{
-	struct conn *c = &pt->conns[slot];
-	if (!c->closed_reported) {
-		c->closed_reported = true;
-		port_push_event(pt, PASTE_EV_CLOSED, slot);
-	}
 }
 
 static void outq_reset(struct outq *q)
@@ -70,8 +68,7 @@ void port_conn_reset(struct paste_port *pt, uint32_t slot, int fd)
 	outq_reset(&c->pending);
 	outq_reset(&c->inflight);
 	c->state = CONN_OPEN;
-	c->recv_armed = c->send_inflight = c->close_wanted = false;
-	c->on_dirty = c->on_rearm = c->closed_reported = c->close_submitted = false;
+	c->recv_armed = c->send_inflight = c->close_wanted = c->release_ready = false;
 	c->gen++;
 	c->fd = fd;
 	c->need_epoch = 0;
@@ -153,6 +150,28 @@ void port_output_discard(struct paste_port *pt, struct conn *c)
 	outq_unpin(pt, &c->inflight);
 }
 
+void port_conn_end(struct paste_port *pt, uint32_t slot)
+{
+	struct conn *c = &pt->conns[slot];
+	if (c->state != CONN_OPEN)
+		return;
+	c->state = CONN_ENDED;
+	port_push_event(pt, PASTE_EV_CLOSED, slot);
+	/* Unsent output goes now (its pins with it); what a uring send still
+	 * reads stays until that send completes (the release waits for it). */
+	port_output_discard_pending(pt, c);
+	pt->ended[pt->nended++] = slot;
+}
+
+void port_slot_free(struct paste_port *pt, uint32_t slot)
+{
+	struct conn *c = &pt->conns[slot];
+	port_output_discard(pt, c);
+	c->state = CONN_FREE;
+	pt->st.conns--;
+	pt->st.closes++;
+}
+
 void port_mark_dirty(struct paste_port *pt, uint32_t slot)
 {
 	struct conn *c = &pt->conns[slot];
@@ -168,7 +187,7 @@ void port_flush_dirty(struct paste_port *pt)
 	for (uint32_t i = 0; i < pt->ndirty; i++) {
 		uint32_t slot = pt->dirty[i];
 		struct conn *c = &pt->conns[slot];
-		if (c->state != CONN_OPEN && c->state != CONN_CLOSING) {
+		if (c->state != CONN_OPEN) {
 			c->on_dirty = false;
 			continue;
 		}
@@ -180,9 +199,20 @@ void port_flush_dirty(struct paste_port *pt)
 		if (c->pending.nsegs)
 			pt->ops->kick(pt, slot);
 		if (c->close_wanted && port_output_idle(c))
-			pt->ops->shut(pt, slot);
+			port_conn_end(pt, slot);
 	}
 	pt->ndirty = keep;
+}
+
+void port_fail_gated(struct paste_port *pt)
+{
+	/* Every connection with gated output is on the dirty list (send and
+	 * the uring send completion list it), so the list is all we scan. */
+	for (uint32_t i = 0; i < pt->ndirty; i++) {
+		struct conn *c = &pt->conns[pt->dirty[i]];
+		if (c->state == CONN_OPEN && c->pending.nsegs && !port_gate_open(pt, c))
+			port_conn_end(pt, pt->dirty[i]);
+	}
 }
 
 static struct conn *live_conn(struct paste_port *pt, uint32_t slot)
@@ -206,6 +236,8 @@ int paste_port_send(struct paste_port *pt, uint32_t slot, const void *p, size_t 
 	struct conn *c = live_conn(pt, slot);
 	if (!c || c->close_wanted)
 		return -ENOTCONN;
+	if ((flags & PASTE_SEND_DURABLE) && paste_store_failed(pt->store, NULL))
+		return -EIO;       /* it could never be acknowledged */
 	if (n == 0)
 		return 0;
 	struct outq *q = &c->pending;
@@ -237,6 +269,8 @@ int paste_port_send_store(struct paste_port *pt, uint32_t slot, uint32_t buf,
 	struct conn *c = live_conn(pt, slot);
 	if (!c || c->close_wanted)
 		return -ENOTCONN;
+	if ((flags & PASTE_SEND_DURABLE) && paste_store_failed(pt->store, NULL))
+		return -EIO;
 	const struct paste_store_geom *g = paste_store_geom(pt->store);
 	if (buf >= g->nbufs || off > g->buf_size || len > g->buf_size - off)
 		return -EINVAL;
@@ -330,6 +364,11 @@ int paste_port_open(struct paste_port **out, const struct paste_port_config *cfg
 		pt->cfg.ring_bufs = 4096;
 	if (!pt->cfg.max_conns)
 		pt->cfg.max_conns = 4096;
+	if (pt->cfg.max_conns > PORT_MAX_CONNS) {
+		free(pt);
+		return paste_error_set(err, -EINVAL, "%u connection slots: at most %u",
+				       cfg->max_conns, PORT_MAX_CONNS);
+	}
 	pt->store = cfg->store;
 	pt->persist = cfg->persist;
 	pt->dur = cfg->persist ? paste_persist_mode(cfg->persist) : PASTE_DUR_NONE;
@@ -338,10 +377,14 @@ int paste_port_open(struct paste_port **out, const struct paste_port_config *cfg
 	pt->ops = cfg->engine == PASTE_ENGINE_EPOLL ? &paste_port_epoll_ops : &paste_port_uring_ops;
 	pt->conns = calloc(pt->cfg.max_conns, sizeof(*pt->conns));
 	pt->dirty = calloc(pt->cfg.max_conns, sizeof(*pt->dirty));
+	pt->ended = calloc(pt->cfg.max_conns, sizeof(*pt->ended));
+	pt->cap_evs = PORT_EVENTS_CAP(pt->cfg.max_conns);
+	pt->evs = calloc(pt->cap_evs, sizeof(*pt->evs));
 	if (pt->cfg.conn_data_size)
 		pt->conn_data = calloc(pt->cfg.max_conns, pt->cfg.conn_data_size);
 	int r;
-	if (!pt->conns || !pt->dirty || (pt->cfg.conn_data_size && !pt->conn_data))
+	if (!pt->conns || !pt->dirty || !pt->ended || !pt->evs ||
+	    (pt->cfg.conn_data_size && !pt->conn_data))
 		r = paste_error_set(err, -ENOMEM, "out of memory for %u connections", pt->cfg.max_conns);
 	else if ((r = port_listen(pt, err)) == 0)
 		r = pt->ops->open(pt, err);
@@ -357,6 +400,8 @@ void paste_port_close(struct paste_port *pt)
 {
 	if (!pt)
 		return;
+	/* The engine closes every socket it still has, whatever its state;
+	 * then every slot is released here (stats: accepts == closes). */
 	if (pt->engine)
 		pt->ops->close(pt);
 	if (pt->listen_fd >= 0)
@@ -364,7 +409,7 @@ void paste_port_close(struct paste_port *pt)
 	for (uint32_t i = 0; pt->conns && i < pt->cfg.max_conns; i++) {
 		struct conn *c = &pt->conns[i];
 		if (c->state != CONN_FREE)
-			port_output_discard(pt, c);
+			port_slot_free(pt, i);
 		free(c->pending.bytes); free(c->pending.segs);
 		free(c->inflight.bytes); free(c->inflight.segs);
 		free(c->iov);
@@ -372,6 +417,7 @@ void paste_port_close(struct paste_port *pt)
 	free(pt->conns);
 	free(pt->conn_data);
 	free(pt->dirty);
+	free(pt->ended);
 	free(pt->evs);
 	free(pt);
 }
@@ -379,12 +425,23 @@ void paste_port_close(struct paste_port *pt)
 int paste_port_poll(struct paste_port *pt, struct paste_event **evs, int timeout_ms)
 {
 	pt->nevs = 0;
+	/* The app has now seen every CLOSED of the last batch (each batch is
+	 * returned whole, below): only from here may those slots be reused. */
+	uint32_t n = pt->nended;
+	pt->nended = 0;
+	for (uint32_t i = 0; i < n; i++)
+		pt->ops->release(pt, pt->ended[i]);
+	/* A removed, replaced or truncated store file fails the store within
+	 * about a second; costs a clock read per pass. */
+	paste_store_watch(pt->store, 1000);
 	int r = pt->ops->poll(pt, timeout_ms);
 	/* Replies queued from here on belong to the batch we hand out now;
 	 * the engine's barrier at the next call covers them. */
 	pt->epoch++;
 	*evs = pt->evs;
-	if (r < 0)
+	/* Events gathered before an error are returned anyway: a CLOSED the
+	 * app never saw would keep its slot from being released right. */
+	if (r < 0 && pt->nevs == 0)
 		return r;
 	if (pt->nevs) {
 		pt->st.polls++;

@@ -11,6 +11,12 @@
  * Data arrives in a private buffer (PASTE_NO_BUF): an app that wants to
  * keep it must copy it into the store, which is what the paper's baseline
  * pays.
+ *
+ * The slot is the fd number, which the kernel reuses for the next accept
+ * as soon as it is closed; so an ended connection's close(2) waits for the
+ * next poll (its CLOSED event has been seen then, port_internal.h). It
+ * stays in the epoll set until then, harmlessly: the close comes before
+ * the next epoll_wait, and a poll that pushed a CLOSED does not wait.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +30,9 @@
 
 #define READ_BUF (64u * 1024)
 #define MAX_READY 512
+/* Each ready descriptor adds at most this many events: the listener's
+ * accepts (do_accept), otherwise one DATA or CLOSED. */
+#define EVENTS_PER_READY 64u
 
 struct epl {
 	int epfd;
@@ -33,18 +42,14 @@ struct epl {
 	uint8_t *rbuf;
 };
 
-static void epl_shut(struct paste_port *pt, uint32_t slot)
+static void epl_release(struct paste_port *pt, uint32_t slot)
 {
 	struct conn *c = &pt->conns[slot];
-	if (c->state == CONN_FREE)
+	if (c->state != CONN_ENDED)
 		return;
-	port_report_closed(pt, slot);
-	port_output_discard(pt, c);
 	close(c->fd);                 /* also leaves the epoll set */
 	pt->st.syscalls++;
-	c->state = CONN_FREE;
-	pt->st.conns--;
-	pt->st.closes++;
+	port_slot_free(pt, slot);
 }
 
 static void want_out(struct paste_port *pt, struct conn *c, bool on)
@@ -57,17 +62,30 @@ static void want_out(struct paste_port *pt, struct conn *c, bool on)
 }
 
 /* Write what is queued; fence first when it acknowledges durable data
- * queued in the batch just handled (the socket API cannot overlap that). */
+ * queued in the batch just handled (the socket API cannot overlap that).
+ * A failed fence (or a store failed meanwhile) means that output can never
+ * be acknowledged: it is dropped and the connection ends. need_epoch = 0
+ * marks output covered by a fence that succeeded: it still leaves after a
+ * later failure. */
 static void epl_kick(struct paste_port *pt, uint32_t slot)
 {
 	struct conn *c = &pt->conns[slot];
 	if (c->send_inflight)
 		return;               /* waiting for EPOLLOUT */
-	if (c->need_epoch && pt->persist && pt->dur != PASTE_DUR_NONE) {
-		paste_persist_fence(pt->persist);
-		pt->st.fences++;
-		if (pt->dur == PASTE_DUR_FSYNC)
-			pt->st.syscalls++;
+	if (c->need_epoch) {
+		int r;
+		if (pt->persist && pt->dur != PASTE_DUR_NONE) {
+			r = paste_persist_fence(pt->persist);
+			pt->st.fences++;
+			if (pt->dur == PASTE_DUR_FSYNC)
+				pt->st.syscalls++;
+		} else {
+			r = paste_store_failed(pt->store, NULL);
+		}
+		if (r < 0) {
+			port_conn_end(pt, slot);
+			return;
+		}
 		c->need_epoch = 0;
 	}
 	for (;;) {
@@ -82,7 +100,7 @@ static void epl_kick(struct paste_port *pt, uint32_t slot)
 				c->send_inflight = true;
 				want_out(pt, c, true);
 			} else {
-				epl_shut(pt, slot);
+				port_conn_end(pt, slot);
 			}
 			return;
 		}
@@ -93,12 +111,12 @@ static void epl_kick(struct paste_port *pt, uint32_t slot)
 		}
 	}
 	if (c->close_wanted)
-		epl_shut(pt, slot);
+		port_conn_end(pt, slot);
 }
 
 static void do_accept(struct paste_port *pt, struct epl *e)
 {
-	for (int i = 0; i < 64; i++) {
+	for (unsigned i = 0; i < EVENTS_PER_READY; i++) {
 		int fd = accept4(pt->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		pt->st.syscalls++;
 		if (fd < 0) {
@@ -114,7 +132,7 @@ static void do_accept(struct paste_port *pt, struct epl *e)
 			}
 			return;
 		}
-		if ((uint32_t)fd >= pt->cfg.max_conns) {
+		if ((uint32_t)fd >= pt->cfg.max_conns || pt->conns[fd].state != CONN_FREE) {
 			close(fd);    /* slot = fd: more descriptors than slots */
 			continue;
 		}
@@ -131,9 +149,16 @@ static void do_accept(struct paste_port *pt, struct epl *e)
 static int epl_poll(struct paste_port *pt, int timeout_ms)
 {
 	struct epl *e = pt->engine;
-	pt->durable_epoch = pt->epoch;     /* barriers are paid per write, in kick */
+	/* Barriers are paid per write, in kick; the gate only stops moving
+	 * once the store is failed, and then gated output is dropped. */
+	if (paste_store_failed(pt->store, NULL))
+		port_fail_gated(pt);
+	else
+		pt->durable_epoch = pt->epoch;
 	port_flush_dirty(pt);
 	for (;;) {
+		if (port_events_room(pt) < EVENTS_PER_READY)
+			return 0;          /* the rest of the ready list waits a pass */
 		if (e->next >= e->nready) {
 			if (pt->nevs)
 				return 0;
@@ -167,7 +192,7 @@ static int epl_poll(struct paste_port *pt, int timeout_ms)
 		if (r < 0 && errno == EAGAIN)
 			continue;
 		if (r <= 0) {
-			epl_shut(pt, slot);
+			port_conn_end(pt, slot);
 			return 0;
 		}
 		if (c->close_wanted)
@@ -207,11 +232,8 @@ static void epl_close(struct paste_port *pt)
 {
 	struct epl *e = pt->engine;
 	for (uint32_t i = 0; i < pt->cfg.max_conns; i++)
-		if (pt->conns[i].state != CONN_FREE) {
-			close(pt->conns[i].fd);
-			port_output_discard(pt, &pt->conns[i]);
-			pt->conns[i].state = CONN_FREE;
-		}
+		if (pt->conns[i].state != CONN_FREE)
+			close(pt->conns[i].fd);    /* paste_port_close frees the slots */
 	if (e->epfd >= 0)
 		close(e->epfd);
 	if (e->reserve_fd >= 0)
@@ -228,5 +250,5 @@ const struct port_ops paste_port_epoll_ops = {
 	.poll = epl_poll,
 	.hold = epl_hold,
 	.kick = epl_kick,
-	.shut = epl_shut,
+	.release = epl_release,
 };

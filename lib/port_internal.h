@@ -28,17 +28,29 @@ struct outq {
 	uint32_t seg_off;      /* bytes of segs[seg_done] already sent */
 };
 
-enum conn_state { CONN_FREE = 0, CONN_OPEN, CONN_CLOSING, CONN_DEAD };
+/* Slot lifecycle. A slot is reused (uring: the kernel picks the direct
+ * descriptor slot; epoll: the fd number) only after the app has seen its
+ * CLOSED event, so the app sees ACCEPT, DATA..., CLOSED per connection and
+ * never an ACCEPT (which zeroes the app data) before the previous CLOSED:
+ *
+ *   FREE --accept--> OPEN --port_conn_end--> ENDED --next poll begins-->
+ *   release (uring: once no send is in flight) --> FREE (epoll: close(2))
+ *                                              --> RELEASING --close CQE--> FREE (uring)
+ *
+ * Cost: a slot stays occupied one pass longer than the connection. */
+enum conn_state { CONN_FREE = 0, CONN_OPEN, CONN_ENDED, CONN_RELEASING };
 
 struct conn {
 	uint8_t state;
 	bool recv_armed;       /* a multishot recv is live (uring) */
-	bool send_inflight;    /* a send/sendmsg SQE is outstanding (uring) */
+	bool send_inflight;    /* uring: a send SQE is outstanding; epoll: waiting for EPOLLOUT */
 	bool close_wanted;     /* the app asked to close once output drained */
+	bool release_ready;    /* uring: CLOSED was seen; release at the send's completion */
+	/* List membership belongs to the slot, not the connection: it survives
+	 * a reuse, and each list checks the state when it runs, so a slot is
+	 * never listed twice (the lists are max_conns long). */
 	bool on_dirty;         /* listed in port->dirty */
-	bool on_rearm;         /* listed in port->rearm (uring, ENOBUFS) */
-	bool closed_reported;  /* CLOSED event already returned */
-	bool close_submitted;  /* cancel+close SQEs are outstanding (uring) */
+	bool on_rearm;         /* listed in the uring rearm list (ENOBUFS) */
 	uint32_t gen;          /* bumped per accept: stale CQEs are ignored */
 	int fd;                /* epoll: the socket; uring: the direct descriptor slot */
 	uint64_t need_epoch;   /* output may leave once durable_epoch >= this */
@@ -66,7 +78,10 @@ struct paste_port {
 	uint8_t *conn_data;            /* cfg.conn_data_size bytes per slot */
 
 	struct paste_event *evs;       /* the batch returned by poll */
-	uint32_t nevs, cap_evs;
+	uint32_t nevs, cap_evs;        /* cap_evs: fixed at open, see port_events_room */
+
+	uint32_t *ended;               /* slots whose CLOSED is in the current batch */
+	uint32_t nended;
 
 	uint32_t *dirty;               /* conns with pending output */
 	uint32_t ndirty;
@@ -89,17 +104,34 @@ struct port_ops {
 	int (*hold)(struct paste_port *pt, const struct paste_event *ev);
 	/* Output for conn became sendable (gate open); start it if idle. */
 	void (*kick)(struct paste_port *pt, uint32_t conn);
-	/* conn wants closing and has no output left. */
-	void (*shut)(struct paste_port *pt, uint32_t conn);
+	/* The app has seen conn's CLOSED event: give the socket back (the
+	 * slot becomes FREE now, or once the kernel is done with it). */
+	void (*release)(struct paste_port *pt, uint32_t conn);
 };
 
 extern const struct port_ops paste_port_uring_ops;
 extern const struct port_ops paste_port_epoll_ops;
 
 /* Shared helpers (lib/port.c). */
+/* The event array is allocated once, at open (PORT_EVENTS_CAP), so pushing
+ * never fails: before the engines gather events every slot can add at most
+ * one CLOSED (fewer than max_conns events); while gathering they check
+ * port_events_room before each step that can add events. */
+#define PORT_EVENTS_CAP(m) ((m) + ((m) < 4096u ? (m) : 4096u) + 64u)
+#define PORT_MAX_CONNS (1u << 20)   /* the kernel's limit on direct descriptors */
 struct paste_event *port_push_event(struct paste_port *pt, uint16_t type, uint32_t conn);
-/* The slot's CLOSED event, once: the last event the app sees for it. */
-void port_report_closed(struct paste_port *pt, uint32_t slot);
+static inline uint32_t port_events_room(const struct paste_port *pt)
+{
+	return pt->cap_evs - pt->nevs;
+}
+/* The connection is over (peer EOF/reset, send error, the app's close
+ * after its output drained, a durable reply the failed store can never
+ * acknowledge): its CLOSED event goes into this batch, nothing more is
+ * delivered or sent, and the slot waits for the next poll to be released.
+ * No-op unless OPEN. */
+void port_conn_end(struct paste_port *pt, uint32_t slot);
+/* Released: the slot may be accepted into again. */
+void port_slot_free(struct paste_port *pt, uint32_t slot);
 void port_conn_reset(struct paste_port *pt, uint32_t slot, int fd);
 bool port_output_idle(const struct conn *c);
 /* Move pending output to inflight and describe it as an iovec array
@@ -119,6 +151,10 @@ static inline bool port_gate_open(const struct paste_port *pt, const struct conn
 /* Run through the dirty list: kick every conn whose gate is open, keep the
  * others listed. Called by the engines after their barrier. */
 void port_flush_dirty(struct paste_port *pt);
+/* The store is failed: output waiting behind the gate can never be
+ * acknowledged. End every connection that has some (its CLOSED event
+ * tells the app; the client sees the connection close, no reply). */
+void port_fail_gated(struct paste_port *pt);
 void port_mark_dirty(struct paste_port *pt, uint32_t slot);
 int port_listen(struct paste_port *pt, struct paste_error *err);
 

@@ -17,6 +17,13 @@
  * user_data layout: op (4 bits) | generation (28 bits) | slot (32 bits); a
  * completion whose generation differs from the slot's is stale (the
  * connection was closed and the slot reused) and only its buffer matters.
+ *
+ * Slots are direct-descriptor slots the kernel picks at accept
+ * (IORING_FILE_INDEX_ALLOC): the lowest free one, free as soon as our
+ * close_direct ran. So the close is the release of the slot and is only
+ * submitted once the app has seen the connection's CLOSED event (the poll
+ * after it; port_internal.h), and, because a send reads its bytes from the
+ * slot's output queue, once no send is in flight.
  */
 #include <errno.h>
 #include <liburing.h>
@@ -55,19 +62,22 @@ struct uring {
 	struct timespec accept_retry;  /* back-off after EMFILE/ENFILE */
 	bool commit_inflight;
 	uint64_t commit_epoch, commit_ticket;
-	int fatal;                 /* a failed group commit: stop acknowledging */
+	bool ring_ok;              /* u->ring was set up (close tears it down) */
 	bool min_wait;             /* kernel has IORING_FEAT_MIN_TIMEOUT (6.12+) */
 	uint32_t sends_inflight;   /* send SQEs whose CQE has not been reaped */
-	uint32_t want_div, min_wait_us;
+	uint32_t min_wait_us;
 };
 
 /* Batch waiting. With wait_nr = 1 the kernel wakes us for every packet,
  * and on a fast server every pass then serves ~4 requests; the wake-ups and
  * context switches are a tenth of the CPU. Instead we ask for the send
- * completions we expect plus a share of the open connections, and tell the
- * kernel (min_wait, Linux 6.12) to settle for whatever arrived after
- * MIN_WAIT_US. Latency cost: at most MIN_WAIT_US when traffic is light. */
+ * completions we expect plus a share (1/want_div) of the open connections,
+ * and tell the kernel (min_wait, Linux 6.12) to settle for whatever arrived
+ * after min_wait_us. Latency cost: at most min_wait_us when traffic is
+ * light. Both are paste_port_config fields (experiments); 0 = these. */
 #define MIN_WAIT_US 50u
+#define WANT_DIV 4u
+#define MAX_MIN_WAIT_US 1000000u   /* 1 s: more is a typo, not an experiment */
 #define IORING_FEAT_MIN_TIMEOUT_BIT (1u << 15)  /* not in liburing 2.3 */
 
 struct getevents_arg {      /* io_uring_getevents_arg with 6.12's min_wait_usec */
@@ -82,10 +92,20 @@ static inline uint64_t ud(int op, uint32_t gen, uint32_t slot)
 	return (uint64_t)op << 60 | (uint64_t)(gen & GEN_MASK) << 32 | slot;
 }
 
+/* c->gen counts on past 28 bits (the lowest slots are reused the most:
+ * 2^28 accepts is hours of short connections); compare what ud() kept. */
+static inline bool same_gen(const struct conn *c, uint32_t gen)
+{
+	return (c->gen & GEN_MASK) == gen;
+}
+
 static struct io_uring_sqe *sqe_get(struct paste_port *pt, struct uring *u)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
-	if (!sqe) {       /* SQ full: a rare extra enter, counted */
+	/* SQ full: a rare extra enter, counted. Submitting early is safe for
+	 * the slot lifecycle: a close is only ever queued for a slot whose
+	 * CLOSED the app has already seen (uring_release). */
+	if (!sqe) {
 		io_uring_submit(&u->ring);
 		pt->st.syscalls++;
 		sqe = io_uring_get_sqe(&u->ring);
@@ -218,38 +238,39 @@ static void uring_kick(struct paste_port *pt, uint32_t slot)
 		send_inflight(pt, pt->engine, slot, n);
 }
 
-/* Cancel the multishot recv and close the direct descriptor, hard-linked
- * so the close runs even when the recv had already ended. */
-static void uring_shut(struct paste_port *pt, uint32_t slot)
+/* The app has seen the CLOSED event: give the slot back. A send still in
+ * flight reads this slot's output queue, so it is cancelled (the peer is
+ * gone, or the app is done) and the release waits for its completion.
+ * Otherwise cancel the multishot recv (if it still runs) and close the
+ * direct descriptor, hard-linked so the close runs even when the cancel
+ * finds nothing; the slot is FREE at the close's completion. */
+static void uring_release(struct paste_port *pt, uint32_t slot)
 {
 	struct uring *u = pt->engine;
 	struct conn *c = &pt->conns[slot];
-	if (c->close_submitted)
+	struct io_uring_sqe *sqe;
+	if (c->state != CONN_ENDED)
 		return;
-	c->close_submitted = true;
-	if (c->state == CONN_OPEN)
-		c->state = CONN_CLOSING;
-	struct io_uring_sqe *sqe = sqe_get(pt, u);
-	io_uring_prep_cancel64(sqe, ud(OP_RECV, c->gen, slot), 0);
-	sqe->flags |= IOSQE_IO_HARDLINK;
-	io_uring_sqe_set_data64(sqe, ud(OP_CANCEL, c->gen, slot));
+	if (c->send_inflight) {
+		if (!c->release_ready) {
+			c->release_ready = true;
+			sqe = sqe_get(pt, u);
+			io_uring_prep_cancel64(sqe, ud(OP_SEND, c->gen, slot), 0);
+			io_uring_sqe_set_data64(sqe, ud(OP_CANCEL, c->gen, slot));
+		}
+		return;
+	}
+	port_output_discard(pt, c);
+	c->state = CONN_RELEASING;
+	if (c->recv_armed) {   /* an EOF or reset already ended it: no SQE */
+		sqe = sqe_get(pt, u);
+		io_uring_prep_cancel64(sqe, ud(OP_RECV, c->gen, slot), 0);
+		sqe->flags |= IOSQE_IO_HARDLINK;
+		io_uring_sqe_set_data64(sqe, ud(OP_CANCEL, c->gen, slot));
+	}
 	sqe = sqe_get(pt, u);
 	io_uring_prep_close_direct(sqe, slot);
 	io_uring_sqe_set_data64(sqe, ud(OP_CLOSE, c->gen, slot));
-}
-
-/* The peer is gone (EOF, reset, send error): tell the app now, drop what
- * was queued, and close once no send references the socket. */
-static void conn_dead(struct paste_port *pt, uint32_t slot)
-{
-	struct conn *c = &pt->conns[slot];
-	if (c->state == CONN_DEAD || c->state == CONN_FREE)
-		return;
-	port_report_closed(pt, slot);
-	c->state = CONN_DEAD;
-	port_output_discard_pending(pt, c);
-	if (!c->send_inflight)
-		uring_shut(pt, slot);
 }
 
 static void on_accept(struct paste_port *pt, struct uring *u, struct io_uring_cqe *cqe,
@@ -273,6 +294,10 @@ static void on_accept(struct paste_port *pt, struct uring *u, struct io_uring_cq
 		return;
 	}
 	uint32_t slot = (uint32_t)cqe->res;
+	/* The kernel hands out a slot only after our close of it ran, so a
+	 * RELEASING slot here is released; its close CQE will be stale. */
+	if (slot < pt->cfg.max_conns && pt->conns[slot].state == CONN_RELEASING)
+		port_slot_free(pt, slot);
 	if (slot >= pt->cfg.max_conns || pt->conns[slot].state != CONN_FREE) {
 		/* cannot happen with a table of max_conns slots; never reuse a live slot */
 		struct io_uring_sqe *sqe = sqe_get(pt, u);
@@ -291,7 +316,7 @@ static void on_recv(struct paste_port *pt, struct uring *u, struct io_uring_cqe 
 		    uint32_t slot, uint32_t gen)
 {
 	struct conn *c = &pt->conns[slot];
-	bool live = c->gen == gen && c->state != CONN_FREE;
+	bool live = same_gen(c, gen) && c->state != CONN_FREE;
 	bool more = cqe->flags & IORING_CQE_F_MORE;
 	if (live && !more)
 		c->recv_armed = false;
@@ -313,7 +338,7 @@ static void on_recv(struct paste_port *pt, struct uring *u, struct io_uring_cqe 
 	if (!live)
 		return;
 	if (cqe->res == 0 || (cqe->res < 0 && cqe->res != -ENOBUFS && cqe->res != -ECANCELED)) {
-		conn_dead(pt, slot);    /* EOF or reset */
+		port_conn_end(pt, slot);    /* EOF or reset */
 	} else if (!more && c->state == CONN_OPEN) {
 		/* The multishot ended while the connection lives: the ring ran
 		 * dry (ENOBUFS: the data waits in the socket) or the kernel
@@ -332,19 +357,24 @@ static void on_send(struct paste_port *pt, struct uring *u, struct io_uring_cqe 
 {
 	struct conn *c = &pt->conns[slot];
 	u->sends_inflight--;
-	if (c->gen != gen || c->state == CONN_FREE)
+	if (!same_gen(c, gen) || (c->state != CONN_OPEN && c->state != CONN_ENDED))
 		return;
 	c->send_inflight = false;
-	if (cqe->res < 0 || c->state == CONN_DEAD) {
-		port_output_discard(pt, c);
-		if (c->state != CONN_DEAD)
-			conn_dead(pt, slot);
-		else
-			uring_shut(pt, slot);
+	if (c->state == CONN_ENDED) {
+		if (c->release_ready)
+			uring_release(pt, slot);
+		return;
+	}
+	if (cqe->res < 0) {
+		port_conn_end(pt, slot);
 		return;
 	}
 	if (!port_output_advance(pt, c, (size_t)cqe->res)) {
-		send_inflight(pt, u, slot, port_output_iov(pt, c));   /* partial send */
+		uint32_t n = port_output_iov(pt, c);     /* partial send: the rest */
+		if (n)
+			send_inflight(pt, u, slot, n);
+		else
+			port_conn_end(pt, slot);            /* no memory for the iovecs */
 		return;
 	}
 	if (c->pending.nsegs) {
@@ -354,32 +384,25 @@ static void on_send(struct paste_port *pt, struct uring *u, struct io_uring_cqe 
 			port_mark_dirty(pt, slot);   /* waits for the group commit */
 	}
 	if (c->close_wanted && port_output_idle(c))
-		uring_shut(pt, slot);
+		port_conn_end(pt, slot);
 }
 
 static void on_close(struct paste_port *pt, uint32_t slot, uint32_t gen)
 {
 	struct conn *c = &pt->conns[slot];
-	if (c->gen != gen || c->state == CONN_FREE)
-		return;
-	port_report_closed(pt, slot);
-	port_output_discard(pt, c);
-	c->state = CONN_FREE;
-	pt->st.conns--;
-	pt->st.closes++;
+	if (same_gen(c, gen) && c->state == CONN_RELEASING)
+		port_slot_free(pt, slot);
 }
 
+/* A failed commit (or one that completed after the store failed anyway)
+ * leaves durable_epoch where it was: its replies stay behind the gate, and
+ * the next pass's barrier ends their connections (port_fail_gated). That
+ * is one pass later, so a CQE still adds at most one event. */
 static void on_fsync(struct paste_port *pt, struct uring *u, int res)
 {
 	u->commit_inflight = false;
-	res = paste_persist_end_commit(pt->persist, u->commit_ticket, res);
-	if (res < 0) {
-		/* The batch is not durable and never will be: acknowledging it
-		 * would lie. Stop; a restart recovers what is durable. */
-		fprintf(stderr, "paste: group commit (fdatasync) failed: %s; stopping\n", strerror(-res));
-		u->fatal = res;
+	if (paste_persist_end_commit(pt->persist, u->commit_ticket, res) < 0)
 		return;
-	}
 	pt->st.commits++;
 	pt->durable_epoch = u->commit_epoch;
 }
@@ -401,41 +424,56 @@ static void handle_cqe(struct paste_port *pt, struct uring *u, struct io_uring_c
 
 /* The persistence barrier for the batch the app just finished: one fence
  * (pmem/emulated) or one group commit (fsync, asynchronous: the loop keeps
- * receiving while the disk works; replies wait behind the gate). */
+ * receiving while the disk works; replies wait behind the gate). Once the
+ * store is failed (here, in another thread, or found removed by the watch)
+ * durable_epoch never moves again and gated replies are dropped with their
+ * connections; ungated output (an error reply) still flows. */
 static void barrier(struct paste_port *pt, struct uring *u)
 {
 	uint64_t done = pt->epoch;   /* everything queued so far */
+	if (paste_store_failed(pt->store, NULL)) {
+		port_fail_gated(pt);
+		return;
+	}
 	switch (pt->dur) {
 	case PASTE_DUR_EMULATED:
 	case PASTE_DUR_PMEM:
 		if (paste_persist_pending(pt->persist)) {
-			paste_persist_fence(pt->persist);
 			pt->st.fences++;
+			if (paste_persist_fence(pt->persist) < 0) {
+				port_fail_gated(pt);
+				return;
+			}
 		}
-		pt->durable_epoch = done;
 		break;
 	case PASTE_DUR_FSYNC:
 		if (u->commit_inflight)
-			break;          /* this batch joins the next group commit */
-		if (!paste_persist_pending(pt->persist)) {
-			pt->durable_epoch = done;
+			return;          /* this batch joins the next group commit */
+		int fd = paste_persist_begin_commit(pt->persist, &u->commit_ticket);
+		if (fd == -EBUSY)
+			return;          /* a commit we did not start: wait for it */
+		if (fd == -ENODATA) {
+			/* Nothing pending. A commit begun elsewhere may still
+			 * hold what was flushed: advance only once the persist
+			 * object has published every closed epoch. */
+			if (paste_persist_durable(pt->persist) + 1 < paste_persist_epoch(pt->persist))
+				return;
 			break;
 		}
-		int fd = paste_persist_begin_commit(pt->persist, &u->commit_ticket);
 		if (fd < 0) {
-			if (fd == -ENODATA)
-				pt->durable_epoch = done;
-			break;
+			port_fail_gated(pt);
+			return;
 		}
 		struct io_uring_sqe *sqe = sqe_get(pt, u);
 		io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
 		io_uring_sqe_set_data64(sqe, ud(OP_FSYNC, 0, 0));
 		u->commit_inflight = true;
 		u->commit_epoch = done;
-		break;
+		return;
 	default:
-		pt->durable_epoch = done;
+		break;
 	}
+	pt->durable_epoch = done;
 }
 
 /* What io_uring_submit_and_wait_timeout does, plus min_wait_usec, which
@@ -476,8 +514,6 @@ static bool accept_may_retry(struct uring *u)
 static int uring_poll(struct paste_port *pt, int timeout_ms)
 {
 	struct uring *u = pt->engine;
-	if (u->fatal)
-		return u->fatal;
 	recycle(pt, u);
 	barrier(pt, u);
 	if (u->nempty < u->nbufs) {      /* the ring has buffers: re-arm */
@@ -494,9 +530,10 @@ static int uring_poll(struct paste_port *pt, int timeout_ms)
 		arm_accepts(pt, u);
 	port_flush_dirty(pt);
 
-	/* A waiting timeout only when there is nothing to hand out already;
+	/* A waiting timeout only when there is nothing to hand out already
+	 * (CLOSED events from the barrier or from drained closes count);
 	 * short ones while accept backs off or buffers are missing. */
-	unsigned wait_nr = io_uring_cq_ready(&u->ring) ? 0 : 1;
+	unsigned wait_nr = io_uring_cq_ready(&u->ring) || pt->nevs ? 0 : 1;
 	if (pt->cfg.busy_poll)
 		wait_nr = 0;
 	struct __kernel_timespec ts, *tsp = NULL;
@@ -510,7 +547,7 @@ static int uring_poll(struct paste_port *pt, int timeout_ms)
 	struct io_uring_cqe *cqe;
 	int r;
 	if (wait_nr && u->min_wait) {
-		uint32_t want = pt->st.conns / u->want_div;
+		uint32_t want = pt->st.conns / pt->cfg.want_div;
 		if (want > 64)
 			want = 64;
 		r = enter_batched(u, wait_nr + u->sends_inflight + want, tsp);
@@ -519,10 +556,12 @@ static int uring_poll(struct paste_port *pt, int timeout_ms)
 			    : io_uring_submit_and_get_events(&u->ring);
 	}
 	pt->st.syscalls++;
-	if (r < 0 && r != -ETIME && r != -EINTR && r != -EAGAIN && r != -EBUSY)
-		return r;
+	/* A CQE adds at most one event; when the array is full the rest wait
+	 * in the CQ for the next pass (which then does not block). */
 	unsigned head, n = 0;
 	io_uring_for_each_cqe(&u->ring, head, cqe) {
+		if (!port_events_room(pt))
+			break;
 		handle_cqe(pt, u, cqe);
 		n++;
 	}
@@ -530,7 +569,9 @@ static int uring_poll(struct paste_port *pt, int timeout_ms)
 	pt->st.ring_free = u->nbufs - u->nempty - u->ndelivered;
 	if (r == -EINTR && pt->nevs == 0)
 		return -EINTR;
-	return u->fatal ? u->fatal : 0;
+	if (r < 0 && r != -ETIME && r != -EINTR && r != -EAGAIN && r != -EBUSY)
+		return r;     /* paste_port_poll still returns events gathered */
+	return 0;
 }
 
 static int uring_hold(struct paste_port *pt, const struct paste_event *ev)
@@ -594,18 +635,28 @@ static int uring_open(struct paste_port *pt, struct paste_error *err)
 	uint32_t nb = pt->cfg.ring_bufs;
 	if (nb > 32768 || (nb & (nb - 1)))
 		return paste_error_set(err, -EINVAL, "ring buffers must be a power of two <= 32768 (got %u)", nb);
+	if (pt->cfg.min_wait_us > MAX_MIN_WAIT_US)
+		return paste_error_set(err, -EINVAL, "min_wait_us %u is over 1 s", pt->cfg.min_wait_us);
+	if (!pt->cfg.min_wait_us)
+		pt->cfg.min_wait_us = MIN_WAIT_US;
+	if (!pt->cfg.want_div)
+		pt->cfg.want_div = WANT_DIV;
 	struct uring *u = calloc(1, sizeof(*u));
 	if (!u)
 		return paste_error_set(err, -ENOMEM, "out of memory");
 	pt->engine = u;
 	u->nbufs = nb;
 	u->mask = (uint32_t)io_uring_buf_ring_mask(nb);
-	u->bid_buf = calloc(nb, sizeof(*u->bid_buf));
+	u->bid_buf = malloc(nb * sizeof(*u->bid_buf));
 	u->delivered = calloc(nb, sizeof(*u->delivered));
 	u->empty = calloc(nb, sizeof(*u->empty));
 	u->rearm = calloc(pt->cfg.max_conns, sizeof(*u->rearm));
 	if (!u->bid_buf || !u->delivered || !u->empty || !u->rearm)
 		return paste_error_set(err, -ENOMEM, "out of memory");
+	/* Every ring slot empty until a buffer is in it: a failure below
+	 * then makes uring_close release exactly the buffers taken. */
+	for (uint32_t i = 0; i < nb; i++)
+		u->bid_buf[i] = PASTE_NO_BUF;
 	bool deferred;
 	uint32_t cq = pt->cfg.max_conns * 4 > 65536 ? 65536 : pt->cfg.max_conns * 4;
 	if (cq < 4096)
@@ -613,12 +664,12 @@ static int uring_open(struct paste_port *pt, struct paste_error *err)
 	r = ring_init(&u->ring, 4096, cq, &deferred);
 	if (r < 0)
 		return paste_error_set(err, r, "io_uring_queue_init: %s", strerror(-r));
+	u->ring_ok = true;
 	/* Without min_wait (kernels before 6.12) we wait for one event: same
 	 * semantics, smaller batches. */
 	u->min_wait = (u->ring.features & IORING_FEAT_MIN_TIMEOUT_BIT) && deferred &&
-		      !getenv("PASTE_NO_MIN_WAIT");
-	u->want_div = getenv("PASTE_WANT_DIV") ? (uint32_t)atoi(getenv("PASTE_WANT_DIV")) : 4;
-	u->min_wait_us = getenv("PASTE_MIN_WAIT_US") ? (uint32_t)atoi(getenv("PASTE_MIN_WAIT_US")) : MIN_WAIT_US;
+		      !pt->cfg.no_min_wait;
+	u->min_wait_us = pt->cfg.min_wait_us;
 	r = io_uring_register_files_sparse(&u->ring, pt->cfg.max_conns);
 	if (r < 0)
 		return paste_error_set(err, r, "registering %u direct descriptors: %s (raise RLIMIT_NOFILE)",
@@ -660,11 +711,29 @@ static int uring_open(struct paste_port *pt, struct paste_error *err)
 	return 0;
 }
 
+/* The persist object allows one commit in flight and only its end lets
+ * the next begin: a commit left running would make every later barrier on
+ * this persist object wait forever. An fdatasync is short; wait for it. */
+static void finish_commit(struct paste_port *pt, struct uring *u)
+{
+	io_uring_submit(&u->ring);
+	while (u->commit_inflight) {
+		struct io_uring_cqe *cqe;
+		if (io_uring_wait_cqe(&u->ring, &cqe) < 0)
+			return;
+		if ((int)(cqe->user_data >> 60) == OP_FSYNC)
+			on_fsync(pt, u, cqe->res);
+		io_uring_cqe_seen(&u->ring, cqe);   /* buffers: ring slots, released below */
+	}
+}
+
 static void uring_close(struct paste_port *pt)
 {
 	struct uring *u = pt->engine;
-	if (u->ring.ring_fd > 0)
-		io_uring_queue_exit(&u->ring);   /* the kernel drops every pending op */
+	if (u->ring_ok) {
+		finish_commit(pt, u);
+		io_uring_queue_exit(&u->ring);   /* drops every pending op, closes every slot */
+	}
 	/* Give the ring's buffers back: a filled ring slot owns exactly one
 	 * reference (an app's hold is its own); empty slots are PASTE_NO_BUF. */
 	for (uint32_t i = 0; u->bid_buf && i < u->nbufs; i++)
@@ -689,5 +758,5 @@ const struct port_ops paste_port_uring_ops = {
 	.poll = uring_poll,
 	.hold = uring_hold,
 	.kick = uring_kick,
-	.shut = uring_shut,
+	.release = uring_release,
 };
