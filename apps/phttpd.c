@@ -7,7 +7,17 @@
  * Per request on the hot path: one parse of the head where it landed (a
  * head split across reads is reassembled in a small per-connection
  * buffer; bodies are never copied unless --copy or the epoll engine), one
- * reply queued by memcpy of a precomputed response.
+ * reply queued by memcpy of a precomputed response, one atomic load (has
+ * the store failed?). Per poll pass: one coarse clock read; twice a
+ * second per thread: the timeout sweep over the open connections. (The
+ * port stats the store file once a second: paste_store_watch.)
+ *
+ * A failed store (paste_store_failed: a failed flush, fence or sync in
+ * any thread, or the file removed, replaced or truncated) is seen by
+ * every worker after its next poll: from then on every request but
+ * GET /stats is answered 503 naming the failure, and after a short drain
+ * the server exits 1. The port itself never lets a DURABLE reply out
+ * after the failure; the 503s are so that clients learn why.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -20,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "phttpd.h"
@@ -27,6 +38,10 @@
 #define MAX_HEAD 8192u
 #define MAX_CONNS 16384u   /* connection slots per thread */
 #define CONTINUE_100 "HTTP/1.1 100 Continue\r\n\r\n"
+#define SWEEP_MS 500u      /* timeouts fire at most this late */
+#define DRAIN_MS 500u      /* after a store failure: time for the 503s to leave */
+#define DRAIN_POLL_MS 50   /* poll timeout while draining */
+#define MAX_TIMEOUT 1000000u   /* seconds (11.5 days): more is a typo */
 
 /* Replies are built by appending, not snprintf: on the WAL path three
  * snprintf calls per 201 were 7 % of the server's CPU. */
@@ -81,16 +96,19 @@ int reply_head(char *out, size_t cap, struct hconn *h, int status, const char *c
 	return (int)n;
 }
 
-void reply_simple(struct worker *w, uint32_t conn, struct hconn *h, int status,
-		  const char *ctype, const char *body, size_t len, const char *extra, int flags)
+int reply_simple(struct worker *w, uint32_t conn, struct hconn *h, int status,
+		 const char *ctype, const char *body, size_t len, const char *extra, int flags)
 {
 	char buf[512];
 	int n = reply_head(buf, sizeof(buf), h, status, ctype, len, extra);
-	paste_port_send(w->port, conn, buf, (size_t)n, flags);
-	if (len && !h->head_only)
-		paste_port_send(w->port, conn, body, len, flags);
+	int r = paste_port_send(w->port, conn, buf, (size_t)n, flags);
+	if (r == -EIO && (flags & PASTE_SEND_DURABLE))
+		return r;
+	if (r == 0 && len && !h->head_only)
+		r = paste_port_send(w->port, conn, body, len, flags);
 	if (!h->keep_alive)
 		paste_port_close_conn(w->port, conn);
+	return r;
 }
 
 /* Bad input: a clear status, then close this connection only. */
@@ -104,42 +122,100 @@ void reply_error(struct worker *w, uint32_t conn, struct hconn *h, int status)
 	h->state = H_DEAD;
 }
 
+bool store_failed(struct worker *w)
+{
+	const char *why;
+	if (w->failing)
+		return true;
+	if (!paste_store_failed(w->srv->store, &why))
+		return false;
+	int n = snprintf(w->fail_body, sizeof(w->fail_body), "store failed: %s\n", why);
+	w->fail_body_len = n < (int)sizeof(w->fail_body) ? (uint32_t)n : sizeof(w->fail_body) - 1;
+	w->fail_ms = w->now_ms;
+	w->failing = true;
+	return true;
+}
+
+/* The server is going away: say why and close, so the client does not
+ * send more on this connection. */
+void reply_failed(struct worker *w, uint32_t conn, struct hconn *h)
+{
+	store_failed(w);
+	h->keep_alive = false;
+	reply_simple(w, conn, h, 503, "text/plain", w->fail_body, w->fail_body_len,
+		     "Retry-After: 5", 0);
+	h->state = H_DEAD;
+}
+
+/* Copy this worker's port counters where /stats in another thread can
+ * read them: once per pass that had events, and once more after it (the
+ * next poll recycles that batch's buffers). A mutex nobody contends but
+ * a /stats request: ~20 ns per pass, not per request. */
+static void publish_stats(struct worker *w, int n)
+{
+	if (n <= 0 && !w->snap_stale)
+		return;
+	pthread_mutex_lock(&w->snap_lock);
+	paste_port_stats(w->port, &w->snap);
+	w->snap_valid = true;
+	pthread_mutex_unlock(&w->snap_lock);
+	w->snap_stale = n > 0;
+}
+
+/* Other threads' port counters come from their snapshots (at most one
+ * pass, or SWEEP_MS when idle, old); this thread's are read live. */
 static void reply_stats(struct worker *w, uint32_t conn, struct hconn *h)
 {
 	struct server *s = w->srv;
 	struct paste_port_stats t = { 0 };
-	uint64_t requests = 0;
+	uint64_t requests = 0, timeouts = 0, idle = 0, body_bufs = 0;
 	for (uint32_t i = 0; i < s->threads; i++) {
+		struct worker *o = &s->workers[i];
 		struct paste_port_stats x;
-		if (!s->workers[i].port)
+		bool ok = true;
+		if (o == w) {
+			paste_port_stats(w->port, &x);
+		} else {
+			pthread_mutex_lock(&o->snap_lock);
+			ok = o->snap_valid;
+			x = o->snap;
+			pthread_mutex_unlock(&o->snap_lock);
+		}
+		requests += atomic_load_explicit(&o->requests, memory_order_relaxed);
+		timeouts += atomic_load_explicit(&o->timeouts, memory_order_relaxed);
+		idle += atomic_load_explicit(&o->idle_closes, memory_order_relaxed);
+		body_bufs += atomic_load_explicit(&o->body_bufs, memory_order_relaxed);
+		if (!ok)
 			continue;
-		paste_port_stats(s->workers[i].port, &x);
 		t.polls += x.polls; t.events += x.events; t.syscalls += x.syscalls;
 		t.accepts += x.accepts; t.enobufs += x.enobufs; t.fences += x.fences;
 		t.commits += x.commits; t.conns += x.conns; t.held += x.held;
 		t.ring_free += x.ring_free;
-		requests += __atomic_load_n(&s->workers[i].requests, __ATOMIC_RELAXED);
 	}
 	struct paste_wal_info wi = { 0 };
 	if (s->wal)
 		paste_wal_info(s->wal, &wi);
-	char body[1024];
+	char body[1536];
 	const struct paste_store_geom *g = paste_store_geom(s->store);
+	uint32_t held = paste_store_nheld(s->store);   /* snapshots may lag it */
 	int n = snprintf(body, sizeof(body),
 		"{\"engine\":\"%s\",\"mode\":\"%s\",\"durability\":\"%s\",\"threads\":%u,"
 		"\"requests\":%" PRIu64 ",\"batches\":%" PRIu64 ",\"events\":%" PRIu64 ",\"mean_batch\":%.2f,"
 		"\"syscalls\":%" PRIu64 ",\"syscalls_per_request\":%.4f,"
 		"\"bufs_total\":%u,\"bufs_free\":%u,\"bufs_held\":%u,\"enobufs\":%" PRIu64 ","
 		"\"conns\":%u,\"accepts\":%" PRIu64 ",\"fences\":%" PRIu64 ",\"commits\":%" PRIu64 ","
-		"\"log_records\":%" PRIu64 ",\"log_first_lsn\":%" PRIu64 ",\"log_last_lsn\":%" PRIu64 "}\n",
+		"\"log_records\":%" PRIu64 ",\"log_first_lsn\":%" PRIu64 ",\"log_last_lsn\":%" PRIu64 ","
+		"\"body_bufs\":%" PRIu64 ",\"timeouts\":%" PRIu64 ",\"idle_closes\":%" PRIu64 ","
+		"\"store_failed\":%s}\n",
 		s->engine == PASTE_ENGINE_URING ? "uring" : "epoll", s->wal_mode ? "wal" : "rpc",
 		paste_durability_name(w->persist ? paste_persist_mode(w->persist) : PASTE_DUR_NONE),
 		s->threads, requests, t.polls, t.events, t.polls ? (double)t.events / (double)t.polls : 0.0,
 		t.syscalls, requests ? (double)t.syscalls / (double)requests : 0.0,
 		g->nbufs, paste_store_nfree(s->store),
-		paste_store_nheld(s->store) - t.ring_free,
+		held > t.ring_free ? held - t.ring_free : 0,
 		t.enobufs, t.conns, t.accepts, t.fences, t.commits,
-		wi.records, wi.first_lsn, wi.last_lsn);
+		wi.records, wi.first_lsn, wi.last_lsn, body_bufs, timeouts, idle,
+		paste_store_failed(s->store, NULL) ? "true" : "false");
 	reply_simple(w, conn, h, 200, "application/json", body, (size_t)n, NULL, 0);
 }
 
@@ -159,7 +235,12 @@ static void route_request(struct server *s, struct hconn *h, const struct paste_
 static void finish_request(struct worker *w, uint32_t conn, struct hconn *h)
 {
 	struct server *s = w->srv;
-	w->requests++;
+	bump(&w->requests);
+	if (h->route != ROUTE_STATS && store_failed(w)) {
+		wal_release(w, h);
+		reply_failed(w, conn, h);
+		return;
+	}
 	switch (h->route) {
 	case ROUTE_RPC:
 		if (h->keep_alive && !h->http10 && !h->head_only) {
@@ -202,6 +283,10 @@ static void head_done(struct worker *w, uint32_t conn, struct hconn *h, const st
 	h->next = 0;
 	h->copying = false;
 	route_request(w->srv, h, req);
+	if (h->route != ROUTE_STATS && store_failed(w)) {
+		reply_failed(w, conn, h);   /* the body, if any, is not read */
+		return;
+	}
 	if (h->route == ROUTE_LOG_APPEND && h->body_len > wal_max_body(w->srv)) {
 		reply_error(w, conn, h, 413);
 		return;
@@ -242,6 +327,7 @@ static void on_data(struct worker *w, const struct paste_event *ev)
 {
 	struct hconn *h = paste_port_conn_data(w->port, ev->conn);
 	uint32_t pos = 0;
+	h->last_ms = w->now_ms;
 	while (pos < ev->len && h->state != H_DEAD) {
 		if (h->state == H_BODY) {
 			uint32_t take = ev->len - pos;
@@ -261,6 +347,7 @@ static void on_data(struct worker *w, const struct paste_event *ev)
 		if (!h->head_len) {           /* zero copy: parse where it landed */
 			r = paste_http_parse(&h->ps, (const char *)ev->data + pos, ev->len - pos, &req);
 			if (r == 0) {
+				h->head_ms = w->now_ms;   /* the header timeout starts */
 				if (head_append(h, ev->data + pos, ev->len - pos)) {
 					reply_error(w, ev->conn, h, 503);
 					return;
@@ -293,6 +380,24 @@ static void on_data(struct worker *w, const struct paste_event *ev)
 	}
 }
 
+static void list_add(struct worker *w, uint32_t conn)
+{
+	if (conn >= MAX_CONNS || w->pos[conn] != UINT32_MAX)
+		return;
+	w->pos[conn] = w->nopen;
+	w->open[w->nopen++] = conn;
+}
+
+static void list_del(struct worker *w, uint32_t conn)
+{
+	if (conn >= MAX_CONNS || w->pos[conn] == UINT32_MAX)
+		return;
+	uint32_t i = w->pos[conn], last = w->open[--w->nopen];
+	w->open[i] = last;
+	w->pos[last] = i;
+	w->pos[conn] = UINT32_MAX;
+}
+
 static void on_closed(struct worker *w, uint32_t conn)
 {
 	struct hconn *h = paste_port_conn_data(w->port, conn);
@@ -301,6 +406,68 @@ static void on_closed(struct worker *w, uint32_t conn)
 	h->head = NULL;
 	h->head_len = h->head_cap = 0;
 	h->state = H_DEAD;
+	list_del(w, conn);
+}
+
+/* A slow or stalled client: 408, close, and give back what its body held. */
+static void timed_out(struct worker *w, uint32_t conn, struct hconn *h)
+{
+	wal_release(w, h);
+	reply_error(w, conn, h, 408);
+	bump(&w->timeouts);
+}
+
+/* Twice a second per thread: close what timed out. Reads one cache line
+ * per open connection (16k connections: ~1 ms a second at worst) and no
+ * clock: the pass's timestamp is enough at this granularity. */
+static void sweep(struct worker *w)
+{
+	struct server *s = w->srv;
+	uint64_t now = w->now_ms;
+	w->next_sweep_ms = now + SWEEP_MS;
+	for (uint32_t i = 0; i < w->nopen; i++) {
+		uint32_t conn = w->open[i];
+		struct hconn *h = paste_port_conn_data(w->port, conn);
+		if (h->state == H_BODY) {
+			if (s->body_to_ms && now - h->last_ms >= s->body_to_ms)
+				timed_out(w, conn, h);
+		} else if (h->state == H_HEAD && h->head_len) {
+			if (s->header_to_ms && now - h->head_ms >= s->header_to_ms)
+				timed_out(w, conn, h);
+		} else if (h->state == H_HEAD) {
+			if (s->idle_to_ms && now - h->last_ms >= s->idle_to_ms) {
+				h->state = H_DEAD;      /* silently: no request to answer */
+				paste_port_close_conn(w->port, conn);
+				bump(&w->idle_closes);
+			}
+		}
+	}
+}
+
+/* The coarse clock (~5 ns, vDSO, a few ms resolution) once per pass. */
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+static int poll_timeout(const struct worker *w)
+{
+	if (w->srv->busy_poll)
+		return 0;
+	if (w->failing)
+		return DRAIN_POLL_MS;
+	uint64_t left = w->next_sweep_ms > w->now_ms ? w->next_sweep_ms - w->now_ms : 0;
+	return (int)(left < SWEEP_MS ? left : SWEEP_MS);
+}
+
+/* The first worker to give up wakes main (sigwait), which stops the rest. */
+static void request_exit(struct server *s)
+{
+	int zero = 0;
+	if (atomic_compare_exchange_strong(&s->exit_code, &zero, 1))
+		kill(getpid(), SIGTERM);
 }
 
 static void *worker_main(void *arg)
@@ -328,15 +495,23 @@ static void *worker_main(void *arg)
 	sigemptyset(&usr);
 	sigaddset(&usr, SIGUSR1);
 	pthread_sigmask(SIG_UNBLOCK, &usr, NULL);
-	while (!s->stop) {
+	w->now_ms = now_ms();
+	w->next_sweep_ms = w->now_ms + SWEEP_MS;
+	while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
 		struct paste_event *evs;
-		int n = paste_port_poll(w->port, &evs, s->busy_poll ? 0 : 500);
-		if (n == -EINTR || n == 0)
-			continue;
-		if (n < 0) {
-			fprintf(stderr, "phttpd: thread %u: %s; stopping\n", w->id, strerror(-n));
-			s->stop = 2;
-			kill(getpid(), SIGTERM);
+		int n = paste_port_poll(w->port, &evs, poll_timeout(w));
+		w->now_ms = now_ms();
+		publish_stats(w, n);
+		if (n < 0 && n != -EINTR) {
+			if (!store_failed(w))
+				fprintf(stderr, "phttpd: thread %u: %s; stopping\n", w->id, strerror(-n));
+			request_exit(s);
+			break;
+		}
+		/* Failed: answer what comes with 503 for a bounded drain (the
+		 * 503s queued in one pass leave with the next poll), then go. */
+		if (store_failed(w) && ++w->fail_passes > 2 && w->now_ms - w->fail_ms >= DRAIN_MS) {
+			request_exit(s);
 			break;
 		}
 		for (int i = 0; i < n; i++) {
@@ -345,6 +520,8 @@ static void *worker_main(void *arg)
 			switch (ev->type) {
 			case PASTE_EV_ACCEPT:
 				paste_http_parser_init(&h->ps, MAX_HEAD, s->max_body);
+				h->last_ms = w->now_ms;
+				list_add(w, ev->conn);
 				break;
 			case PASTE_EV_DATA:
 				on_data(w, ev);
@@ -354,6 +531,12 @@ static void *worker_main(void *arg)
 				break;
 			}
 		}
+		if (w->now_ms >= w->next_sweep_ms)
+			sweep(w);
+	}
+	if (w->failing) {          /* submit the 503s the last pass queued */
+		struct paste_event *evs;
+		paste_port_poll(w->port, &evs, 0);
 	}
 	/* Connections still open at shutdown get no CLOSED event. */
 	for (uint32_t c = 0; c < MAX_CONNS; c++) {
@@ -382,10 +565,15 @@ static void usage(FILE *f)
 "  --pm-latency NS      emulated PM latency per fence (default 0)\n"
 "  --copy               WAL: copy bodies into fresh buffers instead of logging in place\n"
 "  --max-body N         largest Content-Length accepted (default 1048576)\n"
+"  --max-held SIZE      store bytes one unfinished body may pin, K/M/G (default 1M; 0 no limit)\n"
+"  --header-timeout S   seconds to send a request head, else 408 (default 60; 0 off)\n"
+"  --body-timeout S     seconds between body reads, else 408 (default 60; 0 off)\n"
+"  --idle-timeout S     seconds a keep-alive connection may wait (default 75; 0 off)\n"
 "  --ring-bufs N        provided buffers per thread, power of two (default 4096)\n"
 "  --busy-poll          never sleep in the kernel\n"
 "  --cpu N              pin thread i to CPU N+i\n"
-"  --help               this text\n");
+"  --help               this text\n"
+"exit status: 0 clean stop, 1 run-time failure (a failed store included), 2 bad usage\n");
 }
 
 static int parse_u64(const char *name, const char *v, uint64_t max, uint64_t *out, bool suffix)
@@ -420,7 +608,9 @@ static int parse_args(struct server *s, int argc, char **argv)
 		{ "store", 1, 0, 's' }, { "store-size", 1, 0, 'S' }, { "buf-size", 1, 0, 'B' },
 		{ "durability", 1, 0, 'd' }, { "pm-latency", 1, 0, 'l' }, { "copy", 0, 0, 'c' },
 		{ "max-body", 1, 0, 'M' }, { "ring-bufs", 1, 0, 'r' }, { "busy-poll", 0, 0, 'P' },
-		{ "cpu", 1, 0, 'C' }, { "help", 0, 0, '?' + 256 }, { 0, 0, 0, 0 },
+		{ "cpu", 1, 0, 'C' }, { "help", 0, 0, '?' + 256 },
+		{ "header-timeout", 1, 0, 'H' }, { "body-timeout", 1, 0, 'T' },
+		{ "idle-timeout", 1, 0, 'I' }, { "max-held", 1, 0, 'X' }, { 0, 0, 0, 0 },
 	};
 	int c;
 	uint64_t v;
@@ -455,6 +645,10 @@ static int parse_args(struct server *s, int argc, char **argv)
 		case 'M': if (parse_u64("max-body", optarg, 1ull << 40, &v, false)) return -1; s->max_body = v; break;
 		case 'r': if (parse_u64("ring-bufs", optarg, 32768, &v, false)) return -1; s->ring_bufs = (uint32_t)v; break;
 		case 'P': s->busy_poll = true; break;
+		case 'H': if (parse_u64("header-timeout", optarg, MAX_TIMEOUT, &v, false)) return -1; s->header_to_ms = v * 1000; break;
+		case 'T': if (parse_u64("body-timeout", optarg, MAX_TIMEOUT, &v, false)) return -1; s->body_to_ms = v * 1000; break;
+		case 'I': if (parse_u64("idle-timeout", optarg, MAX_TIMEOUT, &v, false)) return -1; s->idle_to_ms = v * 1000; break;
+		case 'X': if (parse_u64("max-held", optarg, 1ull << 40, &v, true)) return -1; s->max_held = v; break;
 		case 'C': if (parse_u64("cpu", optarg, 4095, &v, false)) return -1; s->cpu = (int)v; break;
 		case '?' + 256: usage(stdout); exit(0);
 		default:
@@ -471,6 +665,39 @@ static int parse_args(struct server *s, int argc, char **argv)
 
 static void on_signal(int sig) { (void)sig; }
 
+/* SIGBUS: a store page the mapping still names is gone (the file was
+ * truncated, or its storage failed): the epoll engine's memcpy into a
+ * store buffer, a flush, a log write fault there. Say so (write(2) is
+ * async-signal safe; the sentence is built at start) and exit 1. A
+ * SIGBUS elsewhere is a bug: back to the default action (a core). */
+static char sigbus_msg[600];
+static size_t sigbus_len;
+static uintptr_t store_lo, store_hi;
+
+static void on_sigbus(int sig, siginfo_t *si, void *ctx)
+{
+	(void)ctx;
+	uintptr_t a = (uintptr_t)si->si_addr;
+	if (a >= store_lo && a < store_hi) {
+		ssize_t r = write(STDERR_FILENO, sigbus_msg, sigbus_len);
+		(void)r;
+		_exit(1);
+	}
+	signal(sig, SIG_DFL);    /* returning re-runs the access: default action */
+}
+
+static void catch_sigbus(struct paste_store *st)
+{
+	int n = snprintf(sigbus_msg, sizeof(sigbus_msg),
+		"phttpd: store %s failed: bus error touching its mapping (the store file was "
+		"truncated, or its storage failed, while in use); exiting\n", paste_store_path(st));
+	sigbus_len = n < (int)sizeof(sigbus_msg) ? (size_t)n : sizeof(sigbus_msg) - 1;
+	store_lo = (uintptr_t)paste_store_base(st);
+	store_hi = store_lo + paste_store_geom(st)->file_size;
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+	sigaction(SIGBUS, &sa, NULL);
+}
+
 static int build_rpc_reply(struct server *s)
 {
 	struct hconn h = { .keep_alive = true };
@@ -486,12 +713,39 @@ static int build_rpc_reply(struct server *s)
 	return 0;
 }
 
+static void stop_workers(struct server *s, uint32_t n)
+{
+	atomic_store(&s->stop, 1);
+	for (uint32_t i = 0; i < n; i++)
+		pthread_kill(s->workers[i].thread, SIGUSR1);
+	for (uint32_t i = 0; i < n; i++)
+		pthread_join(s->workers[i].thread, NULL);
+}
+
+/* Everything main set up, in reverse (NULLs are fine); returns code. */
+static int teardown(struct server *s, int code)
+{
+	paste_wal_close(s->wal);
+	for (uint32_t i = 0; s->workers && i < s->threads; i++) {
+		paste_persist_close(s->workers[i].persist);
+		free(s->workers[i].open);
+		if (s->workers[i].srv)
+			pthread_mutex_destroy(&s->workers[i].snap_lock);
+	}
+	store_lo = store_hi = 0;   /* unmapped next: a SIGBUS there is no longer ours */
+	paste_store_close(s->store);
+	free(s->workers);
+	free(s->rpc_reply);
+	return code;
+}
+
 int main(int argc, char **argv)
 {
 	struct server s = {
 		.host = "127.0.0.1", .port = 60000, .threads = 1, .body_len = 64,
 		.store_path = PASTE_DEFAULT_STORE_PATH, .max_body = 1 << 20,
-		.ring_bufs = 4096, .cpu = -1,
+		.ring_bufs = 4096, .cpu = -1, .max_held = 1 << 20,
+		.header_to_ms = 60000, .body_to_ms = 60000, .idle_to_ms = 75000,
 	};
 	if (parse_args(&s, argc, argv))
 		return 2;
@@ -509,35 +763,56 @@ int main(int argc, char **argv)
 		fprintf(stderr, "phttpd: %s\n", err.msg);
 		return 1;
 	}
+	int code = 2;       /* usage errors first, then run-time ones */
+	catch_sigbus(s.store);
 	const struct paste_store_geom *g = paste_store_geom(s.store);
 	if (s.threads > g->log_lanes) {
 		fprintf(stderr, "phttpd: --threads %u exceeds the store's %u log lanes\n", s.threads, g->log_lanes);
-		return 2;
+		return teardown(&s, code);
 	}
+	if (s.max_held && s.max_held < g->buf_size) {
+		fprintf(stderr, "phttpd: --max-held %" PRIu64 " is less than one %u-byte store buffer\n",
+			s.max_held, g->buf_size);
+		return teardown(&s, code);
+	}
+	code = 1;
 	s.workers = calloc(s.threads, sizeof(*s.workers));
+	if (!s.workers) {
+		fprintf(stderr, "phttpd: out of memory\n");
+		return teardown(&s, code);
+	}
 	enum paste_durability dur = s.durability == PASTE_DUR_AUTO ? paste_durability_detect(s.store_path)
 								   : s.durability;
 	for (uint32_t i = 0; i < s.threads; i++) {
 		struct paste_persist_config pc = { .mode = dur, .pm_latency_ns = s.pm_latency_ns };
-		s.workers[i].srv = &s;
-		s.workers[i].id = i;
-		if (paste_persist_open(&s.workers[i].persist, s.store, &pc, &err)) {
+		struct worker *w = &s.workers[i];
+		w->srv = &s;
+		w->id = i;
+		pthread_mutex_init(&w->snap_lock, NULL);
+		w->open = malloc(2 * MAX_CONNS * sizeof(*w->open));   /* 128 KiB */
+		if (!w->open) {
+			fprintf(stderr, "phttpd: out of memory\n");
+			return teardown(&s, code);
+		}
+		w->pos = w->open + MAX_CONNS;
+		memset(w->pos, 0xff, MAX_CONNS * sizeof(*w->pos));
+		if (paste_persist_open(&w->persist, s.store, &pc, &err)) {
 			fprintf(stderr, "phttpd: %s\n", err.msg);
-			return 1;
+			return teardown(&s, code);
 		}
 	}
 	if (s.wal_mode) {
 		err.msg[0] = 0;
 		if (paste_wal_open(&s.wal, s.store, s.workers[0].persist, &err)) {
 			fprintf(stderr, "phttpd: %s\n", err.msg);
-			return 1;
+			return teardown(&s, code);
 		}
 		if (err.msg[0])
 			fprintf(stderr, "phttpd: recovery: %s\n", err.msg);
 	}
 	paste_store_start(s.store);
 	if (build_rpc_reply(&s))
-		return 1;
+		return teardown(&s, code);
 
 	/* Signals: blocked everywhere but in sigwait below; SIGUSR1 wakes
 	 * workers out of io_uring_enter/epoll_wait at shutdown. */
@@ -561,7 +836,8 @@ int main(int argc, char **argv)
 		sem_wait(&s.opened);
 		if (!s.workers[i].port) {
 			fprintf(stderr, "phttpd: %s\n", s.open_err.msg);
-			return 1;
+			stop_workers(&s, i + 1);
+			return teardown(&s, code);
 		}
 	}
 	uint16_t port = s.listen_port;
@@ -582,19 +858,14 @@ int main(int argc, char **argv)
 	sigdelset(&set, SIGUSR1);
 	int sig;
 	sigwait(&set, &sig);
-	int code = s.stop == 2 ? 1 : 0;
-	s.stop = 1;
-	for (uint32_t i = 0; i < s.threads; i++)
-		pthread_kill(s.workers[i].thread, SIGUSR1);
-	for (uint32_t i = 0; i < s.threads; i++)
-		pthread_join(s.workers[i].thread, NULL);
-	if (s.wal)
-		paste_wal_close(s.wal);
-	for (uint32_t i = 0; i < s.threads; i++)
-		paste_persist_close(s.workers[i].persist);
-	paste_store_close(s.store);
-	free(s.workers);
-	free(s.rpc_reply);
-	fprintf(stderr, "phttpd: stopped\n");
-	return code;
+	stop_workers(&s, s.threads);
+	code = atomic_load(&s.exit_code) ? 1 : 0;
+	const char *why;
+	if (paste_store_failed(s.store, &why)) {
+		/* Even when stopped by a signal: what the store holds is in doubt. */
+		fprintf(stderr, "phttpd: store %s failed: %s; exiting\n", s.store_path, why);
+		code = 1;
+	}
+	fprintf(stderr, code ? "phttpd: stopped after a failure\n" : "phttpd: stopped\n");
+	return teardown(&s, code);
 }

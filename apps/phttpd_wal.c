@@ -11,6 +11,16 @@
  * fresh store buffers instead: the paper's baseline and its "copy" bar.
  * Either way the record and data are flushed now and made durable by the
  * port's one barrier per batch before the 201 leaves.
+ *
+ * --max-held bounds the store space one unfinished body pins: held reads
+ * pin a whole buffer each however few bytes they carry, so a body
+ * trickling in tiny reads is held in place only while the buffers held so
+ * far plus a dense copy of the rest fit in the limit; after that the rest
+ * is copied densely (whole buffers filled). A body whose dense copy alone
+ * does not fit is refused with 413 at its head (wal_max_body).
+ *
+ * Once the store has failed (phttpd.c) nothing here acknowledges: a
+ * DURABLE send the port refuses with -EIO becomes a 503.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -26,7 +36,10 @@
 
 uint64_t wal_max_body(const struct server *srv)
 {
-	uint64_t cap = (uint64_t)PASTE_WAL_MAX_EXTENTS * paste_store_geom(srv->store)->buf_size;
+	uint64_t bs = paste_store_geom(srv->store)->buf_size;
+	uint64_t cap = (uint64_t)PASTE_WAL_MAX_EXTENTS * bs;
+	if (srv->max_held && srv->max_held / bs * bs < cap)
+		cap = srv->max_held / bs * bs;
 	return cap < srv->max_body ? cap : srv->max_body;
 }
 
@@ -74,6 +87,7 @@ void wal_release(struct worker *w, struct hconn *h)
 {
 	for (uint32_t i = 0; i < h->next; i++)
 		paste_store_unref(w->srv->store, h->ext[i].buf, false);
+	gauge_add(&w->body_bufs, -(int64_t)h->next);
 	h->next = 0;
 	h->copying = false;
 }
@@ -93,15 +107,18 @@ void wal_body(struct worker *w, struct hconn *h, const struct paste_event *ev,
 	uint32_t bs = paste_store_geom(st)->buf_size;
 	if (h->failed)
 		return;   /* read and dropped; the reply says why */
-	if (!srv->copy && ev->buf != PASTE_NO_BUF) {
+	if (!srv->copy && ev->buf != PASTE_NO_BUF && h->next < PASTE_WAL_MAX_EXTENTS) {
 		/* Hold in place while the extents left can still take the rest
 		 * of the body densely copied (a body trickling in tiny reads
-		 * would otherwise run out of extents). */
+		 * would otherwise run out of extents), and while the buffers
+		 * held plus that dense copy stay within --max-held. */
 		uint64_t rest = h->body_left - len;
 		uint64_t room = (uint64_t)(PASTE_WAL_MAX_EXTENTS - h->next - 1) * bs;
-		if (h->next < PASTE_WAL_MAX_EXTENTS && room >= rest &&
+		uint64_t pinned = ((uint64_t)h->next + 1 + (rest + bs - 1) / bs) * bs;
+		if (room >= rest && (!srv->max_held || pinned <= srv->max_held) &&
 		    paste_store_nfree(st) >= RESERVE_BUFS) {
 			paste_port_hold(w->port, ev);
+			gauge_add(&w->body_bufs, 1);
 			h->ext[h->next++] = (struct paste_extent){ ev->buf, ev->off + pos, len };
 			h->copying = false;
 			return;
@@ -116,6 +133,7 @@ void wal_body(struct worker *w, struct hconn *h, const struct paste_event *ev,
 				body_fail(w, h, 507);
 				return;
 			}
+			gauge_add(&w->body_bufs, 1);
 			h->ext[h->next++] = (struct paste_extent){ idx, 0, 0 };
 			h->copying = true;
 			e = &h->ext[h->next - 1];
@@ -138,6 +156,10 @@ static void finish_append(struct worker *w, uint32_t conn, struct hconn *h)
 	uint64_t lsn = 0;
 	int r = paste_wal_append(srv->wal, w->id, w->persist, h->ext, h->next, &lsn);
 	wal_release(w, h);     /* the log took its own references */
+	if (r < 0 && store_failed(w)) {
+		reply_failed(w, conn, h);
+		return;
+	}
 	if (r == -ENOSPC) {
 		reply_simple(w, conn, h, 507, "text/plain", "log full\n", 9, NULL, 0);
 		return;
@@ -157,8 +179,11 @@ static void finish_append(struct worker *w, uint32_t conn, struct hconn *h)
 	e = put_u64(extra, e, sizeof(extra) - 1, lsn);
 	extra[e] = 0;
 	/* The 201 leaves only after the port's barrier made body and record
-	 * durable (one fence or group commit for the whole batch). */
-	reply_simple(w, conn, h, 201, "text/plain", body, n, extra, PASTE_SEND_DURABLE);
+	 * durable (one fence or group commit for the whole batch); if the
+	 * store failed meanwhile the port refuses it (or, if already queued,
+	 * discards it and closes the connection). */
+	if (reply_simple(w, conn, h, 201, "text/plain", body, n, extra, PASTE_SEND_DURABLE) == -EIO)
+		reply_failed(w, conn, h);
 }
 
 static void finish_get(struct worker *w, uint32_t conn, struct hconn *h)
@@ -175,14 +200,16 @@ static void finish_get(struct worker *w, uint32_t conn, struct hconn *h)
 	int hl = reply_head(head, sizeof(head), h, 200, "application/octet-stream", len, extra);
 	/* DURABLE: a record appended in this same batch is not readable
 	 * before it is acknowledged (no dirty reads). */
-	paste_port_send(w->port, conn, head, (size_t)hl, PASTE_SEND_DURABLE);
+	bool failed = paste_port_send(w->port, conn, head, (size_t)hl, PASTE_SEND_DURABLE) == -EIO;
 	for (uint32_t i = 0; i < n; i++) {
-		if (!h->head_only)   /* the send takes its own pin */
+		if (!h->head_only && !failed)   /* the send takes its own pin */
 			paste_port_send_store(w->port, conn, ext[i].buf, ext[i].off, ext[i].len,
 					      PASTE_SEND_DURABLE);
 		paste_store_unref(w->srv->store, ext[i].buf, false);
 	}
-	if (!h->keep_alive)
+	if (failed)
+		reply_failed(w, conn, h);
+	else if (!h->keep_alive)
 		paste_port_close_conn(w->port, conn);
 }
 
@@ -197,6 +224,10 @@ void wal_finish(struct worker *w, uint32_t conn, struct hconn *h)
 		break;
 	case ROUTE_LOG_TRUNCATE: {
 		int64_t dropped = paste_wal_truncate(w->srv->wal, h->arg, w->persist);
+		if (dropped < 0 && store_failed(w)) {
+			reply_failed(w, conn, h);
+			break;
+		}
 		char body[64];
 		int n = dropped < 0 ? snprintf(body, sizeof(body), "{\"error\":\"%s\"}\n", strerror((int)-dropped))
 				    : snprintf(body, sizeof(body), "{\"truncated\":%" PRId64 "}\n", dropped);
