@@ -231,9 +231,12 @@ def parse_wrk(text):
     return out
 
 
-def wrk_cmd(url, conns, duration, script, cpu, script_args=()):
-    cmd = ["wrk", "-t1", f"-c{conns}", f"-d{duration}s", "--latency",
-           "-s", os.path.join(BENCH_DIR, script), url]
+def wrk_cmd(url, conns, duration, script, cpu, script_args=(), extra=()):
+    """wrk -t1; script None runs wrk's own GET; extra: more wrk flags (-H ...)."""
+    cmd = ["wrk", "-t1", f"-c{conns}", f"-d{duration}s", "--latency"] + list(extra)
+    if script:
+        cmd += ["-s", os.path.join(BENCH_DIR, script)]
+    cmd.append(url)
     if script_args:
         cmd += ["--"] + [str(a) for a in script_args]
     if cpu is not None:
@@ -277,9 +280,9 @@ def run_wrk(cmd, duration):
 
 # ---------------------------------------------------------------- pload
 
-def pload_cmd(port, conns, duration, request_file, cpu):
-    cmd = [binary(os.path.join("bench", "pload")), "-c", str(conns),
-           "-d", str(duration), "-f", request_file, "127.0.0.1", str(port)]
+def pload_cmd(port, conns, duration, request_file, cpu, extra=()):
+    cmd = [binary(os.path.join("bench", "pload"))] + list(extra) + [
+        "-c", str(conns), "-d", str(duration), "-f", request_file, "127.0.0.1", str(port)]
     if cpu is not None:
         cmd = ["taskset", "-c", str(cpu)] + cmd
     return cmd
@@ -369,23 +372,31 @@ class SyscallCounter:
 # ---------------------------------------------------------------- runs
 
 class System:
-    """A compared server configuration: a display name and phttpd flags."""
+    """A compared server configuration: a display name and phttpd flags, or
+    another server: server(name, args, cpu, store_dir) returning an object
+    with Server's interface (bench/short.py's nginx)."""
 
-    def __init__(self, name, args):
+    def __init__(self, name, args, server=None, label="phttpd"):
         self.name = name
         self.args = list(args)
+        self.server = server or Server
+        self.label = label
 
 
 class Point:
-    """One load point at a connection count: a wrk script and, for pload,
-    the same request's bytes (None: pload cannot run it, e.g. pipelining)."""
+    """One load point at a connection count: a wrk script (None: wrk's own
+    GET) and, for pload, the same request's bytes (None: pload cannot run
+    it, e.g. pipelining); extra client flags in wrk_args and pload_args."""
 
-    def __init__(self, workload, conns, script, script_args=(), request=None):
+    def __init__(self, workload, conns, script, script_args=(), request=None,
+                 wrk_args=(), pload_args=()):
         self.workload = workload
         self.conns = conns
         self.script = script
         self.script_args = list(script_args)
         self.request = request
+        self.wrk_args = list(wrk_args)
+        self.pload_args = list(pload_args)
         self._request_file = None
 
     def request_file(self):
@@ -409,9 +420,10 @@ def load(server, point, seconds, cpus, client):
     client_cpu_us_per_req."""
     if client == "pload":
         return run_pload(pload_cmd(server.port, point.conns, seconds,
-                                   point.request_file(), cpus[1]), seconds)
+                                   point.request_file(), cpus[1], point.pload_args),
+                         seconds)
     return run_wrk(wrk_cmd(server.url(), point.conns, seconds, point.script,
-                           cpus[1], point.script_args), seconds)
+                           cpus[1], point.script_args, point.wrk_args), seconds)
 
 
 def measure(server, point, duration, cpus, perf, client="wrk"):
@@ -468,7 +480,7 @@ def progress(*args, **kw):
 
 
 def run_interleaved(title, systems, points, reps, duration, cpus, perf,
-                    store_dir="/dev/shm", log=progress, client="wrk"):
+                    store_dir="/dev/shm", log=progress, client="wrk", unit="req"):
     """Run every (point, system) reps times, systems interleaved.
 
     All servers live for the whole call (idle ones cost no CPU); the system
@@ -481,8 +493,8 @@ def run_interleaved(title, systems, points, reps, duration, cpus, perf,
     servers = {}
     try:
         for s in systems:
-            log(f"  starting {s.name}: phttpd {' '.join(s.args)}")
-            servers[s.name] = Server(s.name, s.args, cpus[0], store_dir).start()
+            log(f"  starting {s.name}: {s.label} {' '.join(s.args)}")
+            servers[s.name] = s.server(s.name, s.args, cpus[0], store_dir).start()
             warm_up(servers[s.name], points[0], cpus, client=client)
         for rep in range(reps):
             for i, pt in enumerate(points):
@@ -496,7 +508,8 @@ def run_interleaved(title, systems, points, reps, duration, cpus, perf,
                         f"{s.name} ...", end="", flush=True)
                     try:
                         r = measure(srv, pt, duration, cpus, perf, client)
-                        log(" %.0f req/s, %s us/req" % (r["rps"], fmt(r["cpu_us_per_req"], 2)))
+                        log(" %.0f %s/s, %s us/%s" % (r["rps"], unit, fmt(r["cpu_us_per_req"], 2),
+                                                      unit))
                     except (BenchError, OSError) as e:
                         r = None
                         log(" failed")
@@ -544,9 +557,12 @@ COLUMNS = ["workload", "conns", "system", "K req/s median [min-max]",
            "syscalls/req", "mean batch", "client CPU us/req"]
 
 
-def table(systems, points, results):
-    lines = ["| " + " | ".join(COLUMNS) + " |",
-             "|" + "|".join("---" for _ in COLUMNS) + "|"]
+def table(systems, points, results, unit="req"):
+    """unit: what one client 'request' is (bench/short.py: "conn", a
+    connection carrying one request)."""
+    cols = [c.replace("req", unit) for c in COLUMNS]
+    lines = ["| " + " | ".join(cols) + " |",
+             "|" + "|".join("---" for _ in cols) + "|"]
     for i, pt in enumerate(points):
         for s in systems:
             runs = [r for r in results[(i, s.name)] if r]
@@ -562,7 +578,7 @@ def table(systems, points, results):
     return "\n".join(lines)
 
 
-def ratios(points, results, pairs):
+def ratios(points, results, pairs, unit="req"):
     """One line per point and pair: median CPU/req and req/s ratios."""
     lines = []
     for i, pt in enumerate(points):
@@ -573,8 +589,9 @@ def ratios(points, results, pairs):
             ta, tb = median_of(ra, "rps"), median_of(rb, "rps")
             cpu = f"{ca / cb:.2f}" if ca and cb else "n/a"
             rps = f"{ta / tb:.2f}" if ta and tb else "n/a"
+            what = "request" if unit == "req" else "connection"
             lines.append(f"- {pt.workload}, c={pt.conns}: {a}/{b} CPU per "
-                         f"request {cpu} (req/s {rps})")
+                         f"{what} {cpu} ({unit}/s {rps})")
     return "\n".join(lines)
 
 
@@ -591,7 +608,7 @@ def error_notes(systems, points, results):
     return notes
 
 
-def header(title, args, cpus, perf):
+def header(title, args, cpus, perf, unit="req"):
     try:
         commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                                 capture_output=True, text=True).stdout.strip()
@@ -612,12 +629,14 @@ def header(title, args, cpus, perf):
              "interleaved; medians with [min-max]",
              f"- server pinned to CPU {cpus[0]}, client ({CLIENT_NAMES[args.client]}) "
              f"to CPU {cpus[1]}",
-             "- CPU us/req = server utime+stime (/proc/PID/stat) / requests "
-             "completed; syscalls/req = perf raw_syscalls:sys_enter / requests"]
+             f"- CPU us/{unit} = server utime+stime (/proc/PID/stat) / requests "
+             f"completed; syscalls/{unit} = perf raw_syscalls:sys_enter / requests"
+             + ("" if unit == "req" else
+                f" (each {unit} carries one request)")]
     if cpus[0] == cpus[1]:
         lines.append("- WARNING: one CPU only: server and client share it")
     if not perf.enabled:
-        lines.append(f"- syscalls/req n/a: {perf.why_not}")
+        lines.append(f"- syscalls/{unit} n/a: {perf.why_not}")
     return "\n".join(lines)
 
 
@@ -638,15 +657,16 @@ def save(kind, text, raw, out=None):
 
 
 def report(kind, title, systems, points, results, failures, pairs, args, cpus,
-           perf, extra=""):
+           perf, extra="", unit="req"):
     """Print and save the whole report; returns the exit code (1 if any run failed)."""
     soft = error_notes(systems, points, results)
     notes = failures + soft
+    what = "request" if unit == "req" else "connection"
     text = "\n\n".join(filter(None, [
-        header(title, args, cpus, perf),
-        table(systems, points, results),
-        "Ratios of medians (CPU per request below 1 = the first is cheaper; "
-        "req/s above 1 = the first is faster):\n" + ratios(points, results, pairs),
+        header(title, args, cpus, perf, unit),
+        table(systems, points, results, unit),
+        f"Ratios of medians (CPU per {what} below 1 = the first is cheaper; "
+        f"{unit}/s above 1 = the first is faster):\n" + ratios(points, results, pairs, unit),
         extra,
         ("Notes:\n" + "\n".join("- " + n for n in notes)) if notes else ""]))
     save(kind, text, raw_results(systems, points, results), args.out)

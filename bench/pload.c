@@ -13,8 +13,13 @@
  * line and Content-Length. It is a measuring tool, not a product: one
  * thread, one request shape, HTTP/1.1 responses with Content-Length only.
  *
- * Usage: pload -c CONNS -d SECONDS -f REQUEST_FILE HOST PORT
+ * Usage: pload [--reconnect] -c CONNS -d SECONDS -f REQUEST_FILE HOST PORT
  *   The request file holds the exact bytes of one request (keep-alive).
+ *   --reconnect (-r): one request per TCP connection, the short-connection
+ *   workload: the request gets "Connection: close", the server answers and
+ *   closes, pload reads the response and the EOF, closes, and opens the
+ *   slot's next connection (socket, connect, send as one linked io_uring
+ *   chain into the same fixed-file slot, then the multishot receive).
  *   Prints one JSON object on stdout: requests, elapsed_s, rps, latency
  *   (mean/p50/p99/max in us, from a 1-us histogram up to 1 s), non2xx
  *   (status >= 400, as wrk counts "Non-2xx or 3xx"), errors by kind, and the
@@ -24,7 +29,9 @@
  * Cost per request: one send SQE (its CQE skipped on success) and one CQE
  * of the connection's multishot receive (provided-buffer ring), on a fixed
  * file; one clock read per pass; syscalls per request ~ 1 / requests per
- * pass.
+ * pass. With --reconnect: five SQEs (close, socket, connect, send, receive)
+ * and two CQEs (the response, the EOF) per connection, still no syscall of
+ * its own.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,12 +58,16 @@
 #define HIST_US 1000000           /* latency histogram: 1 us buckets up to 1 s */
 #define OP_SEND 0u
 #define OP_RECV 1u
+#define OP_CONNECT 2u             /* --reconnect: socket or connect failed */
+#define OP_CLOSE 3u               /* --reconnect: closing the old socket failed */
+#define CHAIN_SQES 5u             /* close, socket, connect, send, receive */
 
 struct conn {
 	int fd;
 	uint32_t gen;             /* bumped on reconnect: stale CQEs are ignored */
 	bool alive;
 	bool in_body;             /* head parsed, `remaining` body bytes to skip */
+	bool answered;            /* --reconnect: response complete, waiting for EOF */
 	int status;               /* of the response being received */
 	uint32_t have;            /* head bytes buffered in buf (split heads only) */
 	uint64_t remaining;
@@ -76,7 +87,9 @@ struct load {
 	struct sockaddr_storage addr;
 	socklen_t addr_len;
 	uint64_t now;             /* one clock read per pass serves every CQE in it */
+	bool reconnect;           /* a new connection per request */
 	uint64_t done, non2xx, err_connect, err_read, err_write, err_parse;
+	uint64_t closed;          /* --reconnect: connections completed (response, then EOF) */
 	uint64_t lat_sum_us, lat_max_us;
 	uint32_t *hist;
 };
@@ -96,7 +109,7 @@ static void die(const char *what, int err)
 
 static uint64_t user_data(unsigned idx, uint32_t gen, unsigned op)
 {
-	return ((uint64_t)gen << 32) | ((uint64_t)idx << 1) | op;
+	return ((uint64_t)gen << 32) | ((uint64_t)idx << 2) | op;
 }
 
 static struct io_uring_sqe *get_sqe(struct load *L)
@@ -113,6 +126,18 @@ static struct io_uring_sqe *get_sqe(struct load *L)
 	return sqe;
 }
 
+/* A linked chain must not be cut by a submit in its middle: make room first. */
+static void reserve_sqes(struct load *L, unsigned n)
+{
+	if (io_uring_sq_space_left(&L->ring) >= n)
+		return;
+	int r = io_uring_submit(&L->ring);
+	if (r < 0)
+		die("io_uring_submit", -r);
+	if (io_uring_sq_space_left(&L->ring) < n)
+		die("io_uring_sq_space_left", EBUSY);
+}
+
 /* One multishot receive per connection lives as long as the connection:
  * no poll re-arm per request. Data lands in the shared buffer ring. */
 static void arm_recv(struct load *L, unsigned idx)
@@ -127,7 +152,7 @@ static void arm_recv(struct load *L, unsigned idx)
 /* MSG_WAITALL makes the kernel finish a short send itself, so a
  * successful send needs no completion at all. The send time is the pass's
  * clock: the request leaves at this pass's io_uring_enter. */
-static void send_request(struct load *L, unsigned idx)
+static struct io_uring_sqe *send_request(struct load *L, unsigned idx)
 {
 	struct conn *c = &L->conns[idx];
 	struct io_uring_sqe *sqe = get_sqe(L);
@@ -137,6 +162,37 @@ static void send_request(struct load *L, unsigned idx)
 	c->have = 0;
 	c->in_body = false;
 	c->sent_ns = L->now;
+	return sqe;
+}
+
+/* --reconnect: the slot's next connection, one linked chain (a submit
+ * never splits it). The old socket's multishot receive has ended (EOF or
+ * error), so nothing refers to it; closing it is hard-linked so the chain
+ * goes on even if there is nothing to close. The socket goes into the same
+ * fixed-file slot, then connect, send and the receive run in order. Only
+ * failures post completions before the response: a failed socket or
+ * connect (OP_CONNECT) retires the slot, and the generation bump then
+ * makes the cancelled rest of its chain stale. */
+static void next_connection(struct load *L, unsigned idx)
+{
+	struct conn *c = &L->conns[idx];
+	c->gen++;
+	c->answered = false;
+	reserve_sqes(L, CHAIN_SQES);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&L->ring);
+	io_uring_prep_close_direct(sqe, idx);
+	sqe->flags |= IOSQE_IO_HARDLINK | IOSQE_CQE_SKIP_SUCCESS;
+	io_uring_sqe_set_data64(sqe, user_data(idx, c->gen, OP_CLOSE));
+	sqe = io_uring_get_sqe(&L->ring);
+	io_uring_prep_socket_direct(sqe, L->addr.ss_family, SOCK_STREAM, 0, idx, 0);
+	sqe->flags |= IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS;
+	io_uring_sqe_set_data64(sqe, user_data(idx, c->gen, OP_CONNECT));
+	sqe = io_uring_get_sqe(&L->ring);
+	io_uring_prep_connect(sqe, (int)idx, (struct sockaddr *)&L->addr, L->addr_len);
+	sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS;
+	io_uring_sqe_set_data64(sqe, user_data(idx, c->gen, OP_CONNECT));
+	send_request(L, idx)->flags |= IOSQE_IO_LINK;
+	arm_recv(L, idx);
 }
 
 static int connect_one(struct load *L)
@@ -161,6 +217,17 @@ static void reconnect(struct load *L, unsigned idx, uint64_t *counter)
 {
 	struct conn *c = &L->conns[idx];
 	(*counter)++;
+	if (L->reconnect) {
+		/* After an error the old receive may still be armed, holding the
+		 * socket open past the slot's close: cancel it (a failed cancel
+		 * and the cancelled receive carry the old generation: stale). */
+		struct io_uring_sqe *sqe = get_sqe(L);
+		io_uring_prep_cancel64(sqe, user_data(idx, c->gen, OP_RECV), 0);
+		sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+		io_uring_sqe_set_data64(sqe, user_data(idx, c->gen, OP_CLOSE));
+		next_connection(L, idx);
+		return;
+	}
 	shutdown(c->fd, SHUT_RDWR);
 	close(c->fd);
 	c->gen++;
@@ -191,7 +258,10 @@ static void complete_response(struct load *L, unsigned idx, int status)
 	L->hist[us < HIST_US ? us : HIST_US - 1]++;
 	if (status >= 400)
 		L->non2xx++;
-	send_request(L, idx);
+	if (L->reconnect)
+		c->answered = true;       /* the server's close comes next */
+	else
+		send_request(L, idx);
 }
 
 /* n bytes of connection idx's response stream. One request is in flight,
@@ -200,6 +270,10 @@ static void complete_response(struct load *L, unsigned idx, int status)
 static void on_data(struct load *L, unsigned idx, const char *data, size_t n)
 {
 	struct conn *c = &L->conns[idx];
+	if (c->answered) {                      /* --reconnect: bytes after the response */
+		reconnect(L, idx, &L->err_parse);
+		return;
+	}
 	if (c->in_body) {
 		if (n > c->remaining) {
 			reconnect(L, idx, &L->err_parse);
@@ -263,9 +337,24 @@ static void on_recv(struct load *L, unsigned idx, struct io_uring_cqe *cqe)
 			arm_recv(L, idx);
 	} else if (cqe->res == -ENOBUFS) {
 		arm_recv(L, idx);         /* the ring ran dry for a moment */
+	} else if (cqe->res == 0 && c->answered) {
+		L->closed++;              /* --reconnect: the server closed after answering */
+		next_connection(L, idx);
 	} else {                      /* 0: the server closed the connection */
 		reconnect(L, idx, &L->err_read);
 	}
+}
+
+/* --reconnect: the socket or the connect of a chain failed (the server is
+ * gone, or out of ports): the slot retires, as a failed reconnect does in
+ * keep-alive mode. */
+static void on_connect_failed(struct load *L, unsigned idx)
+{
+	struct conn *c = &L->conns[idx];
+	L->err_connect++;
+	c->gen++;                     /* the cancelled send and receive are stale */
+	c->alive = false;
+	L->alive--;
 }
 
 static void give_back(struct load *L, struct io_uring_cqe *cqe)
@@ -302,12 +391,15 @@ static void run(struct load *L, double seconds)
 		io_uring_for_each_cqe(&L->ring, head, cqe) {
 			seen++;
 			uint64_t ud = cqe->user_data;
-			unsigned idx = (unsigned)(ud & 0xffffffffu) >> 1, op = ud & 1;
+			unsigned idx = (unsigned)(ud & 0xffffffffu) >> 2, op = ud & 3;
 			if (idx < L->nconns && (uint32_t)(ud >> 32) == L->conns[idx].gen &&
 			    L->conns[idx].alive && measuring) {
 				if (op == OP_RECV)
 					on_recv(L, idx, cqe);
-				else if (cqe->res < 0 || (size_t)cqe->res != L->req_len)
+				else if (op == OP_CONNECT)
+					on_connect_failed(L, idx);
+				else if (op == OP_SEND &&
+					 (cqe->res < 0 || (size_t)cqe->res != L->req_len))
 					reconnect(L, idx, &L->err_write);
 			}
 			give_back(L, cqe);    /* the data was consumed above */
@@ -343,7 +435,7 @@ static void run(struct load *L, double seconds)
 	       "\"lat_max_us\": %llu, \"non2xx\": %llu, \"socket_errors\": %llu, "
 	       "\"errors\": {\"connect\": %llu, \"read\": %llu, \"write\": %llu, "
 	       "\"parse\": %llu}, \"conns\": %u, \"conns_alive\": %u, "
-	       "\"client_cpu_us_per_req\": %.2f}\n",
+	       "\"client_cpu_us_per_req\": %.2f",
 	       (unsigned long long)L->done, elapsed, (double)L->done / elapsed,
 	       L->done ? (double)L->lat_sum_us / (double)L->done : 0.0,
 	       (unsigned long long)p50, (unsigned long long)p99,
@@ -352,6 +444,10 @@ static void run(struct load *L, double seconds)
 	       (unsigned long long)L->err_connect, (unsigned long long)L->err_read,
 	       (unsigned long long)L->err_write, (unsigned long long)L->err_parse,
 	       L->nconns, L->alive, L->done ? cpu_s * 1e6 / (double)L->done : 0.0);
+	if (L->reconnect)
+		printf(", \"reconnect\": true, \"connections\": %llu, \"cps\": %.1f",
+		       (unsigned long long)L->closed, (double)L->closed / elapsed);
+	printf("}\n");
 }
 
 /* Two receive buffers per connection (one response in flight on each, the
@@ -408,10 +504,38 @@ static char *read_file(const char *path, size_t *len)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: pload -c CONNS -d SECONDS -f REQUEST_FILE HOST PORT\n"
+	fprintf(stderr, "usage: pload [-r|--reconnect] -c CONNS -d SECONDS -f REQUEST_FILE HOST PORT\n"
 	        "  closed-loop HTTP/1.1 load: CONNS connections, one request in flight on\n"
-	        "  each, the bytes of REQUEST_FILE every time; prints one JSON line\n");
+	        "  each, the bytes of REQUEST_FILE every time; prints one JSON line\n"
+	        "  -r, --reconnect  a new TCP connection per request (Connection: close)\n");
 	exit(1);
+}
+
+/* --reconnect: the request must ask the server to close. A request without a
+ * Connection header gets "Connection: close" before its blank line. */
+static void request_close(struct load *L, const char *path)
+{
+	size_t head;
+	int r = pload_request_connection(L->req, L->req_len, &head);
+	if (r == -2 || r == -1) {
+		fprintf(stderr, "pload: %s: %s\n", path, r == -2
+		        ? "--reconnect needs a request file that starts with a complete head"
+		        : "--reconnect needs Connection: close, the request asks for something else");
+		exit(1);
+	}
+	if (r == 1)
+		return;
+	static const char hdr[] = "Connection: close\r\n";
+	size_t n = sizeof hdr - 1;
+	char *req = malloc(L->req_len + n);
+	if (!req)
+		die("malloc", ENOMEM);
+	memcpy(req, L->req, head - 2);                  /* up to the blank line's CRLF */
+	memcpy(req + head - 2, hdr, n);
+	memcpy(req + head - 2 + n, L->req + head - 2, L->req_len - (head - 2));
+	free((void *)L->req);
+	L->req = req;
+	L->req_len += n;
 }
 
 int main(int argc, char **argv)
@@ -421,9 +545,16 @@ int main(int argc, char **argv)
 	double seconds = 0;
 	const char *file = NULL;
 	int opt;
-	while ((opt = getopt(argc, argv, "c:d:f:h")) != -1) {
+	static const struct option longopts[] = {
+		{ "reconnect", no_argument, NULL, 'r' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	while ((opt = getopt_long(argc, argv, "c:d:f:rh", longopts, NULL)) != -1) {
 		char *end;
 		switch (opt) {
+		case 'r':
+			L.reconnect = true;
+			break;
 		case 'c':
 			conns = strtol(optarg, &end, 10);
 			if (*end || conns < 1 || conns > 60000)
@@ -444,6 +575,8 @@ int main(int argc, char **argv)
 	if (!conns || !seconds || !file || argc - optind != 2)
 		usage();
 	L.req = read_file(file, &L.req_len);
+	if (L.reconnect)
+		request_close(&L, file);
 
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *ai;
 	int g = getaddrinfo(argv[optind], argv[optind + 1], &hints, &ai);
@@ -479,12 +612,16 @@ int main(int argc, char **argv)
 	}
 	L.alive = L.nconns;
 
-	/* Up to two SQEs per connection per pass; DEFER_TASKRUN keeps completion work
-	 * in this thread's io_uring_enter instead of interrupting it. */
+	/* Up to two SQEs per connection per pass (--reconnect: a chain of five);
+	 * DEFER_TASKRUN keeps completion work in this thread's io_uring_enter
+	 * instead of interrupting it. */
+	unsigned per_conn = L.reconnect ? CHAIN_SQES : 2;
+	unsigned entries = per_conn * L.nconns < 4096 ? per_conn * L.nconns : 4096;
+	if (entries < 8)
+		entries = 8;
 	struct io_uring_params p = { .flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
 	                                      IORING_SETUP_CQSIZE,
-	                             .cq_entries = 4 * L.nconns };
-	unsigned entries = 2 * L.nconns < 4096 ? 2 * L.nconns : 4096;
+	                             .cq_entries = 4 * L.nconns > 2 * entries ? 4 * L.nconns : 2 * entries };
 	int r = io_uring_queue_init_params(entries, &L.ring, &p);
 	if (r == -EINVAL) {                 /* kernels before 6.1: no DEFER_TASKRUN */
 		p.flags = IORING_SETUP_CQSIZE;
@@ -495,6 +632,13 @@ int main(int argc, char **argv)
 	r = io_uring_register_files(&L.ring, fds, L.nconns);
 	if (r < 0)
 		die("io_uring_register_files", -r);
+	if (L.reconnect) {
+		/* The table holds the sockets: closing a slot must close its socket. */
+		for (unsigned i = 0; i < L.nconns; i++) {
+			close(fds[i]);
+			L.conns[i].fd = -1;
+		}
+	}
 	free(fds);
 	setup_buffers(&L);
 

@@ -84,3 +84,46 @@ int pload_parse_response(const char *buf, size_t len, struct pload_response *r)
 	r->total = (uint64_t)(eoh + 4 - buf) + (no_body ? 0 : clen);
 	return 1;
 }
+
+/* Does a comma-separated header value list the token "close"? */
+static bool lists_close(const char *v, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		size_t j = i;
+		while (j < n && v[j] != ',')
+			j++;
+		size_t a = i, b = j;
+		while (a < b && (v[a] == ' ' || v[a] == '\t'))
+			a++;
+		while (b > a && (v[b - 1] == ' ' || v[b - 1] == '\t'))
+			b--;
+		if (b - a == 5 && strncasecmp(v + a, "close", 5) == 0)
+			return true;
+		i = j + 1;
+	}
+	return false;
+}
+
+int pload_request_connection(const char *req, size_t len, size_t *head_len)
+{
+	const char *eoh = find_crlfcrlf(req, len);
+	if (!eoh)
+		return -2;
+	const char *head_end = eoh + 2, *line = memchr(req, '\n', (size_t)(head_end - req));
+	int result = 0;
+	if (!line)
+		return -2;
+	for (line++; line < head_end;) {
+		const char *eol = memchr(line, '\r', (size_t)(head_end - line));
+		if (!eol || eol[1] != '\n')
+			return -2;
+		const char *v;
+		size_t vlen;
+		if (header_is(line, (size_t)(eol - line), "Connection", &v, &vlen) && result >= 0)
+			result = lists_close(v, vlen) ? 1 : -1;
+		line = eol + 2;
+	}
+	*head_len = (size_t)(eoh + 4 - req);
+	return result;
+}

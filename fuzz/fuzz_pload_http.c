@@ -1,5 +1,6 @@
-/* libFuzzer target for bench/pload's response parser: any bytes, any
- * length; the result must be consistent with the bytes it was given. */
+/* libFuzzer target for bench/pload's response parser and its request
+ * Connection-header check: any bytes, any length; the result must be
+ * consistent with the bytes it was given. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (rc != 0 && rc != -1) {
 		abort();
 	}
+	/* The request side (--reconnect): a verdict in range, and a head
+	 * length inside the buffer that ends with the blank line. */
+	size_t head = 0;
+	int c = pload_request_connection(buf, size, &head);
+	if (c < -2 || c > 1 || (c >= -1 && (head < 4 || head > size || memcmp(buf + head - 4, "\r\n\r\n", 4))))
+		abort();
 	free(buf);
 	return 0;
 }

@@ -2,8 +2,11 @@
 # Install what paste needs on Debian bookworm, only where it is missing, so a
 # second run costs a few dpkg queries. Run as root (CI and dev machines are).
 set -euo pipefail
+# apache2-utils (ab) and nginx-light: the short-connection tests
+# (tests/e2e/test_churn.py) and benchmark (bench/short.py).
 pkgs=(build-essential meson ninja-build pkg-config liburing-dev clang
-      libclang-rt-14-dev wrk curl python3 python3-pytest linux-perf)
+      libclang-rt-14-dev wrk curl python3 python3-pytest linux-perf
+      apache2-utils nginx-light)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,5 +1,6 @@
 /* bench/pload's response parser: status, whole length, refusals, and every
- * split point of a valid response (a head arrives in pieces). */
+ * split point of a valid response (a head arrives in pieces); and the
+ * request's Connection header that --reconnect looks at. */
 #include <string.h>
 
 #include "check.h"
@@ -8,6 +9,34 @@
 static int parse(const char *s, struct pload_response *r)
 {
 	return pload_parse_response(s, strlen(s), r);
+}
+
+static int conn_of(const char *req, size_t *head)
+{
+	return pload_request_connection(req, strlen(req), head);
+}
+
+static void test_request_connection(void)
+{
+	size_t head = 0;
+	const char *none = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+	CHECK_EQ(conn_of(none, &head), 0);
+	CHECK_EQ(head, strlen(none));
+	const char *body = "POST /log HTTP/1.1\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc";
+	CHECK_EQ(conn_of(body, &head), 1);
+	CHECK_EQ(head, strlen(body) - 3);
+	CHECK_EQ(conn_of("GET / HTTP/1.1\r\nconnection:  Foo , CLOSE \r\n\r\n", &head), 1);
+	CHECK_EQ(conn_of("GET / HTTP/1.1\r\nConnection: keep-alive\r\n\r\n", &head), -1);
+	CHECK_EQ(conn_of("GET / HTTP/1.1\r\nConnection: closed\r\n\r\n", &head), -1);
+	/* once another value was seen, a later close does not count */
+	CHECK_EQ(conn_of("GET / HTTP/1.1\r\nConnection: upgrade\r\nConnection: close\r\n\r\n", &head), -1);
+	CHECK_EQ(conn_of("X-Connection: close\r\n", &head), -2);          /* no complete head */
+	CHECK_EQ(conn_of("GET / HTTP/1.1\r\nConnection: close\r\n", &head), -2);
+	/* a bare LF does not start a header line: no Connection header here */
+	CHECK_EQ(conn_of("GET / HTTP/1.1\r\nBad\nConnection: close\r\n\r\n", &head), 0);
+	/* every prefix of a complete head is incomplete */
+	for (size_t n = 0; n + 1 < strlen(none); n++)
+		CHECK_EQ(pload_request_connection(none, n, &head), -2);
 }
 
 int main(void)
@@ -54,5 +83,6 @@ int main(void)
 	CHECK_EQ(parse("SSH-2.0-OpenSSH\r\n", &r), -1);
 	CHECK_EQ(parse("HTTX", &r), -1);
 	CHECK_EQ(parse("HTT", &r), 0);
+	test_request_connection();
 	return check_done();
 }

@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Short connections: phttpd uring vs epoll vs nginx, one request per TCP connection.
+
+mTCP's headline workload: every request on a new connection (the client
+connects, sends a GET with Connection: close, reads the 64-byte reply, the
+server closes). Connection set-up and teardown dominate: accept, the
+socket's creation and destruction, the first receive and the close.
+Client: bench/pload --reconnect (or wrk -H "Connection: close"), at 50 and
+400 concurrent connections. nginx runs with one worker, no master, no
+access log, `return 200` with the same 64-byte body, from a configuration
+written into a temporary directory. Prints a markdown table (columns as in
+bench/README.md, per connection instead of per request) and writes it to
+bench/results/short-<time>.md.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+BODY_LEN = 64
+# pload --reconnect would add the Connection header itself; spelled out so
+# the bytes on the wire are the same for wrk -H and pload.
+SHORT_REQUEST = b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+# The issue's goal for paste against nginx, per point.
+GOAL_CPU = 0.8
+GOAL_RATE = 1.0
+
+NGINX_CONF = """\
+daemon off;
+master_process off;
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{
+    worker_connections {worker_connections};
+}}
+http {{
+    access_log off;
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    default_type text/plain;
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        location / {{
+            return 200 "{body}";
+        }}
+    }}
+}}
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class NginxServer(harness.Server):
+    """nginx as a harness server: one process (master_process off), pinned
+    like phttpd, its configuration, pid and error log in a temporary
+    directory removed on stop(). No /stats: stats() is empty."""
+
+    def __init__(self, name, args, cpu, store_dir=None):
+        self.name = name
+        self.args = list(args)
+        self.cpu = cpu
+        self.exe = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.proc = None
+        self.port = None
+        self.dir = None
+        self.stderr_tail = deque(maxlen=40)
+
+    def start(self, timeout=10):
+        if not os.access(self.exe, os.X_OK):
+            raise harness.BenchError("nginx is not installed: run `make deps`")
+        self.dir = tempfile.mkdtemp(prefix="paste-bench-nginx-")
+        self.port = free_port()
+        conf = os.path.join(self.dir, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(NGINX_CONF.format(dir=self.dir, port=self.port, body="x" * BODY_LEN,
+                                      worker_connections=8192))
+        cmd = [self.exe, "-e", os.path.join(self.dir, "error.log"), "-p", self.dir,
+               "-c", conf] + self.args
+        if self.cpu is not None:
+            cmd = ["taskset", "-c", str(self.cpu)] + cmd
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, start_new_session=True)
+        threading.Thread(target=self._drain, daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                why = f"exited with code {self.proc.returncode}"
+            elif time.monotonic() > deadline:
+                why = f"did not accept connections within {timeout}s"
+            else:
+                try:
+                    socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                    return self
+                except OSError:
+                    time.sleep(0.05)
+                    continue
+            self.stop()
+            raise harness.BenchError(f"server {self.name} ({' '.join(cmd)}) {why}; "
+                                     f"stderr and error.log:\n{self.tail()}")
+
+    def _drain(self):
+        for raw in self.proc.stderr:
+            self.stderr_tail.append(raw.decode(errors="replace").rstrip("\n"))
+
+    def tail(self):
+        lines = list(self.stderr_tail)
+        try:
+            with open(os.path.join(self.dir, "error.log")) as f:
+                lines += f.read().splitlines()[-20:]
+        except (OSError, TypeError):
+            pass
+        return "\n".join("    " + l for l in lines) or "    (nothing)"
+
+    def stats(self):
+        return {}
+
+    def checkpoint(self):
+        pass
+
+    def stop(self, timeout=10, keep_store=False):
+        code = None
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGQUIT)     # graceful: exit 0
+                try:
+                    self.proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+            code = self.proc.returncode
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+        return code
+
+
+SYSTEMS = [harness.System("uring", ["--engine", "uring", "--body-len", str(BODY_LEN)]),
+           harness.System("epoll", ["--engine", "epoll", "--body-len", str(BODY_LEN)]),
+           harness.System("nginx", [], server=NginxServer, label="nginx 1 worker")]
+PAIRS = [("uring", "nginx"), ("epoll", "nginx"), ("uring", "epoll")]
+
+
+def parse_args(argv=None):
+    p = harness.common_args(__doc__.splitlines()[0], client="pload")
+    p.add_argument("--conns", type=harness.conn_list, default="50,400",
+                   help="comma-separated connection counts (default %(default)s)")
+    p.add_argument("--systems", default="uring,epoll,nginx",
+                   help="comma-separated subset of uring,epoll,nginx (default all)")
+    p.add_argument("--quick", action="store_true",
+                   help="50 connections, 1 repetition, 3 s")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.conns, args.reps, args.duration = [50], 1, 3
+    names = [n.strip() for n in args.systems.split(",") if n.strip()]
+    known = {s.name for s in SYSTEMS}
+    if not names or set(names) - known:
+        p.error(f"--systems: want a subset of {','.join(sorted(known))}, got {args.systems!r}")
+    args.systems = [s for s in SYSTEMS if s.name in names]
+    return args
+
+
+def goal_lines(points, results, systems):
+    """The issue's goal, per point: paste (uring) at most 0.8x nginx's CPU per
+    connection and at least nginx's connections/s."""
+    names = {s.name for s in systems}
+    if not {"uring", "nginx"} <= names:
+        return ""
+    lines = [f"Goal (paste uring vs nginx): CPU per connection <= {GOAL_CPU}x and "
+             f"connections/s >= {GOAL_RATE}x:"]
+    for i, pt in enumerate(points):
+        ru = [r for r in results[(i, "uring")] if r]
+        rn = [r for r in results[(i, "nginx")] if r]
+        cu, cn = harness.median_of(ru, "cpu_us_per_req"), harness.median_of(rn, "cpu_us_per_req")
+        tu, tn = harness.median_of(ru, "rps"), harness.median_of(rn, "rps")
+        if not (cu and cn and tu and tn):
+            lines.append(f"- c={pt.conns}: n/a (a system has no successful run)")
+            continue
+        cpu_ok, rate_ok = cu / cn <= GOAL_CPU, tu / tn >= GOAL_RATE
+        lines.append(f"- c={pt.conns}: CPU {cu / cn:.2f}x ({'met' if cpu_ok else 'NOT met'}), "
+                     f"connections/s {tu / tn:.2f}x ({'met' if rate_ok else 'NOT met'})")
+    return "\n".join(lines)
+
+
+def run(argv=None):
+    args = parse_args(argv)
+    cpus, perf = harness.setup(args)
+    pts = [harness.Point("short", c, None, request=SHORT_REQUEST,
+                         wrk_args=["-H", "Connection: close"], pload_args=["--reconnect"])
+           for c in args.conns]
+    results, failures = harness.run_interleaved(
+        "short connections", args.systems, pts, args.reps, args.duration, cpus, perf,
+        client=args.client, unit="conn")
+    pairs = [(a, b) for a, b in PAIRS if {a, b} <= {s.name for s in args.systems}]
+    return harness.report(
+        "short", f"Short connections: one {len(SHORT_REQUEST)} B GET per connection, "
+        f"{BODY_LEN} B body; phttpd uring vs epoll vs nginx",
+        args.systems, pts, results, failures, pairs, args, cpus, perf,
+        extra=goal_lines(pts, results, args.systems), unit="conn")
+
+
+if __name__ == "__main__":
+    harness.main_guard(run)
