@@ -363,6 +363,106 @@ int paste_wal_foreach(struct paste_wal *w, paste_wal_visit_fn cb, void *arg);
 int paste_wal_check(struct paste_wal *w, struct paste_error *err);
 
 /* ------------------------------------------------------------------ */
+/* Request bodies (lib/body.c)                                         */
+/* ------------------------------------------------------------------ */
+/*
+ * Gathers a body of known length (Content-Length) from a connection's DATA
+ * events into extents of store buffers, ready for paste_wal_append. Zero
+ * copy: each read is held where it landed (paste_port_hold) and named by
+ * (buffer, offset, length). Copy: the bytes go densely into fresh store
+ * buffers (whole buffers filled). Three limits keep one body from hurting
+ * the others:
+ *  - the reserve: a body takes no buffer (held or fresh) while the store has
+ *    fewer than `reserve` free, so every port's ring can still be refilled
+ *    and a request that frees space (a truncation) can still arrive; below
+ *    it collection fails with 507;
+ *  - the extent cap: a held read pins a whole buffer however few bytes it
+ *    carries, so a body trickling in tiny reads is held only while the
+ *    extents left can take the rest of it densely copied; then it is copied;
+ *  - max_held: likewise for store space, a read is held only while the
+ *    buffers taken so far, plus this one, plus a dense copy of the rest fit
+ *    in max_held; then the rest is copied densely.
+ * So a body never needs more than paste_body_max bytes' worth of buffers
+ * (one that would is refused at its head) and never runs out of extents.
+ * One struct paste_body per connection, used by that connection's thread
+ * only; nothing here allocates memory or makes a syscall.
+ */
+
+struct paste_port;
+struct paste_event;
+
+#define PASTE_BODY_MAX_EXTENTS PASTE_WAL_MAX_EXTENTS
+#define PASTE_BODY_DEFAULT_RESERVE 256u
+
+struct paste_body_config {
+	bool copy;          /* copy into fresh store buffers instead of holding (the
+			     * paper's "copy" bar); events without a store buffer
+			     * (epoll engine) are always copied */
+	uint32_t reserve;   /* free store buffers bodies never take, so every port's
+			     * ring can refill and a request that frees space still
+			     * gets in (0: PASTE_BODY_DEFAULT_RESERVE) */
+	uint64_t max_held;  /* store bytes one unfinished body may pin (buffers x
+			     * buf_size); past it the rest is copied densely; 0: only
+			     * the extent cap limits it */
+};
+
+/* Per connection, owned by the service; zeroed = idle. Read the fields,
+ * do not write them. */
+struct paste_body {
+	struct paste_extent ext[PASTE_BODY_MAX_EXTENTS];  /* the bytes so far, in order */
+	uint32_t n;                     /* extents in use */
+	uint32_t bufs;                  /* store buffers this body holds a reference on
+					 * (one per extent: equal to n) */
+	uint64_t len, left;             /* body length, bytes still to come */
+	bool copying;                   /* ext[n-1] is a copy buffer being filled */
+	uint16_t error;                 /* 0, or the HTTP status that says why collection
+					 * failed (507: store below the reserve, or out of
+					 * extents) */
+};
+
+/* The longest body paste_body_begin accepts: the extent cap
+ * (PASTE_BODY_MAX_EXTENTS x buf_size), lowered to max_held rounded down to
+ * whole buffers when max_held is set. A service answers 413 above it (and
+ * applies its own Content-Length limit too). cfg may be NULL (defaults).
+ * A few instructions. */
+uint64_t paste_body_max(const struct paste_body_config *cfg, const struct paste_store *st);
+
+/* Start collecting a body of len bytes into the idle b. Returns 0;
+ * -E2BIG when len > paste_body_max (answer 413; b is unchanged, nothing
+ * is read); -EBUSY when b still holds references (release it first).
+ * len 0 is a complete, empty body. A few stores, nothing taken. */
+int paste_body_begin(struct paste_body *b, const struct paste_body_config *cfg,
+		     const struct paste_store *st, uint64_t len);
+
+/* Add bytes [off, off+len) of DATA event ev (ev->data + off; from the
+ * current batch of port pt) to b, and count them off b->left. Zero copy
+ * when cfg allows it and the limits above do: the event's buffer is held
+ * (paste_port_hold: a reference for b; the port puts a free buffer in its
+ * ring slot at the next poll) and becomes one extent; cost: a few
+ * instructions and one atomic add. Otherwise the bytes are copied into
+ * fresh buffers, filling the last one before taking another; cost: the
+ * memcpy plus one paste_store_alloc (the store's mutex) per new buffer.
+ * Copies are not flushed: paste_wal_append flushes every extent.
+ * Returns 0; or -ENOSPC once collection failed (the store went below the
+ * reserve, or no extent was left): b->error is then 507, b's references
+ * are already released (n = bufs = 0), and this and every later feed of
+ * the body still count their bytes off b->left and drop them, so the
+ * service reads the body to its end and answers b->error. -EINVAL (b
+ * unchanged) for len > b->left, a non-DATA event, or bytes beyond ev->len.
+ * cfg may be NULL (defaults) but should be the one paste_body_begin saw. */
+int paste_body_feed(struct paste_body *b, const struct paste_body_config *cfg,
+		    struct paste_port *pt, const struct paste_event *ev,
+		    uint32_t off, uint32_t len);
+
+/* Drop every reference b holds (paste_store_unref: one atomic per extent,
+ * the store's mutex per buffer that becomes free) and make b idle (all
+ * counts and b->error zero). Call it once the log took its own references
+ * (after paste_wal_append, whatever it returned), and on close or timeout
+ * of a connection in the middle of a body. Read b->error before. An idle
+ * b costs nothing. */
+void paste_body_release(struct paste_body *b, struct paste_store *st);
+
+/* ------------------------------------------------------------------ */
 /* HTTP/1.1 request head parser (lib/http.c)                           */
 /* ------------------------------------------------------------------ */
 /*
