@@ -9,11 +9,13 @@ client-independent figures are the server's CPU time per request (from
 /proc/PID/stat) and its syscalls per request (perf tracepoint count; strace
 would slow the server tenfold and change its batching).
 
-Python 3 standard library only.
+Starting and stopping servers and the HTTP client are python/paste_proc.py
+(shared with the end-to-end tests); this file adds pinning, CPU and syscall
+accounting, the load generators and the reports. Python 3 standard library
+only.
 """
 
 import argparse
-import http.client
 import json
 import os
 import platform
@@ -25,11 +27,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections import deque
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH_DIR)
-BUILD = os.environ.get("PASTE_BUILD", os.path.join(ROOT, "build"))
+if os.path.join(ROOT, "python") not in sys.path:
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+import paste_proc  # noqa: E402  (python/paste_proc.py: servers, HTTP client)
+
+BUILD = str(paste_proc.BUILD)
 RESULTS_DIR = os.path.join(BENCH_DIR, "results")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -39,10 +44,10 @@ class BenchError(Exception):
 
 
 def binary(name):
-    path = os.path.join(BUILD, name)
-    if not os.access(path, os.X_OK):
-        raise BenchError(f"{path} is missing: run `make` first")
-    return path
+    try:
+        return paste_proc.binary(name)
+    except paste_proc.MissingBinary as e:
+        raise BenchError(str(e))
 
 
 # Taken at import: setup() later pins this process to the client CPU.
@@ -59,76 +64,53 @@ def default_cpus():
 
 def unique_path(directory, tag):
     """A store path nobody uses; the server creates the file."""
-    fd, path = tempfile.mkstemp(prefix=f"paste-bench-{tag}-", suffix=".store",
-                                dir=directory)
-    os.close(fd)
-    os.unlink(path)
-    return path
+    return paste_proc.unique_store(directory, "bench-" + tag)
 
 
 # ---------------------------------------------------------------- servers
 
-class Server:
-    """One phttpd process with its own fresh store file, deleted on stop()."""
-
-    LISTEN_RE = re.compile(r"phttpd: listening on (\S+):(\d+)\s*$")
+class Server(paste_proc.Phttpd):
+    """One phttpd process pinned to cpu (None: not pinned) with its own
+    fresh store file, deleted on stop() (a given store is kept). stop()
+    never raises: it returns the exit code (SIGKILL after timeout)."""
 
     def __init__(self, name, args, cpu, store_dir="/dev/shm", store=None,
                  exe="phttpd"):
-        self.name = name
-        self.args = list(args)
+        try:
+            # A new session keeps a terminal Ctrl-C away from the server: the
+            # harness stops it itself, so the store file is always removed.
+            super().__init__(args, store=store, store_dir=store_dir, exe=exe,
+                             prefix=["taskset", "-c", str(cpu)] if cpu is not None else [],
+                             tag="bench-" + name.replace(" ", ""), name=name,
+                             check_exit=False, max_lines=40, new_session=True)
+        except paste_proc.MissingBinary as e:
+            raise BenchError(str(e))
         self.cpu = cpu
-        self.store = store or unique_path(store_dir, name.replace(" ", ""))
-        self.own_store = store is None
-        self.exe = binary(exe)
-        self.proc = None
-        self.port = None
-        self.stderr_tail = deque(maxlen=40)
-        self._listening = threading.Event()
-
-    def start(self, timeout=60):
-        cmd = [self.exe, "--port", "0", "--store", self.store] + self.args
-        if self.cpu is not None:
-            cmd = ["taskset", "-c", str(self.cpu)] + cmd
-        # A new session keeps a terminal Ctrl-C away from the server: the
-        # harness stops it itself, so the store file is always removed.
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE,
-                                     start_new_session=True)
-        threading.Thread(target=self._drain, daemon=True).start()
-        deadline = time.monotonic() + timeout
-        while not self._listening.wait(0.05):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                why = ("exited with code %d" % self.proc.returncode
-                       if self.proc.poll() is not None
-                       else "did not print 'listening on' within %ds" % timeout)
-                self.stop()
-                raise BenchError(f"server {self.name} ({' '.join(cmd)}) {why}; "
-                                 f"stderr:\n{self.tail()}")
-        return self
-
-    def _drain(self):
-        for raw in self.proc.stderr:
-            line = raw.decode(errors="replace").rstrip("\n")
-            self.stderr_tail.append(line)
-            m = self.LISTEN_RE.search(line)
-            if m and not self._listening.is_set():
-                self.port = int(m.group(2))
-                self._listening.set()
-
-    def tail(self):
-        return "\n".join("    " + l for l in self.stderr_tail) or "    (nothing)"
 
     @property
-    def pid(self):
-        return self.proc.pid
+    def stderr_tail(self):
+        """The last 40 lines of stderr (bench/demo.py shows them)."""
+        return self.lines
+
+    @stderr_tail.setter
+    def stderr_tail(self, lines):
+        self.lines = lines
+
+    def start(self, timeout=60):
+        try:
+            return super().start(timeout)
+        except paste_proc.ServerFailed as e:
+            self.stop()
+            why = (f"exited with code {e.returncode}" if e.returncode is not None
+                   else f"did not print 'listening on' within {timeout}s")
+            raise BenchError(f"server {self.name} ({' '.join(self.argv)}) {why}; "
+                             f"stderr:\n{self.tail()}")
+
+    def tail(self):
+        return "\n".join("    " + l for l in list(self.stderr_tail)) or "    (nothing)"
 
     def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def url(self, path="/"):
-        return f"http://127.0.0.1:{self.port}{path}"
+        return self.running()
 
     def cpu_ticks(self):
         """utime+stime of every thread of the server, in clock ticks."""
@@ -143,53 +125,23 @@ class Server:
         last = self.stats().get("log_last_lsn", 0)
         if not last:
             return
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         try:
-            conn.request("DELETE", f"/log?upto={last}")
-            resp = conn.getresponse()
-            resp.read()
-            if resp.status != 200:
-                raise BenchError(f"DELETE /log on {self.name}: HTTP {resp.status}")
-        finally:
-            conn.close()
+            resp = paste_proc.http_once(self.port, "DELETE", f"/log?upto={last}",
+                                        host=self.host, timeout=60)
+        except (paste_proc.ProtocolError, paste_proc.ConnectionClosed) as e:
+            raise BenchError(f"DELETE /log on {self.name}: {e}")
+        if resp.status != 200:
+            raise BenchError(f"DELETE /log on {self.name}: HTTP {resp.status}")
 
-    def stats(self):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+    def stats(self, timeout=5.0):
         try:
-            conn.request("GET", "/stats")
-            resp = conn.getresponse()
-            body = resp.read()
-            if resp.status != 200:
-                raise BenchError(f"GET /stats on {self.name}: HTTP {resp.status}")
-            return json.loads(body)
-        except (http.client.HTTPException, ValueError) as e:
-            raise BenchError(f"GET /stats on {self.name}: {e!r}")
-        finally:
-            conn.close()
-
-    def kill9(self):
-        if self.alive():
-            self.proc.kill()
-            self.proc.wait()
+            return super().stats(timeout)
+        except (paste_proc.ProtocolError, paste_proc.ConnectionClosed) as e:
+            raise BenchError(f"GET /stats on {self.name}: {e}")
 
     def stop(self, timeout=10, keep_store=False):
         """SIGTERM, then SIGKILL after timeout. Returns the exit code."""
-        code = None
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.send_signal(signal.SIGTERM)
-                try:
-                    self.proc.wait(timeout)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-            code = self.proc.returncode
-        if self.own_store and not keep_store:
-            try:
-                os.unlink(self.store)
-            except FileNotFoundError:
-                pass
-        return code
+        return super().stop(timeout=timeout, keep_store=keep_store)
 
 
 # ---------------------------------------------------------------- wrk

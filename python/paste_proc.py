@@ -1,0 +1,474 @@
+"""Starting paste servers from Python, and talking HTTP to them.
+
+Shared by the end-to-end tests (tests/e2e/conftest.py) and the benchmark
+harness (bench/harness.py); both put this directory on sys.path, nothing is
+installed. Python 3 standard library only.
+
+- binary(name): a program in the build directory ($PASTE_BUILD, else
+  build/ at the top of the tree).
+- Server(argv): any program that prints "listening on HOST:PORT" on stderr
+  once it accepts connections (run it with --port 0): start() waits for that
+  line and learns the port, a thread keeps reading stderr (so a chatty
+  server never blocks on the pipe), stop() signals it and waits a bounded
+  time, kill9() is the crash test's kill -9, restart() runs the same command
+  line again.
+- Phttpd(args, store=None): phttpd (or phttpd-shim) on 127.0.0.1 port 0 with
+  a store of its own: a fresh path in store_dir unless store is given; an
+  own store is deleted by stop(), restart() keeps it.
+- HttpConn(port): a keep-alive HTTP/1.1 client over a raw socket that reads
+  responses by Content-Length; http_once() and get_stats() on top of it.
+
+A server that misbehaves (exits before listening, is found dead, exits
+non-zero or hangs on stop) raises ServerError, and a reply that is not
+well-formed HTTP raises ProtocolError: both are AssertionErrors, so pytest
+reports them as failed checks; the benchmark harness turns them into its
+own one-line errors.
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = Path(os.environ.get("PASTE_BUILD", ROOT / "build")).resolve()
+START_TIMEOUT = 10.0
+STOP_TIMEOUT = 5.0
+# The host may be an IPv6 address (::1): the port is what follows the last ':'.
+LISTEN_RE = re.compile(r"listening on (\S+):(\d+)\s*$")
+PHTTPD_LISTEN_RE = re.compile(r"phttpd: listening on (\S+):(\d+)\s*$")
+
+
+class MissingBinary(Exception):
+    """A program is not in the build directory."""
+
+
+class ServerError(AssertionError):
+    """A server did not behave: exited before listening, was found dead,
+    exited non-zero or did not exit in time when stopped."""
+
+
+class ServerFailed(ServerError):
+    """The server exited (returncode set) or hung (returncode None, then
+    killed) before it printed its listening line; stderr is what it said."""
+
+    def __init__(self, argv, returncode, stderr, timeout=None):
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.stderr = stderr
+        self.timeout = timeout
+        name = os.path.basename(self.argv[0]) if self.argv else "server"
+        why = (f"exited with {returncode} before listening" if returncode is not None
+               else f"printed no listening line within {timeout}s (killed)")
+        super().__init__(f"{name} {why} ({' '.join(self.argv)}); stderr:\n{stderr}")
+
+
+class ProtocolError(AssertionError):
+    """The server's reply is not well-formed HTTP, or not what the API promises."""
+
+
+class ConnectionClosed(Exception):
+    """The server closed the connection before a whole response arrived."""
+
+
+def binary(name, build=None):
+    """The path of program `name` (may contain a subdirectory: bench/pload)."""
+    path = Path(build or BUILD) / name
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise MissingBinary(f"{path} is missing: build first (`make`), or set PASTE_BUILD")
+    return str(path)
+
+
+def unique_store(directory="/dev/shm", tag="store"):
+    """A store path nobody uses, not created (the server creates the file)."""
+    fd, path = tempfile.mkstemp(prefix=f"paste-{tag}-", suffix=".store", dir=directory)
+    os.close(fd)
+    os.unlink(path)
+    return path
+
+
+def parse_listening(line, pattern=LISTEN_RE):
+    """(host, port) from a listening line, or None."""
+    m = pattern.search(line)
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+# --------------------------------------------------------------------------
+# Server processes
+# --------------------------------------------------------------------------
+
+class Server:
+    """One server process; restart() runs the same argv again.
+
+    check_exit (default True, the tests' choice): stop() raises ServerError
+    unless the server exits 0 within the timeout; False (the benchmarks'):
+    stop() returns the exit code, whatever it is. max_lines keeps only the
+    last lines of stderr (None: all). new_session keeps a terminal's Ctrl-C
+    away from the server, so its owner always gets to stop it."""
+
+    # Class-level defaults: a subclass that starts its process its own way
+    # (bench/short.py's nginx) still gets running(), pid, kill9() and url().
+    proc = None
+    reader = None
+    port = None
+    host = "127.0.0.1"
+    killed = False
+    check_exit = True
+    lines = ()
+
+    def __init__(self, argv, env=None, host="127.0.0.1", name=None, listen_re=LISTEN_RE,
+                 start_timeout=START_TIMEOUT, stop_timeout=STOP_TIMEOUT,
+                 check_exit=True, max_lines=None, new_session=False):
+        self.argv = list(argv)
+        self.env = env
+        self.host = host
+        self.name = name or os.path.basename(self.argv[0])
+        self.listen_re = listen_re
+        self.start_timeout = start_timeout
+        self.stop_timeout = stop_timeout
+        self.check_exit = check_exit
+        self.max_lines = max_lines
+        self.new_session = new_session
+        self.lines = []
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stderr(self):
+        """Everything the current (or last) run printed on stderr so far."""
+        return "".join(line + "\n" for line in list(self.lines))
+
+    def url(self, path="/"):
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}{path}"
+
+    def stats(self, timeout=5.0):
+        return get_stats(self.port, self.host, timeout)
+
+    def _drain(self, proc, lines, listening):
+        # Keeps reading after the listening line so a chatty server never
+        # blocks on a full pipe.
+        for raw in proc.stderr:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            lines.append(line)
+            if not listening.is_set():
+                found = parse_listening(line, self.listen_re)
+                if found:
+                    self.port = found[1]
+                    listening.set()
+
+    def _join_reader(self):
+        if self.reader is not None:
+            self.reader.join(2)
+
+    def start(self, timeout=None):
+        """Run argv and wait for the listening line; raises ServerFailed
+        (with the server's stderr) if it exits first or takes longer than
+        timeout (default start_timeout; then it is killed)."""
+        assert not self.running(), "server already running"
+        timeout = self.start_timeout if timeout is None else timeout
+        self.killed = False
+        self.port = None
+        self.lines = [] if self.max_lines is None else deque(maxlen=self.max_lines)
+        listening = threading.Event()
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     env=self.env, start_new_session=self.new_session)
+        self.reader = threading.Thread(target=self._drain,
+                                       args=(self.proc, self.lines, listening), daemon=True)
+        self.reader.start()
+        deadline = time.monotonic() + timeout
+        while not listening.wait(0.02):
+            if self.proc.poll() is not None:
+                break
+            if time.monotonic() > deadline:
+                self.proc.kill()
+                self.proc.wait()
+                self._join_reader()
+                raise ServerFailed(self.argv, None, self.stderr(), timeout)
+        if self.proc.poll() is not None:
+            self._join_reader()
+            raise ServerFailed(self.argv, self.proc.returncode, self.stderr())
+        return self
+
+    def stop(self, sig=signal.SIGTERM, timeout=None, check=None):
+        """Send sig (SIGTERM) and wait up to timeout (stop_timeout) for the
+        exit; SIGKILL after that. Returns the exit code (None: never started,
+        or ended by kill9() when checking). With check (default check_exit),
+        raises ServerError if the server had already died, did not exit in
+        time or exited non-zero."""
+        check = self.check_exit if check is None else check
+        if self.proc is None or (self.killed and check):
+            return None
+        if self.proc.poll() is not None:
+            self._join_reader()
+            if check:
+                raise ServerError(f"{self.name} had already exited with {self.proc.returncode} "
+                                  f"(crashed or stopped by itself); stderr:\n{self.stderr()}")
+            return self.proc.returncode
+        timeout = self.stop_timeout if timeout is None else timeout
+        self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+            self._join_reader()
+            if check:
+                raise ServerError(f"{self.name} did not exit within {timeout}s of "
+                                  f"{signal.Signals(sig).name}; stderr:\n{self.stderr()}")
+            return rc
+        self._join_reader()
+        if check and rc != 0:
+            raise ServerError(f"{self.name} exited with {rc} after {signal.Signals(sig).name}; "
+                              f"stderr:\n{self.stderr()}")
+        return rc
+
+    def kill9(self):
+        """kill -9 (a crash); a later stop() with checking returns None."""
+        self.killed = True
+        if self.running():
+            self.proc.kill()
+            self.proc.wait()
+            self._join_reader()
+
+    def wait_exit(self, timeout):
+        """Wait for a server that must stop by itself; returns its exit code
+        (None if it is still running after timeout)."""
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self._join_reader()
+        return rc
+
+    def restart(self):
+        if self.running():
+            self.stop()
+        return self.start()
+
+
+def phttpd_argv(exe, store, args=(), host="127.0.0.1", port=0):
+    """The command line of phttpd (or phttpd-shim) on host:port with store."""
+    return [exe, "--host", host, "--port", str(port), "--store", str(store)] + list(args)
+
+
+class Phttpd(Server):
+    """phttpd on host (127.0.0.1) port 0 with its store: `store`, or a fresh
+    path in store_dir that this object owns and stop() deletes (not
+    restart(), not stop(keep_store=True)). exe: a name in the build
+    directory or a path; prefix: a command to run it under (taskset ...).
+    Other keywords go to Server."""
+
+    def __init__(self, args=(), store=None, store_dir="/dev/shm", exe="phttpd",
+                 host="127.0.0.1", prefix=(), tag=None, **kw):
+        self.exe = binary(exe)
+        self.args = list(args)
+        self.own_store = store is None
+        self.store = store or unique_store(store_dir, tag or os.path.basename(exe))
+        argv = list(prefix) + phttpd_argv(self.exe, self.store, self.args, host)
+        kw.setdefault("listen_re", PHTTPD_LISTEN_RE)
+        kw.setdefault("name", os.path.basename(exe))
+        super().__init__(argv, host=host, **kw)
+
+    def stop(self, sig=signal.SIGTERM, timeout=None, check=None, keep_store=False):
+        try:
+            return super().stop(sig, timeout, check)
+        finally:
+            if not keep_store:
+                self.remove_store()
+
+    def remove_store(self):
+        """Delete the store if this object made up its path."""
+        if self.own_store:
+            try:
+                os.unlink(self.store)
+            except FileNotFoundError:
+                pass
+
+    def restart(self):
+        if self.running():
+            self.stop(keep_store=True)
+        return self.start()
+
+
+def run_to_exit(argv, timeout=START_TIMEOUT, env=None):
+    """Run a server that must refuse to start; returns (exit code, stderr).
+    Raises ServerError (after SIGTERM) if it is still running after timeout."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=env)
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+        raise ServerError(f"{os.path.basename(argv[0])} kept running ({' '.join(argv)}); "
+                          f"stderr:\n{err.decode('utf-8', 'replace')}")
+    return proc.returncode, err.decode("utf-8", "replace")
+
+
+# --------------------------------------------------------------------------
+# HTTP over raw sockets
+# --------------------------------------------------------------------------
+
+class Response:
+    def __init__(self, version, status, reason, headers, body):
+        self.version = version
+        self.status = status
+        self.reason = reason
+        self.headers = headers      # list of (name, value) as sent
+        self.body = body
+
+    def header(self, name):
+        name = name.lower()
+        for k, v in self.headers:
+            if k.lower() == name:
+                return v
+        return None
+
+    def __repr__(self):
+        return f"<Response {self.status} {self.reason!r} {self.headers} body={self.body[:80]!r}>"
+
+
+def build_request(method, path, body=None, headers=(), version="HTTP/1.1", host=True):
+    lines = [f"{method} {path} {version}"]
+    if host:
+        lines.append("Host: 127.0.0.1")
+    lines += [f"{k}: {v}" for k, v in headers]
+    if body is not None:
+        lines.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + (body or b"")
+
+
+STATUS_RE = re.compile(r"(HTTP/1\.[01]) (\d{3}) ?(.*)")
+MAX_HEAD = 65536
+
+
+def parse_head(head):
+    """A Response (empty body) from a response head without its blank line."""
+    lines = head.split("\r\n")
+    m = STATUS_RE.fullmatch(lines[0])
+    if not m:
+        raise ProtocolError(f"bad status line {lines[0]!r}")
+    headers = []
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if not (sep and name and name == name.strip()):
+            raise ProtocolError(f"bad response header line {line!r}")
+        headers.append((name, value.strip()))
+    return Response(m.group(1), int(m.group(2)), m.group(3), headers, b"")
+
+
+class HttpConn:
+    """A keep-alive client connection that reads HTTP responses by Content-Length."""
+
+    def __init__(self, port, host="127.0.0.1", timeout=5.0, nodelay=True):
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.buf = bytearray()
+        try:
+            self.sock.settimeout(timeout)
+            if nodelay:
+                self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.sock.connect((host, port))
+        except BaseException:
+            self.sock.close()
+            raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self.sock.close()
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def _fill(self):
+        chunk = self.sock.recv(1 << 16)
+        if not chunk:
+            raise ConnectionClosed(f"server closed the connection; unparsed bytes: {bytes(self.buf[:200])!r}")
+        self.buf += chunk
+
+    def read_response(self, method="GET"):
+        while True:
+            end = self.buf.find(b"\r\n\r\n")
+            if end >= 0:
+                break
+            if len(self.buf) > MAX_HEAD:
+                raise ProtocolError(f"response head over 64 KiB: {bytes(self.buf[:200])!r}")
+            self._fill()
+        head = bytes(self.buf[:end]).decode("latin-1")
+        del self.buf[:end + 4]
+        resp = parse_head(head)
+        cl = resp.header("Content-Length")
+        if cl is None or not cl.isdigit():
+            raise ProtocolError(f"response without a valid Content-Length: {resp!r}")
+        if method != "HEAD":
+            n = int(cl)
+            while len(self.buf) < n:
+                self._fill()
+            resp.body = bytes(self.buf[:n])
+            del self.buf[:n]
+        return resp
+
+    def read_responses(self, methods):
+        """One response per entry of methods (a request method each, or a count of GETs)."""
+        if isinstance(methods, int):
+            methods = ["GET"] * methods
+        return [self.read_response(m) for m in methods]
+
+    def request(self, method, path, body=None, headers=(), version="HTTP/1.1"):
+        self.send(build_request(method, path, body, headers, version))
+        return self.read_response(method)
+
+    def is_closed(self, timeout=3.0):
+        """True when the server closes (EOF or reset) within timeout and sent nothing more."""
+        if self.buf:
+            return False
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(4096)
+        except socket.timeout:
+            return False
+        except ConnectionResetError:
+            return True
+        if data:
+            self.buf += data
+            return False
+        return True
+
+
+def http_once(port, method, path, body=None, headers=(), host="127.0.0.1", timeout=5.0):
+    """One request on a fresh connection."""
+    with HttpConn(port, host, timeout) as c:
+        return c.request(method, path, body, headers)
+
+
+def get_stats(port, host="127.0.0.1", timeout=5.0):
+    """GET /stats as a dict; ProtocolError unless it is a 200 with JSON."""
+    r = http_once(port, "GET", "/stats", host=host, timeout=timeout)
+    if r.status != 200 or "application/json" not in (r.header("Content-Type") or ""):
+        raise ProtocolError(f"GET /stats: {r!r}")
+    try:
+        return json.loads(r.body)
+    except ValueError as e:
+        raise ProtocolError(f"GET /stats: not JSON ({e}): {r!r}")
