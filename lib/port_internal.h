@@ -119,6 +119,7 @@ extern const struct port_ops paste_port_epoll_ops;
  * port_events_room before each step that can add events. */
 #define PORT_EVENTS_CAP(m) ((m) + ((m) < 4096u ? (m) : 4096u) + 64u)
 #define PORT_MAX_CONNS (1u << 20)   /* the kernel's limit on direct descriptors */
+#define PORT_MAX_DEFER_S 3600u      /* TCP_DEFER_ACCEPT: more is a typo */
 struct paste_event *port_push_event(struct paste_port *pt, uint16_t type, uint32_t conn);
 static inline uint32_t port_events_room(const struct paste_port *pt)
 {

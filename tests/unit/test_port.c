@@ -5,8 +5,11 @@
  * partial sends of large replies, zero-copy sends from store buffers,
  * peers that reset, a full connection table, the slot lifecycle under
  * many short connections (client threads), a port whose open fails part
- * way, and the batch-wait knobs. The durability gate and what a failed
- * store does to it: test_port_durable.c.
+ * way, the batch-wait knobs, and what short connections rely on:
+ * TCP_DEFER_ACCEPT, the single-shot first receive and its upgrade to
+ * multishot, and buffer accounting exact to one buffer (the allocation
+ * cache in the stats). The durability gate and what a failed store does
+ * to it: test_port_durable.c.
  * Without io_uring the epoll half runs and the exit status is 77 (skip).
  */
 #include <arpa/inet.h>
@@ -518,6 +521,16 @@ static void test_short_conns(enum paste_engine e, const char *kinds)
 	paste_port_stats(pt, &ps);
 	CHECK_EQ(ps.accepts, (uint64_t)t.accepts);
 	CHECK_EQ(ps.accepts, ps.closes + ps.conns);
+	if (e == PASTE_ENGINE_URING) {
+		/* every buffer a CQE carried came back: all in use are the ring's
+		 * and the cache's (exact, unlike the free count after close,
+		 * which the cache would hide) */
+		struct paste_event *evs;
+		paste_port_poll(pt, &evs, 0);
+		paste_port_poll(pt, &evs, 0);
+		paste_port_stats(pt, &ps);
+		CHECK_EQ(paste_store_nheld(st), ps.ring_free + ps.cached);
+	}
 	paste_port_close(pt);
 	CHECK_EQ(paste_store_nfree(st), before);
 	CHECK_EQ(paste_store_nheld(st), 0);
@@ -590,6 +603,218 @@ static void test_reuse_after_close(enum paste_engine e)
 	while (nfill)
 		close(fill[--nfill]);
 	paste_port_close(pt);
+}
+
+/* ---- short connections: defer accept, the first receive -------------- */
+
+static struct paste_port *open_defer(enum paste_engine e, uint32_t defer_s)
+{
+	struct paste_port_config c = { .engine = e, .ring_bufs = 16, .max_conns = 16,
+				       .store = st, .defer_accept_s = defer_s };
+	struct paste_port *pt = NULL;
+	struct paste_error err = { 0 };
+	if (paste_port_open(&pt, &c, &err)) {
+		fprintf(stderr, "port open: %s\n", err.msg);
+		return NULL;
+	}
+	return pt;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* defer_accept_s: a connection that has sent nothing is not accepted (no
+ * ACCEPT event, no slot) until its first data, which then comes with it
+ * (uring: in the same batch);
+ * a silent one is accepted after about the timeout (1 s: the SYN-ACK is
+ * resent after 1 s and the client's answer completes it). Without the
+ * option the silent connection is accepted at once (test_echo). */
+static void test_defer_accept(enum paste_engine e)
+{
+	struct paste_port *pt = open_defer(e, 1);
+	CHECK(pt != NULL);
+	if (!pt)
+		return;
+	uint16_t port = paste_port_local_port(pt);
+	double t0 = now_s();
+	int silent = client(port), talker = client(port);
+	CHECK(silent >= 0 && talker >= 0);
+	struct seen s = { 0 };
+	pump(pt, &s, 10, false);                 /* ~200 ms */
+	CHECK_EQ(s.accepts, 0);
+	struct paste_port_stats ps;
+	paste_port_stats(pt, &ps);
+	CHECK_EQ(ps.conns, 0);
+	CHECK(write(talker, "hi", 2) == 2);
+	bool together = false;   /* ACCEPT and DATA in one batch (uring) */
+	for (int i = 0; i < 50 && s.bytes < 2; i++) {
+		struct paste_event *evs;
+		int n = paste_port_poll(pt, &evs, 20), a = 0, d = 0;
+		for (int j = 0; j < n; j++) {
+			s.last_conn = evs[j].conn;
+			a += evs[j].type == PASTE_EV_ACCEPT;
+			if (evs[j].type == PASTE_EV_DATA) {
+				d++;
+				memcpy(s.data + s.bytes, evs[j].data, evs[j].len);
+				s.bytes += evs[j].len;
+			}
+		}
+		s.accepts += a;
+		together |= a && d;
+	}
+	CHECK_EQ(s.accepts, 1);                  /* the talker, with its data */
+	CHECK_EQ(s.bytes, 2);
+	/* uring: the first receive of a deferred accept completes at once,
+	 * and the port enters again to hand it out in the same batch */
+	CHECK(together || e == PASTE_ENGINE_EPOLL);
+	CHECK_EQ(paste_port_send(pt, s.last_conn, "yo", 2, 0), 0);
+	paste_port_close_conn(pt, s.last_conn);
+	pump(pt, &s, 3, false);
+	char buf[4];
+	CHECK_EQ(read_all(talker, buf, sizeof(buf), 1000), 2);   /* reply, then EOF */
+	for (int i = 0; i < 250 && s.accepts < 2; i++)           /* <= 5 s */
+		pump(pt, &s, 1, false);
+	double t = now_s() - t0;
+	CHECK_EQ(s.accepts, 2);                  /* the silent one, at last */
+	CHECK(t >= 0.8 && t < 5.0);
+	if (t < 0.8 || t >= 5.0)
+		fprintf(stderr, "  silent connection accepted after %.2f s (defer 1 s)\n", t);
+	close(silent);
+	close(talker);
+	for (int i = 0; i < 50 && s.closes < 2; i++)
+		pump(pt, &s, 1, false);
+	CHECK_EQ(s.closes, 2);
+	paste_port_close(pt);
+	/* more than an hour is refused, not silently clamped */
+	struct paste_port_config c = { .engine = e, .ring_bufs = 16, .max_conns = 16, .store = st,
+				       .defer_accept_s = 3601 };
+	struct paste_error err = { 0 };
+	CHECK_EQ(paste_port_open(&pt, &c, &err), -EINVAL);
+	CHECK(strstr(err.msg, "defer_accept_s") != NULL);
+}
+
+/* Poll until the connection's DATA events have brought `want` bytes. */
+static void pump_bytes(struct paste_port *pt, struct seen *s, size_t want)
+{
+	for (int i = 0; i < 100 && s->bytes < want; i++)
+		pump(pt, s, 1, false);
+}
+
+/* The first receive after accept is single-shot: once its data is in, no
+ * receive is armed (nothing to cancel at close, no empty retry). A
+ * connection the app keeps gets a multishot receive at the next pass, and
+ * bytes sent in between are not lost; one the app closes gets none. */
+static void test_first_recv(void)
+{
+	struct paste_port *pt = open_defer(PASTE_ENGINE_URING, 0);
+	CHECK(pt != NULL);
+	if (!pt)
+		return;
+	uint16_t port = paste_port_local_port(pt);
+	/* keep-alive: request, reply, the next request */
+	int fd = client(port);
+	struct seen s = { 0 };
+	pump(pt, &s, 3, false);
+	CHECK_EQ(s.accepts, 1);
+	uint32_t slot = s.last_conn;
+	CHECK(pt->conns[slot].recv_armed);          /* the single-shot, waiting */
+	CHECK(write(fd, "one", 3) == 3);
+	pump_bytes(pt, &s, 3);
+	CHECK_EQ(s.bytes, 3);
+	CHECK(!pt->conns[slot].recv_armed);         /* done with its one CQE */
+	CHECK(write(fd, "two", 3) == 3);            /* before any receive is armed */
+	CHECK_EQ(paste_port_send(pt, slot, "1", 1, 0), 0);
+	pump_bytes(pt, &s, 6);
+	CHECK_EQ(s.bytes, 6);
+	CHECK(!memcmp(s.data, "onetwo", 6));
+	CHECK(pt->conns[slot].recv_armed);          /* multishot from now on */
+	CHECK(write(fd, "three", 5) == 5);
+	pump_bytes(pt, &s, 11);
+	CHECK_EQ(s.bytes, 11);
+	CHECK(pt->conns[slot].recv_armed);          /* still armed: multishot */
+	char buf[8];
+	CHECK_EQ(read_all(fd, buf, 1, 1000), 1);
+	close(fd);
+	for (int i = 0; i < 20 && s.closes < 1; i++)
+		pump(pt, &s, 1, false);
+	CHECK_EQ(s.closes, 1);
+	/* one request, the app replies and closes: no receive is armed again */
+	fd = client(port);
+	pump(pt, &s, 3, false);
+	CHECK_EQ(s.accepts, 2);
+	slot = s.last_conn;
+	CHECK(write(fd, "q", 1) == 1);
+	pump_bytes(pt, &s, 12);
+	CHECK_EQ(s.bytes, 12);
+	CHECK_EQ(paste_port_send(pt, slot, "r", 1, 0), 0);
+	paste_port_close_conn(pt, slot);
+	struct paste_event *evs;
+	int n = paste_port_poll(pt, &evs, 20);      /* submits the reply */
+	CHECK(!pt->conns[slot].recv_armed);         /* and no receive with it */
+	for (int i = 0; i < n; i++)
+		s.closes += evs[i].type == PASTE_EV_CLOSED;
+	for (int i = 0; i < 20 && s.closes < 2; i++)
+		pump(pt, &s, 1, false);
+	CHECK_EQ(s.closes, 2);
+	CHECK_EQ(read_all(fd, buf, sizeof(buf), 1000), 1);       /* reply, then EOF */
+	close(fd);
+	pump(pt, &s, 3, false);
+	struct paste_port_stats ps;
+	paste_port_stats(pt, &ps);
+	CHECK_EQ(ps.conns, 0);
+	CHECK_EQ(ps.accepts, ps.closes);
+	paste_port_close(pt);
+}
+
+/* The store counts as in use every buffer posted in a ring, delivered in a
+ * batch, held, or sitting free in a uring port's allocation cache; the
+ * stats name the ring and the cache, so an app can account for every
+ * buffer (phttpd's bufs_held) and a single leaked one shows. Holding a
+ * buffer takes a replacement from the cache (the store hands out 64 at a
+ * time). */
+static void test_buffer_accounting(void)
+{
+	uint32_t held0 = paste_store_nheld(st);
+	struct paste_port *pt = open_port(PASTE_ENGINE_URING, 8, 16, NULL);
+	CHECK(pt != NULL);
+	if (!pt)
+		return;
+	struct paste_port_stats ps;
+	paste_port_stats(pt, &ps);
+	CHECK_EQ(ps.ring_free, 8);
+	CHECK_EQ(ps.cached, 0);
+	CHECK_EQ(paste_store_nheld(st) - held0, ps.ring_free + ps.cached);
+	int fd = client(paste_port_local_port(pt));
+	struct seen s = { 0 };
+	pump(pt, &s, 3, false);
+	CHECK(write(fd, "keep", 4) == 4);
+	uint32_t held = PASTE_NO_BUF;
+	for (int i = 0; i < 50 && held == PASTE_NO_BUF; i++) {
+		struct paste_event *evs;
+		int n = paste_port_poll(pt, &evs, 20);
+		for (int j = 0; j < n; j++)
+			if (evs[j].type == PASTE_EV_DATA && paste_port_hold(pt, &evs[j]) == 0)
+				held = evs[j].buf;
+	}
+	CHECK(held != PASTE_NO_BUF);
+	pump(pt, &s, 2, false);                     /* the held buffer was replaced */
+	paste_port_stats(pt, &ps);
+	CHECK_EQ(ps.ring_free, 8);
+	CHECK(ps.cached > 0 && ps.cached < 64);
+	/* ring + cache + the one the test holds: not one buffer unaccounted */
+	CHECK_EQ(paste_store_nheld(st) - held0, ps.ring_free + ps.cached + 1);
+	if (held != PASTE_NO_BUF)
+		paste_store_unref(st, held, false);
+	close(fd);
+	pump(pt, &s, 5, false);
+	paste_port_stats(pt, &ps);
+	CHECK_EQ(paste_store_nheld(st) - held0, ps.ring_free + ps.cached);
+	paste_port_close(pt);
+	CHECK_EQ(paste_store_nheld(st), held0);
 }
 
 /* ---- open failing part way, and the batch-wait knobs ----------------- */
@@ -706,6 +931,7 @@ int main(void)
 	test_reuse_after_close(PASTE_ENGINE_EPOLL);
 	test_short_conns(PASTE_ENGINE_EPOLL, "c");
 	test_short_conns(PASTE_ENGINE_EPOLL, "ccer");
+	test_defer_accept(PASTE_ENGINE_EPOLL);
 	if (uring) {
 		test_echo(PASTE_ENGINE_URING);
 		test_enobufs();
@@ -717,6 +943,9 @@ int main(void)
 		test_reuse_after_close(PASTE_ENGINE_URING);
 		test_short_conns(PASTE_ENGINE_URING, "c");
 		test_short_conns(PASTE_ENGINE_URING, "ccer");
+		test_defer_accept(PASTE_ENGINE_URING);
+		test_first_recv();
+		test_buffer_accounting();
 		test_open_fails();
 		test_wait_knobs();
 	}
