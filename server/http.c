@@ -1,0 +1,406 @@
+/*
+ * http.c - the HTTP/1.x protocol: framing, replies, the protocol's own
+ * answers (bad input, 408, 503 after a store failure, GET /stats), and
+ * dispatch to the service (http.h).
+ *
+ * Per request on the hot path: one parse of the head where it landed (a
+ * head split across reads is reassembled in a small per-connection
+ * buffer; bodies are never copied here), two indirect calls (the
+ * service's route and finish), one atomic load (has the store failed?).
+ * Pipelined requests in one read are handled in a loop; nothing is
+ * allocated per request.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+
+#define CONTINUE_100 "HTTP/1.1 100 Continue\r\n\r\n"
+#define FAIL_BODY_MAX 319u   /* "store failed: <why>\n", cut here */
+
+struct http_proto_state {
+	const struct http_config *cfg;
+	const struct http_service *svc;
+	void *ss;                        /* the service's */
+};
+
+size_t http_put_str(char *out, size_t at, size_t cap, const char *s)
+{
+	size_t n = strlen(s);
+	if (at + n > cap)
+		n = at < cap ? cap - at : 0;
+	memcpy(out + at, s, n);
+	return at + n;
+}
+
+size_t http_put_u64(char *out, size_t at, size_t cap, uint64_t v)
+{
+	char tmp[20];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n && at < cap)
+		out[at++] = tmp[--n];
+	return at;
+}
+
+int http_reply_head(char *out, size_t cap, const struct http_conn *h, int status,
+		    const char *ctype, uint64_t content_length, const char *extra)
+{
+	size_t n = http_put_str(out, 0, cap, "HTTP/1.1 ");
+	n = http_put_u64(out, n, cap, (uint64_t)status);
+	n = http_put_str(out, n, cap, " ");
+	n = http_put_str(out, n, cap, paste_http_reason(status));
+	n = http_put_str(out, n, cap, "\r\nServer: phttpd\r\n");
+	if (ctype) {
+		n = http_put_str(out, n, cap, "Content-Type: ");
+		n = http_put_str(out, n, cap, ctype);
+		n = http_put_str(out, n, cap, "\r\n");
+	}
+	/* 1.1 keeps alive by default; 1.0 must be told it was kept */
+	if (!h->keep_alive)
+		n = http_put_str(out, n, cap, "Connection: close\r\n");
+	else if (h->http10)
+		n = http_put_str(out, n, cap, "Connection: keep-alive\r\n");
+	n = http_put_str(out, n, cap, "Content-Length: ");
+	n = http_put_u64(out, n, cap, content_length);
+	n = http_put_str(out, n, cap, "\r\n");
+	if (extra) {
+		n = http_put_str(out, n, cap, extra);
+		n = http_put_str(out, n, cap, "\r\n");
+	}
+	n = http_put_str(out, n, cap, "\r\n");
+	return (int)n;
+}
+
+int http_reply(struct http_ctx *x, int status, const char *ctype, const void *body, size_t len,
+	       const char *extra, int flags)
+{
+	struct paste_port *pt = x->w->port;
+	char buf[512];
+	int n = http_reply_head(buf, sizeof(buf), x->h, status, ctype, len, extra);
+	int r = paste_port_send(pt, x->conn, buf, (size_t)n, flags);
+	if (r == -EIO && (flags & PASTE_SEND_DURABLE))
+		return r;
+	if (r == 0 && len && !x->h->head_only)
+		r = paste_port_send(pt, x->conn, body, len, flags);
+	if (!x->h->keep_alive)
+		paste_port_close_conn(pt, x->conn);
+	return r;
+}
+
+/* Nothing more is read on this connection; its close is queued. */
+static void set_dead(struct http_ctx *x)
+{
+	x->h->state = H_DEAD;
+	x->c->timer = SRV_T_NONE;
+}
+
+void http_reply_error(struct http_ctx *x, int status)
+{
+	char body[64];
+	int n = snprintf(body, sizeof(body), "%d %s\n", status, paste_http_reason(status));
+	x->h->keep_alive = false;
+	x->h->head_only = false;
+	http_reply(x, status, "text/plain", body, (size_t)n, NULL, 0);
+	set_dead(x);
+}
+
+/* The server is going away: say why and close, so the client does not
+ * send more on this connection. */
+void http_reply_failed(struct http_ctx *x)
+{
+	char body[FAIL_BODY_MAX];
+	server_store_failed(x->w);
+	size_t n = http_put_str(body, 0, sizeof(body), "store failed: ");
+	n = http_put_str(body, n, sizeof(body), x->w->fail_why ? x->w->fail_why : "");
+	n = http_put_str(body, n, sizeof(body), "\n");
+	x->h->keep_alive = false;
+	http_reply(x, 503, "text/plain", body, n, "Retry-After: 5", 0);
+	set_dead(x);
+}
+
+/* GET /stats: the server's totals, the service's members. */
+static void reply_stats(struct http_ctx *x, const struct http_proto_state *hs)
+{
+	struct server *s = x->w->srv;
+	struct server_totals tt;
+	server_totals(x->w, &tt);
+	const struct paste_port_stats *t = &tt.port;
+	const struct paste_store_geom *g = paste_store_geom(s->store);
+	char body[1536];
+	int n = snprintf(body, sizeof(body),
+		"{\"engine\":\"%s\",\"mode\":\"%s\",\"durability\":\"%s\",\"threads\":%u,"
+		"\"requests\":%" PRIu64 ",\"batches\":%" PRIu64 ",\"events\":%" PRIu64 ",\"mean_batch\":%.2f,"
+		"\"syscalls\":%" PRIu64 ",\"syscalls_per_request\":%.4f,"
+		"\"bufs_total\":%u,\"bufs_free\":%u,\"bufs_held\":%u,\"enobufs\":%" PRIu64 ","
+		"\"conns\":%u,\"accepts\":%" PRIu64 ",\"fences\":%" PRIu64 ",\"commits\":%" PRIu64 ",",
+		s->cfg.engine == PASTE_ENGINE_URING ? "uring" : "epoll", hs->svc->name,
+		paste_durability_name(x->w->persist ? paste_persist_mode(x->w->persist) : PASTE_DUR_NONE),
+		s->cfg.threads, tt.requests, t->polls, t->events,
+		t->polls ? (double)t->events / (double)t->polls : 0.0,
+		t->syscalls, tt.requests ? (double)t->syscalls / (double)tt.requests : 0.0,
+		g->nbufs, paste_store_nfree(s->store), tt.bufs_held,
+		t->enobufs, t->conns, t->accepts, t->fences, t->commits);
+	size_t at = n < (int)sizeof(body) ? (size_t)n : sizeof(body) - 1;
+	if (hs->svc->stats)
+		at = hs->svc->stats(s, hs->ss, body, at, sizeof(body) - 1);
+	n = snprintf(body + at, sizeof(body) - at,
+		"\"timeouts\":%" PRIu64 ",\"idle_closes\":%" PRIu64 ",\"store_failed\":%s}\n",
+		tt.timeouts, tt.idle_closes, paste_store_failed(s->store, NULL) ? "true" : "false");
+	at += n < (int)(sizeof(body) - at) ? (size_t)n : sizeof(body) - at - 1;
+	http_reply(x, 200, "application/json", body, at, NULL, 0);
+}
+
+/* A whole request (head and body) is in: answer it. */
+static void finish_request(struct http_ctx *x, const struct http_proto_state *hs)
+{
+	struct http_conn *h = x->h;
+	srv_bump(&x->w->requests);
+	if (h->route == HTTP_ROUTE_STATS) {
+		reply_stats(x, hs);
+	} else if (server_store_failed(x->w)) {
+		if (hs->svc->closed)
+			hs->svc->closed(x);
+		http_reply_failed(x);
+		return;
+	} else {
+		hs->svc->finish(x);
+	}
+	if (h->state != H_DEAD) {
+		h->state = H_HEAD;
+		x->c->timer = SRV_T_IDLE;
+	}
+	paste_http_parser_init(&h->ps, HTTP_MAX_HEAD, hs->cfg->max_body);
+}
+
+static bool is_stats(const struct paste_http_req *req)
+{
+	return req->target_len == 6 && !memcmp(req->target, "/stats", 6) &&
+	       (req->method == PASTE_HTTP_GET || req->method == PASTE_HTTP_HEAD);
+}
+
+/* body_started: bytes after the head already arrived with it (the client
+ * did not wait, so no 100 Continue is needed). */
+static void head_done(struct http_ctx *x, const struct http_proto_state *hs,
+		      const struct paste_http_req *req, bool body_started)
+{
+	struct http_conn *h = x->h;
+	h->keep_alive = req->keep_alive;
+	h->http10 = req->version_minor == 0;
+	h->head_only = req->method == PASTE_HTTP_HEAD;
+	h->body_left = req->content_length;
+	if (is_stats(req)) {
+		h->route = HTTP_ROUTE_STATS;
+	} else if (server_store_failed(x->w)) {
+		http_reply_failed(x);   /* the body, if any, is not read */
+		return;
+	} else {
+		int r = hs->svc->route(x, req);
+		if (r < 0) {
+			http_reply_error(x, -r);
+			return;
+		}
+		h->route = (uint16_t)r;
+	}
+	if (h->body_left) {
+		h->state = H_BODY;
+		x->c->timer = SRV_T_BODY;
+		/* The body will be read: say so to a client that waits for it
+		 * (RFC 9110 section 10.1.1). Queued in order behind any earlier
+		 * reply on this connection, so it never overtakes a 201 that is
+		 * still waiting for its barrier. */
+		if (req->expect_continue && !body_started)
+			paste_port_send(x->w->port, x->conn, CONTINUE_100, sizeof(CONTINUE_100) - 1, 0);
+	} else {
+		finish_request(x, hs);
+	}
+}
+
+/* The reassembly buffer grows by doubling up to HTTP_MAX_HEAD + 1 and is
+ * kept for the connection's next split head: an allocation per
+ * connection that splits a head, not per request. */
+static int head_append(struct http_conn *h, const uint8_t *p, uint32_t n)
+{
+	if (h->head_len + n > h->head_cap) {
+		uint32_t cap = h->head_cap ? h->head_cap : 512;
+		while (cap < h->head_len + n)
+			cap *= 2;
+		char *q = realloc(h->head, cap);
+		if (!q)
+			return -ENOMEM;
+		h->head = q;
+		h->head_cap = cap;
+	}
+	memcpy(h->head + h->head_len, p, n);
+	h->head_len += n;
+	return 0;
+}
+
+static void ctx_init(struct http_ctx *x, struct worker *w, uint32_t conn, struct srv_conn *c)
+{
+	struct http_proto_state *hs = w->srv->proto_state;
+	x->w = w;
+	x->conn = conn;
+	x->c = c;
+	x->h = srv_proto_part(c);
+	x->sc = srv_service_part(x->h, sizeof(struct http_conn));
+	x->ss = hs->ss;
+}
+
+/* Frame the bytes of one DATA event into requests (pipelining: as many as
+ * it holds; splitting: state carries over to the next event). */
+static void http_data(struct worker *w, const struct paste_event *ev, struct srv_conn *c)
+{
+	const struct http_proto_state *hs = w->srv->proto_state;
+	struct http_ctx x;
+	ctx_init(&x, w, ev->conn, c);
+	struct http_conn *h = x.h;
+	uint32_t pos = 0;
+	while (pos < ev->len && h->state != H_DEAD) {
+		if (h->state == H_BODY) {
+			uint32_t take = ev->len - pos;
+			if (take > h->body_left)
+				take = (uint32_t)h->body_left;
+			if (h->route != HTTP_ROUTE_STATS && hs->svc->body)
+				hs->svc->body(&x, ev, pos, take);
+			h->body_left -= take;
+			pos += take;
+			if (!h->body_left)
+				finish_request(&x, hs);
+			continue;
+		}
+		struct paste_http_req req;
+		int r;
+		uint32_t used;
+		if (!h->head_len) {           /* zero copy: parse where it landed */
+			r = paste_http_parse(&h->ps, (const char *)ev->data + pos, ev->len - pos, &req);
+			if (r == 0) {
+				c->timer = SRV_T_HEAD;   /* the header timeout starts */
+				c->since_ms = w->now_ms;
+				if (head_append(h, ev->data + pos, ev->len - pos))
+					http_reply_error(&x, 503);
+				return;
+			}
+			used = r > 0 ? (uint32_t)r : 0;
+		} else {                      /* a head split across reads */
+			uint32_t old = h->head_len, n = ev->len - pos;
+			if (n > HTTP_MAX_HEAD + 1 - old)
+				n = HTTP_MAX_HEAD + 1 - old;
+			if (head_append(h, ev->data + pos, n)) {
+				http_reply_error(&x, 503);
+				return;
+			}
+			r = paste_http_parse(&h->ps, h->head, h->head_len, &req);
+			if (r == 0) {
+				pos += n;
+				continue;
+			}
+			used = r > 0 ? (uint32_t)r - old : 0;
+		}
+		if (r < 0) {
+			http_reply_error(&x, -r);
+			return;
+		}
+		pos += used;
+		head_done(&x, hs, &req, pos < ev->len);   /* req may point into h->head */
+		h->head_len = 0;
+	}
+}
+
+static void http_accept(struct worker *w, uint32_t conn, struct srv_conn *c)
+{
+	(void)conn;
+	const struct http_proto_state *hs = w->srv->proto_state;
+	struct http_conn *h = srv_proto_part(c);
+	paste_http_parser_init(&h->ps, HTTP_MAX_HEAD, hs->cfg->max_body);
+}
+
+static void http_closed(struct worker *w, uint32_t conn, struct srv_conn *c)
+{
+	const struct http_proto_state *hs = w->srv->proto_state;
+	struct http_ctx x;
+	ctx_init(&x, w, conn, c);
+	if (hs->svc->closed)
+		hs->svc->closed(&x);      /* a half-received body held buffers */
+	free(x.h->head);
+	x.h->head = NULL;
+	x.h->head_len = x.h->head_cap = 0;
+	set_dead(&x);
+}
+
+/* A slow or stalled client: 408, close, and the service gives back what
+ * the request held. An idle one is closed without a word: there is no
+ * request to answer. */
+static void http_timeout(struct worker *w, uint32_t conn, struct srv_conn *c)
+{
+	const struct http_proto_state *hs = w->srv->proto_state;
+	struct http_ctx x;
+	ctx_init(&x, w, conn, c);
+	if (c->timer == SRV_T_IDLE) {
+		set_dead(&x);
+		paste_port_close_conn(w->port, conn);
+		return;
+	}
+	if (hs->svc->closed)
+		hs->svc->closed(&x);
+	http_reply_error(&x, 408);
+}
+
+static uint32_t http_service_conn_size(const void *cfg)
+{
+	return ((const struct http_config *)cfg)->service->conn_size;
+}
+
+static int http_open(struct server *s, struct paste_error *err)
+{
+	const struct http_config *cfg = s->cfg.proto_cfg;
+	struct http_proto_state *hs = calloc(1, sizeof(*hs));
+	if (!hs)
+		return paste_error_set(err, -ENOMEM, "out of memory");
+	hs->cfg = cfg;
+	hs->svc = cfg->service;
+	int r = hs->svc->open ? hs->svc->open(s, cfg->service_cfg, &hs->ss, err) : 0;
+	if (r) {
+		free(hs);
+		return r;
+	}
+	s->proto_state = hs;
+	return 0;
+}
+
+static void http_close(struct server *s)
+{
+	struct http_proto_state *hs = s->proto_state;
+	if (!hs)
+		return;
+	if (hs->svc->close)
+		hs->svc->close(s, hs->ss);
+	free(hs);
+	s->proto_state = NULL;
+}
+
+static void http_banner(struct server *s)
+{
+	struct http_proto_state *hs = s->proto_state;
+	if (hs->svc->banner)
+		hs->svc->banner(s, hs->ss);
+}
+
+const struct server_proto http_proto = {
+	.name = "http",
+	.conn_size = sizeof(struct http_conn),
+	.service_conn_size = http_service_conn_size,
+	.open = http_open,
+	.close = http_close,
+	.banner = http_banner,
+	.accept = http_accept,
+	.data = http_data,
+	.closed = http_closed,
+	.timeout = http_timeout,
+};

@@ -1,0 +1,477 @@
+/*
+ * server.c - worker threads, signals, event dispatch, the timeout sweep,
+ * the failed store, /stats snapshots (server.h says what each is for).
+ *
+ * Per event: one paste_port_conn_data lookup and one indirect call into
+ * the protocol. Per poll pass: one coarse clock read, one atomic load (has
+ * the store failed?), and a snapshot of the port's counters when the pass
+ * had events. Twice a second per thread: the timeout sweep over the open
+ * connections. (The port stats the store file once a second:
+ * paste_store_watch.)
+ *
+ * A failed store (paste_store_failed: a failed flush, fence or sync in any
+ * thread, or the file removed, replaced or truncated) is seen by every
+ * worker after its next poll: the protocol answers what comes in with its
+ * error (HTTP: 503), and after a bounded drain the worker wakes main,
+ * which names the store and exits 1. The port itself never lets a DURABLE
+ * reply out after the failure.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server.h"
+
+#define SWEEP_MS 500u      /* timeouts fire at most this late */
+#define DRAIN_MS 500u      /* after a store failure: time for the replies to leave */
+#define DRAIN_POLL_MS 50   /* poll timeout while draining */
+
+uint32_t server_conn_size(const struct server_proto *proto, const void *proto_cfg)
+{
+	uint32_t svc = proto->service_conn_size ? proto->service_conn_size(proto_cfg) : 0;
+	return (uint32_t)(SRV_ALIGN(sizeof(struct srv_conn)) + SRV_ALIGN(proto->conn_size) +
+			  SRV_ALIGN(svc));
+}
+
+bool server_store_failed(struct worker *w)
+{
+	const char *why;
+	if (w->failing)
+		return true;
+	if (!paste_store_failed(w->srv->store, &why))
+		return false;
+	w->fail_why = why;
+	w->fail_ms = w->now_ms;
+	w->failing = true;
+	return true;
+}
+
+/* Copy this worker's port counters where /stats in another thread can
+ * read them: once per pass that had events, and once more after it (the
+ * next poll recycles that batch's buffers). A mutex nobody contends but
+ * a /stats request: ~20 ns per pass, not per request. */
+static void publish_stats(struct worker *w, int n)
+{
+	if (n <= 0 && !w->snap_stale)
+		return;
+	pthread_mutex_lock(&w->snap_lock);
+	paste_port_stats(w->port, &w->snap);
+	w->snap_valid = true;
+	pthread_mutex_unlock(&w->snap_lock);
+	w->snap_stale = n > 0;
+}
+
+void server_totals(struct worker *w, struct server_totals *out)
+{
+	struct server *s = w->srv;
+	struct paste_port_stats *t = &out->port;
+	memset(out, 0, sizeof(*out));
+	for (uint32_t i = 0; i < s->cfg.threads; i++) {
+		struct worker *o = &s->workers[i];
+		struct paste_port_stats x;
+		bool ok = true;
+		if (o == w) {
+			paste_port_stats(w->port, &x);
+		} else {
+			pthread_mutex_lock(&o->snap_lock);
+			ok = o->snap_valid;
+			x = o->snap;
+			pthread_mutex_unlock(&o->snap_lock);
+		}
+		out->requests += atomic_load_explicit(&o->requests, memory_order_relaxed);
+		out->timeouts += atomic_load_explicit(&o->timeouts, memory_order_relaxed);
+		out->idle_closes += atomic_load_explicit(&o->idle_closes, memory_order_relaxed);
+		if (!ok)
+			continue;
+		t->polls += x.polls; t->events += x.events; t->syscalls += x.syscalls;
+		t->accepts += x.accepts; t->enobufs += x.enobufs; t->fences += x.fences;
+		t->commits += x.commits; t->conns += x.conns; t->held += x.held;
+		t->ring_free += x.ring_free;
+		t->cached += x.cached;
+	}
+	uint32_t held = paste_store_nheld(s->store), port_free = t->ring_free + t->cached;
+	out->bufs_held = held > port_free ? held - port_free : 0;
+}
+
+static void list_add(struct worker *w, uint32_t conn)
+{
+	if (conn >= w->srv->cfg.max_conns || w->pos[conn] != UINT32_MAX)
+		return;
+	w->pos[conn] = w->nopen;
+	w->open[w->nopen++] = conn;
+}
+
+static void list_del(struct worker *w, uint32_t conn)
+{
+	if (conn >= w->srv->cfg.max_conns || w->pos[conn] == UINT32_MAX)
+		return;
+	uint32_t i = w->pos[conn], last = w->open[--w->nopen];
+	w->open[i] = last;
+	w->pos[last] = i;
+	w->pos[conn] = UINT32_MAX;
+}
+
+/* Twice a second per thread: hand what timed out to the protocol. Reads
+ * one cache line per open connection (16k connections: ~1 ms a second at
+ * worst) and no clock: the pass's timestamp is enough at this granularity.
+ * A timeout may close the connection, but its CLOSED event comes from a
+ * later poll, so the list does not change under the loop. */
+static void sweep(struct worker *w)
+{
+	const struct server_config *cfg = &w->srv->cfg;
+	uint64_t now = w->now_ms;
+	w->next_sweep_ms = now + SWEEP_MS;
+	for (uint32_t i = 0; i < w->nopen; i++) {
+		uint32_t conn = w->open[i];
+		struct srv_conn *c = paste_port_conn_data(w->port, conn);
+		uint64_t limit, since;
+		switch (c->timer) {
+		case SRV_T_IDLE: limit = cfg->idle_to_ms; since = c->last_ms; break;
+		case SRV_T_HEAD: limit = cfg->header_to_ms; since = c->since_ms; break;
+		case SRV_T_BODY: limit = cfg->body_to_ms; since = c->last_ms; break;
+		default: continue;
+		}
+		if (!limit || now - since < limit)
+			continue;
+		bool idle = c->timer == SRV_T_IDLE;
+		cfg->proto->timeout(w, conn, c);
+		srv_bump(idle ? &w->idle_closes : &w->timeouts);
+	}
+}
+
+/* The coarse clock (~5 ns, vDSO, a few ms resolution) once per pass. */
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+static int poll_timeout(const struct worker *w)
+{
+	if (w->srv->cfg.busy_poll)
+		return 0;
+	if (w->failing)
+		return DRAIN_POLL_MS;
+	uint64_t left = w->next_sweep_ms > w->now_ms ? w->next_sweep_ms - w->now_ms : 0;
+	return (int)(left < SWEEP_MS ? left : SWEEP_MS);
+}
+
+/* The first worker to give up wakes main (sigwait), which stops the rest. */
+static void request_exit(struct server *s)
+{
+	int zero = 0;
+	if (atomic_compare_exchange_strong(&s->exit_code, &zero, 1))
+		kill(getpid(), SIGTERM);
+}
+
+int server_worker_start(struct worker *w)
+{
+	struct server *s = w->srv;
+	const struct server_config *cfg = &s->cfg;
+	struct paste_port_config pc = {
+		.engine = cfg->engine, .host = cfg->host, .port = s->listen_port,
+		.ring_bufs = cfg->ring_bufs, .max_conns = cfg->max_conns,
+		.conn_data_size = s->conn_size, .busy_poll = cfg->busy_poll, .store = s->store,
+		.persist = w->persist, .defer_accept_s = cfg->defer_accept_s,
+	};
+	int r = paste_port_open(&w->port, &pc, &s->open_err);
+	if (r)
+		return r;
+	s->listen_port = paste_port_local_port(w->port);
+	w->now_ms = now_ms();
+	w->next_sweep_ms = w->now_ms + SWEEP_MS;
+	return 0;
+}
+
+int server_worker_pass(struct worker *w, int timeout_ms)
+{
+	struct server *s = w->srv;
+	const struct server_proto *proto = s->cfg.proto;
+	struct paste_event *evs;
+	int own = poll_timeout(w);
+	int n = paste_port_poll(w->port, &evs, timeout_ms >= 0 && timeout_ms < own ? timeout_ms : own);
+	w->now_ms = now_ms();
+	publish_stats(w, n);
+	if (n < 0 && n != -EINTR) {
+		if (!server_store_failed(w))
+			fprintf(stderr, "%s: thread %u: %s; stopping\n", s->cfg.name, w->id, strerror(-n));
+		return n;
+	}
+	/* Failed: the protocol answers what comes with its error for a
+	 * bounded drain (what one pass queues leaves with the next poll),
+	 * then the worker goes. */
+	if (server_store_failed(w) && ++w->fail_passes > 2 && w->now_ms - w->fail_ms >= DRAIN_MS)
+		return -EIO;
+	for (int i = 0; i < n; i++) {
+		const struct paste_event *ev = &evs[i];
+		struct srv_conn *c = paste_port_conn_data(w->port, ev->conn);
+		switch (ev->type) {
+		case PASTE_EV_ACCEPT:
+			c->last_ms = w->now_ms;
+			list_add(w, ev->conn);
+			proto->accept(w, ev->conn, c);
+			break;
+		case PASTE_EV_DATA:
+			c->last_ms = w->now_ms;
+			proto->data(w, ev, c);
+			break;
+		case PASTE_EV_CLOSED:
+			proto->closed(w, ev->conn, c);
+			list_del(w, ev->conn);
+			break;
+		}
+	}
+	if (w->now_ms >= w->next_sweep_ms)
+		sweep(w);
+	return n < 0 ? 0 : n;
+}
+
+void server_worker_stop(struct worker *w)
+{
+	if (!w->port)
+		return;
+	if (w->failing) {          /* submit the replies the last pass queued */
+		struct paste_event *evs;
+		paste_port_poll(w->port, &evs, 0);
+	}
+	/* Connections still open at shutdown get no CLOSED event. */
+	while (w->nopen) {
+		uint32_t conn = w->open[w->nopen - 1];
+		w->srv->cfg.proto->closed(w, conn, paste_port_conn_data(w->port, conn));
+		list_del(w, conn);
+	}
+	paste_port_close(w->port);
+	w->port = NULL;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct server *s = w->srv;
+	if (s->cfg.cpu >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET((unsigned)s->cfg.cpu + w->id, &set);
+		sched_setaffinity(0, sizeof(set), &set);
+	}
+	int r = server_worker_start(w);
+	sem_post(&s->opened);
+	if (r)
+		return NULL;
+	sigset_t usr;
+	sigemptyset(&usr);
+	sigaddset(&usr, SIGUSR1);
+	pthread_sigmask(SIG_UNBLOCK, &usr, NULL);
+	while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
+		if (server_worker_pass(w, -1) < 0) {
+			request_exit(s);
+			break;
+		}
+	}
+	server_worker_stop(w);
+	return NULL;
+}
+
+static void on_signal(int sig) { (void)sig; }
+
+/* SIGBUS: a store page the mapping still names is gone (the file was
+ * truncated, or its storage failed): the epoll engine's memcpy into a
+ * store buffer, a flush, a log write fault there. Say so (write(2) is
+ * async-signal safe; the sentence is built at start) and exit 1. A
+ * SIGBUS elsewhere is a bug: back to the default action (a core). */
+static char sigbus_msg[600];
+static size_t sigbus_len;
+static uintptr_t store_lo, store_hi;
+
+static void on_sigbus(int sig, siginfo_t *si, void *ctx)
+{
+	(void)ctx;
+	uintptr_t a = (uintptr_t)si->si_addr;
+	if (a >= store_lo && a < store_hi) {
+		ssize_t r = write(STDERR_FILENO, sigbus_msg, sigbus_len);
+		(void)r;
+		_exit(1);
+	}
+	signal(sig, SIG_DFL);    /* returning re-runs the access: default action */
+}
+
+static void catch_sigbus(const char *name, struct paste_store *st)
+{
+	int n = snprintf(sigbus_msg, sizeof(sigbus_msg),
+		"%s: store %s failed: bus error touching its mapping (the store file was "
+		"truncated, or its storage failed, while in use); exiting\n", name, paste_store_path(st));
+	sigbus_len = n < (int)sizeof(sigbus_msg) ? (size_t)n : sizeof(sigbus_msg) - 1;
+	store_lo = (uintptr_t)paste_store_base(st);
+	store_hi = store_lo + paste_store_geom(st)->file_size;
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+	sigaction(SIGBUS, &sa, NULL);
+}
+
+int server_close(struct server *s, int code)
+{
+	if (!s)
+		return code;
+	if (s->proto_open)
+		s->cfg.proto->close(s);
+	for (uint32_t i = 0; s->workers && i < s->cfg.threads; i++) {
+		paste_persist_close(s->workers[i].persist);
+		free(s->workers[i].open);
+		if (s->workers[i].srv)
+			pthread_mutex_destroy(&s->workers[i].snap_lock);
+	}
+	store_lo = store_hi = 0;   /* unmapped next: a SIGBUS there is no longer ours */
+	paste_store_close(s->store);
+	free(s->workers);
+	free(s);
+	return code;
+}
+
+int server_open(struct server **out, const struct server_config *cfg)
+{
+	*out = NULL;
+	setvbuf(stderr, NULL, _IOLBF, 0);
+	struct rlimit rl;   /* the epoll engine needs a descriptor per connection */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	struct server *s = calloc(1, sizeof(*s));
+	if (!s) {
+		fprintf(stderr, "%s: out of memory\n", cfg->name);
+		return 1;
+	}
+	s->cfg = *cfg;
+	s->conn_size = server_conn_size(cfg->proto, cfg->proto_cfg);
+	struct paste_error err = { 0 };
+	struct paste_store_config sc = { .size = cfg->store_size, .buf_size = cfg->buf_size };
+	if (cfg->threads > 2 && access(cfg->store_path, F_OK) != 0)
+		sc.log_lanes = cfg->threads;      /* a new store gets a lane per thread */
+	if (paste_store_open(&s->store, cfg->store_path, &sc, PASTE_STORE_CREATE, &err)) {
+		fprintf(stderr, "%s: %s\n", cfg->name, err.msg);
+		return server_close(s, 1);
+	}
+	catch_sigbus(cfg->name, s->store);
+	const struct paste_store_geom *g = paste_store_geom(s->store);
+	if (cfg->threads > g->log_lanes) {
+		fprintf(stderr, "%s: --threads %u exceeds the store's %u log lanes\n", cfg->name,
+			cfg->threads, g->log_lanes);
+		return server_close(s, 2);
+	}
+	s->workers = calloc(cfg->threads, sizeof(*s->workers));
+	if (!s->workers) {
+		fprintf(stderr, "%s: out of memory\n", cfg->name);
+		return server_close(s, 1);
+	}
+	s->durability = cfg->durability == PASTE_DUR_AUTO ? paste_durability_detect(cfg->store_path)
+							   : cfg->durability;
+	for (uint32_t i = 0; i < cfg->threads; i++) {
+		struct paste_persist_config pc = { .mode = s->durability, .pm_latency_ns = cfg->pm_latency_ns };
+		struct worker *w = &s->workers[i];
+		w->srv = s;
+		w->id = i;
+		pthread_mutex_init(&w->snap_lock, NULL);
+		w->open = malloc(2 * (size_t)cfg->max_conns * sizeof(*w->open));   /* 128 KiB */
+		if (!w->open) {
+			fprintf(stderr, "%s: out of memory\n", cfg->name);
+			return server_close(s, 1);
+		}
+		w->pos = w->open + cfg->max_conns;
+		memset(w->pos, 0xff, cfg->max_conns * sizeof(*w->pos));
+		if (paste_persist_open(&w->persist, s->store, &pc, &err)) {
+			fprintf(stderr, "%s: %s\n", cfg->name, err.msg);
+			return server_close(s, 1);
+		}
+	}
+	*out = s;
+	return 0;
+}
+
+int server_ready(struct server *s)
+{
+	if (s->started)
+		return 0;
+	struct paste_error err = { 0 };
+	if (s->cfg.proto->open(s, &err)) {
+		if (err.msg[0])
+			fprintf(stderr, "%s: %s\n", s->cfg.name, err.msg);
+		return 1;
+	}
+	s->proto_open = true;
+	paste_store_start(s->store);
+	s->started = true;
+	return 0;
+}
+
+static void stop_workers(struct server *s, uint32_t n)
+{
+	atomic_store(&s->stop, 1);
+	for (uint32_t i = 0; i < n; i++)
+		pthread_kill(s->workers[i].thread, SIGUSR1);
+	for (uint32_t i = 0; i < n; i++)
+		pthread_join(s->workers[i].thread, NULL);
+}
+
+int server_run(struct server *s)
+{
+	const struct server_config *cfg = &s->cfg;
+	if (server_ready(s))
+		return 1;
+	/* Signals: blocked everywhere but in sigwait below; SIGUSR1 wakes
+	 * workers out of io_uring_enter/epoll_wait at shutdown. */
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigaction(SIGUSR1, &sa, NULL);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	/* A port belongs to the thread that opens it (SINGLE_ISSUER rings), so
+	 * each worker opens its own, one after the other: with --port 0 the
+	 * first one picks the port and the rest join it with SO_REUSEPORT. */
+	s->listen_port = cfg->port;
+	sem_init(&s->opened, 0, 0);
+	for (uint32_t i = 0; i < cfg->threads; i++) {
+		pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]);
+		sem_wait(&s->opened);
+		if (!s->workers[i].port) {
+			fprintf(stderr, "%s: %s\n", cfg->name, s->open_err.msg);
+			stop_workers(s, i + 1);
+			return 1;
+		}
+	}
+	const struct paste_store_geom *g = paste_store_geom(s->store);
+	fprintf(stderr, "%s: store %s: %u x %u-byte buffers, %u free\n", cfg->name, cfg->store_path,
+		g->nbufs, g->buf_size, paste_store_nfree(s->store));
+	fprintf(stderr, "%s: engine %s, mode %s, %u thread(s), durability %s (%s)%s\n", cfg->name,
+		cfg->engine == PASTE_ENGINE_URING ? "uring" : "epoll", cfg->mode, cfg->threads,
+		paste_durability_name(s->durability), paste_persist_flush_insn(s->workers[0].persist),
+		cfg->mode_note);
+	if (cfg->proto->banner)
+		cfg->proto->banner(s);
+	fprintf(stderr, "%s: listening on %s:%u\n", cfg->name, cfg->host, s->listen_port);
+
+	sigdelset(&set, SIGUSR1);
+	int sig;
+	sigwait(&set, &sig);
+	stop_workers(s, cfg->threads);
+	int code = atomic_load(&s->exit_code) ? 1 : 0;
+	const char *why;
+	if (paste_store_failed(s->store, &why)) {
+		/* Even when stopped by a signal: what the store holds is in doubt. */
+		fprintf(stderr, "%s: store %s failed: %s; exiting\n", cfg->name, cfg->store_path, why);
+		code = 1;
+	}
+	fprintf(stderr, code ? "%s: stopped after a failure\n" : "%s: stopped\n", cfg->name);
+	return code;
+}

@@ -1,0 +1,220 @@
+/*
+ * server.h - the server layer of phttpd (and of any paste server): worker
+ * threads with one paste port each, signals, the per-connection state
+ * layout, dispatch of port events to a protocol, the timeout sweep, the
+ * failed store, and the counters /stats reports.
+ *
+ * It knows nothing about HTTP. A protocol (server/http.c) plugs in through
+ * struct server_proto; the server calls it, never the other way round
+ * except through the helpers below. Layers, top to bottom:
+ *
+ *   apps/phttpd.c        main(): options -> configs, wiring
+ *   server/server.c      this file's implementation
+ *   server/http.c        a protocol: framing, replies, /stats
+ *   services/rpc.c, wal.c what a request means
+ *   lib/ (libpaste)      port, store, persist, wal, body, http parser
+ *
+ * Per-connection state lives in the port's conn_data slot (zeroed at
+ * accept), in three parts, each 16-byte aligned:
+ *
+ *   [ struct srv_conn | protocol part | service part ]
+ *
+ * so a connection costs what its protocol and service need: an RPC
+ * connection carries no WAL extents (phttpd: 80 bytes in rpc mode, ~900 in
+ * wal mode, times 16384 slots per thread).
+ */
+#ifndef PASTE_SERVER_H
+#define PASTE_SERVER_H
+
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "paste.h"
+
+struct server;
+struct worker;
+
+/* Which timeout applies to a connection now. The protocol sets it at its
+ * own transitions (a store of one byte); the sweep only reads it. */
+enum srv_timer {
+	SRV_T_IDLE = 0,  /* no request in progress (a zeroed, new slot too):
+			  * idle_to_ms since last_ms */
+	SRV_T_HEAD,      /* a request began and is not framed yet:
+			  * header_to_ms since since_ms (more bytes do not reset it) */
+	SRV_T_BODY,      /* a request is being read: body_to_ms since last_ms */
+	SRV_T_NONE,      /* closing: nothing to time */
+};
+
+/* The server part, first in the slot: the sweep reads 24 bytes, one cache
+ * line, per open connection. */
+struct srv_conn {
+	uint8_t timer;      /* enum srv_timer, set by the protocol */
+	uint64_t last_ms;   /* batch clock at the accept or the last DATA (server) */
+	uint64_t since_ms;  /* batch clock when the current request began (protocol) */
+};
+
+#define SRV_ALIGN(n) (((size_t)(n) + 15u) & ~(size_t)15u)
+
+/* The parts of a slot. Constant offsets: no lookup per event. */
+static inline void *srv_proto_part(struct srv_conn *c)
+{
+	return (char *)c + SRV_ALIGN(sizeof(*c));
+}
+
+static inline void *srv_service_part(void *proto_part, uint32_t proto_size)
+{
+	return (char *)proto_part + SRV_ALIGN(proto_size);
+}
+
+/* A protocol: what the server calls. Per event one indirect call (data,
+ * accept, closed); the rest is rare. */
+struct server_proto {
+	const char *name;
+	uint32_t conn_size;                          /* protocol part of a slot */
+	/* The service part of a slot, from the protocol's configuration. */
+	uint32_t (*service_conn_size)(const void *proto_cfg);
+	/* Process-wide state (s->proto_state), after the workers' persist
+	 * objects exist and before the store starts (log recovery takes its
+	 * buffers first) and before any worker runs. Returns 0 or a negative
+	 * errno with err->msg set. */
+	int (*open)(struct server *s, struct paste_error *err);
+	void (*close)(struct server *s);             /* after every worker stopped */
+	void (*banner)(struct server *s);            /* start-up lines of its own, if any */
+	void (*accept)(struct worker *w, uint32_t conn, struct srv_conn *c);
+	void (*data)(struct worker *w, const struct paste_event *ev, struct srv_conn *c);
+	/* The connection is gone (or the server stops with it open): release
+	 * everything it holds. No event follows for this slot. */
+	void (*closed)(struct worker *w, uint32_t conn, struct srv_conn *c);
+	/* c->timer's timeout expired; the protocol decides what that means
+	 * (HTTP: 408 and close, or a silent close when idle) and must leave
+	 * the timer at SRV_T_NONE. The server counts it (timeouts, or
+	 * idle_closes for SRV_T_IDLE). */
+	void (*timeout)(struct worker *w, uint32_t conn, struct srv_conn *c);
+};
+
+struct server_config {
+	const char *name;            /* prefix of every message: "phttpd" */
+	const char *host;
+	uint16_t port;
+	uint32_t threads;
+	enum paste_engine engine;
+	const char *store_path;
+	uint64_t store_size;
+	uint32_t buf_size;
+	enum paste_durability durability;
+	uint64_t pm_latency_ns;
+	uint32_t ring_bufs;
+	uint32_t max_conns;          /* connection slots per thread */
+	bool busy_poll;
+	int cpu;                     /* pin thread i to CPU cpu+i; -1: no pinning */
+	uint32_t defer_accept_s;     /* paste_port_config.defer_accept_s */
+	uint64_t header_to_ms, body_to_ms, idle_to_ms;   /* 0: disabled */
+	const char *mode;            /* for the start-up line: "rpc", "wal" */
+	const char *mode_note;       /* appended to it (", copy mode"), or "" */
+	const struct server_proto *proto;
+	const void *proto_cfg;
+};
+
+/* Counters other threads read (/stats): written by their worker only, so
+ * a relaxed load + store (plain moves on x86) instead of an atomic add
+ * (a locked instruction, ~20 cycles per request), still no data race. */
+static inline void srv_gauge_add(_Atomic uint64_t *c, int64_t d)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + (uint64_t)d,
+			      memory_order_relaxed);
+}
+
+static inline void srv_bump(_Atomic uint64_t *c)
+{
+	srv_gauge_add(c, 1);
+}
+
+struct worker {
+	struct server *srv;
+	uint32_t id;                   /* also the log lane a service may write */
+	struct paste_port *port;
+	struct paste_persist *persist;
+	_Atomic uint64_t requests;     /* the protocol counts them */
+	_Atomic uint64_t timeouts;     /* SRV_T_HEAD / SRV_T_BODY expiries */
+	_Atomic uint64_t idle_closes;  /* SRV_T_IDLE expiries */
+	pthread_t thread;
+	uint64_t now_ms;               /* monotonic, read once per poll pass */
+	uint64_t next_sweep_ms;
+	/* Open connections, for the sweep: slots in open[0..nopen), and
+	 * pos[slot] their index (UINT32_MAX: not listed). Kept outside
+	 * conn_data, which the port zeroes at accept. */
+	uint32_t *open, *pos, nopen;
+	/* The failed store, as this worker saw it. */
+	bool failing;
+	uint32_t fail_passes;
+	uint64_t fail_ms;
+	const char *fail_why;          /* the store's sentence (lives as long as it) */
+	/* This worker's port counters for /stats in other threads (a port's
+	 * counters are plain fields only its own thread may read). */
+	pthread_mutex_t snap_lock;
+	struct paste_port_stats snap;
+	bool snap_valid, snap_stale;
+};
+
+struct server {
+	struct server_config cfg;
+	enum paste_durability durability;   /* cfg's, AUTO resolved */
+	struct paste_store *store;
+	struct worker *workers;
+	uint32_t conn_size;            /* bytes per conn_data slot, all three parts */
+	void *proto_state;             /* the protocol's, from its open */
+	bool proto_open, started;
+	atomic_int stop;               /* main tells the workers to return */
+	atomic_int exit_code;          /* a worker's run-time failure: 1 */
+	uint16_t listen_port;          /* the bound port, for the next worker */
+	sem_t opened;                  /* a worker opened its port (or failed) */
+	struct paste_error open_err;
+};
+
+/* Bytes per conn_data slot for this protocol and configuration. */
+uint32_t server_conn_size(const struct server_proto *proto, const void *proto_cfg);
+
+/* Open the store (created if missing), check it against the config, open
+ * one persist object per thread. Returns 0, or the exit status (1: run-time
+ * failure, 2: bad usage) after printing why; *out is then NULL. */
+int server_open(struct server **out, const struct server_config *cfg);
+/* Open the protocol's process-wide state, then start the store (its free
+ * list). Returns 0 or 1 (printed). server_run calls it if needed. */
+int server_ready(struct server *s);
+/* Start the workers (each opens its own port), print the start-up lines,
+ * wait for SIGINT/SIGTERM or a worker's failure, stop. Returns the exit
+ * status: 0, or 1 after a failure (a failed store named on stderr). */
+int server_run(struct server *s);
+/* Everything server_open and server_ready set up, in reverse; returns code. */
+int server_close(struct server *s, int code);
+
+/* One worker, step by step (server_run's threads; unit tests drive them
+ * from their own thread). start opens the port in the calling thread
+ * (SINGLE_ISSUER) and returns 0 or a negative errno (s->open_err says
+ * why). pass polls once (at most timeout_ms; -1: the server's own bound)
+ * and dispatches the batch; returns the events, or < 0 when the worker
+ * must stop (the loop failed, or a failed store's drain is over). stop
+ * closes what is still open and the port. */
+int server_worker_start(struct worker *w);
+int server_worker_pass(struct worker *w, int timeout_ms);
+void server_worker_stop(struct worker *w);
+
+/* True once the store has failed (one atomic load per call until then);
+ * the first call that sees it sets w->fail_why and starts the drain. */
+bool server_store_failed(struct worker *w);
+
+/* Every worker's counters summed: this worker's port live, the others'
+ * from their snapshots (at most one pass, or half a second when idle,
+ * old). bufs_held: buffers the store counts as in use minus those the
+ * ports own while free (posted in a ring or in a uring port's allocation
+ * cache), so a leak of even one buffer shows. */
+struct server_totals {
+	struct paste_port_stats port;
+	uint64_t requests, timeouts, idle_closes;
+	uint32_t bufs_held;
+};
+void server_totals(struct worker *w, struct server_totals *t);
+
+#endif

@@ -1,0 +1,311 @@
+/*
+ * wal.c - the durable log service.
+ *
+ *   POST /log              append the body; 201 + X-Paste-LSN once durable
+ *   GET /log/<lsn>         the stored bytes, sent from the held buffers
+ *   DELETE /log?upto=<lsn> truncate; frees the buffers
+ *
+ * Bodies are gathered by lib/body.c (paste_body_*): zero copy with the
+ * uring engine (every packet buffer that carries body bytes is held where
+ * it landed and named in the record by (buffer, offset, length)); the
+ * epoll engine and --copy copy the body into fresh store buffers instead
+ * (the paper's baseline and its "copy" bar); --max-held bounds the store
+ * space one unfinished body pins (see paste_body(3)), and a body whose
+ * dense copy alone would not fit is refused with 413 at its head. Either
+ * way the record and data are flushed at append and made durable by the
+ * port's one barrier per batch before the 201 leaves.
+ *
+ * Once the store has failed nothing here acknowledges: the protocol
+ * answers 503 before route and finish, and a DURABLE send the port
+ * refuses with -EIO becomes a 503 too.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "services.h"
+
+/* Per worker: the store buffers unfinished bodies pin now (/stats
+ * body_bufs). A cache line each: written by its worker per body read. */
+struct wal_thread {
+	_Alignas(64) _Atomic uint64_t body_bufs;
+};
+
+struct wal_state {
+	struct paste_wal *wal;
+	struct paste_store *store;
+	struct paste_body_config bc;
+	uint32_t threads;
+	struct wal_thread *t;
+};
+
+/* Per connection (after the protocol's part of the slot). */
+struct wal_conn {
+	uint64_t arg;               /* the route's LSN */
+	struct paste_body body;     /* POST /log: the body so far */
+};
+
+static int wal_open(struct server *s, const void *cfg, void **state, struct paste_error *err)
+{
+	const struct wal_config *wc = cfg;
+	struct wal_state *ws = calloc(1, sizeof(*ws));
+	struct wal_thread *t = aligned_alloc(64, s->cfg.threads * sizeof(*t));
+	if (!ws || !t) {
+		free(ws);
+		free(t);
+		return paste_error_set(err, -ENOMEM, "out of memory");
+	}
+	memset(t, 0, s->cfg.threads * sizeof(*t));
+	err->msg[0] = 0;
+	int r = paste_wal_open(&ws->wal, s->store, s->workers[0].persist, err);
+	if (r) {
+		free(ws);
+		free(t);
+		return r;
+	}
+	if (err->msg[0])
+		fprintf(stderr, "%s: recovery: %s\n", s->cfg.name, err->msg);
+	ws->store = s->store;
+	ws->bc = (struct paste_body_config){ .copy = wc->copy, .max_held = wc->max_held };
+	ws->threads = s->cfg.threads;
+	ws->t = t;
+	*state = ws;
+	return 0;
+}
+
+static void wal_close(struct server *s, void *state)
+{
+	(void)s;
+	struct wal_state *ws = state;
+	if (!ws)
+		return;
+	paste_wal_close(ws->wal);
+	free(ws->t);
+	free(ws);
+}
+
+static void wal_banner(struct server *s, void *state)
+{
+	struct wal_state *ws = state;
+	struct paste_wal_info wi = { 0 };
+	paste_wal_info(ws->wal, &wi);
+	fprintf(stderr, "%s: log: %" PRIu64 " records, LSN %" PRIu64 "..%" PRIu64 "\n",
+		s->cfg.name, wi.records, wi.first_lsn, wi.last_lsn);
+}
+
+static bool parse_lsn(const char *p, uint32_t n, uint64_t *out)
+{
+	if (!n || n > 20)
+		return false;
+	uint64_t v = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9' || v > (UINT64_MAX - 9) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(p[i] - '0');
+	}
+	*out = v;
+	return true;
+}
+
+static void body_release(struct http_ctx *x)
+{
+	struct wal_conn *wc = x->sc;
+	struct wal_state *ws = x->ss;
+	if (wc->body.bufs)
+		srv_gauge_add(&ws->t[x->w->id].body_bufs, -(int64_t)wc->body.bufs);
+	paste_body_release(&wc->body, ws->store);
+}
+
+static int wal_route(struct http_ctx *x, const struct paste_http_req *req)
+{
+	struct wal_conn *wc = x->sc;
+	const char *t = req->target;
+	uint32_t n = req->target_len;
+	enum paste_http_method m = req->method;
+	if (n < 4 || memcmp(t, "/log", 4))
+		return WAL_NOT_FOUND;
+	if (n == 4) {
+		if (m != PASTE_HTTP_POST)
+			return WAL_BAD_METHOD;
+		const struct wal_state *ws = x->ss;
+		/* -E2BIG: a dense copy alone would exceed the extent cap or
+		 * --max-held (--max-body the parser applied already). */
+		int r = paste_body_begin(&wc->body, &ws->bc, ws->store, req->content_length);
+		if (r == -EBUSY) {       /* never: every path releases; but never leak */
+			body_release(x);
+			r = paste_body_begin(&wc->body, &ws->bc, ws->store, req->content_length);
+		}
+		if (r)
+			return -413;
+		return WAL_APPEND;
+	}
+	if (t[4] == '/') {
+		if (m != PASTE_HTTP_GET && m != PASTE_HTTP_HEAD)
+			return WAL_BAD_METHOD;
+		return parse_lsn(t + 5, n - 5, &wc->arg) ? WAL_GET : WAL_NOT_FOUND;
+	}
+	if (n > 10 && !memcmp(t + 4, "?upto=", 6)) {
+		if (m != PASTE_HTTP_DELETE)
+			return WAL_BAD_METHOD;
+		return parse_lsn(t + 10, n - 10, &wc->arg) ? WAL_TRUNCATE : WAL_BAD_REQUEST;
+	}
+	return WAL_NOT_FOUND;
+}
+
+/* Hold or copy: paste_body_feed; the gauge follows the buffers the body
+ * references (down to 0 when collection fails and gives them back). */
+static void wal_body(struct http_ctx *x, const struct paste_event *ev, uint32_t off, uint32_t len)
+{
+	if (x->h->route != WAL_APPEND)
+		return;                  /* read and dropped */
+	struct wal_conn *wc = x->sc;
+	struct wal_state *ws = x->ss;
+	uint32_t before = wc->body.bufs;
+	paste_body_feed(&wc->body, &ws->bc, x->w->port, ev, off, len);
+	if (wc->body.bufs != before)
+		srv_gauge_add(&ws->t[x->w->id].body_bufs, (int64_t)wc->body.bufs - (int64_t)before);
+}
+
+static void finish_append(struct http_ctx *x)
+{
+	struct wal_conn *wc = x->sc;
+	struct wal_state *ws = x->ss;
+	if (wc->body.error) {
+		int status = wc->body.error;
+		body_release(x);
+		http_reply(x, status, "text/plain", "store full\n", 11, NULL, 0);
+		return;
+	}
+	uint64_t lsn = 0;
+	int r = paste_wal_append(ws->wal, x->w->id, x->w->persist, wc->body.ext, wc->body.n, &lsn);
+	body_release(x);     /* the log took its own references */
+	if (r < 0 && server_store_failed(x->w)) {
+		http_reply_failed(x);
+		return;
+	}
+	if (r == -ENOSPC) {
+		http_reply(x, 507, "text/plain", "log full\n", 9, NULL, 0);
+		return;
+	}
+	if (r < 0) {
+		char msg[96];
+		int n = snprintf(msg, sizeof(msg), "append failed: %s\n", strerror(-r));
+		http_reply(x, 500, "text/plain", msg, (size_t)n, NULL, 0);
+		return;
+	}
+	char body[32], extra[96];
+	size_t n = http_put_u64(body, 0, sizeof(body), lsn);
+	body[n++] = '\n';
+	size_t e = http_put_str(extra, 0, sizeof(extra) - 1, "X-Paste-LSN: ");
+	e = http_put_u64(extra, e, sizeof(extra) - 1, lsn);
+	e = http_put_str(extra, e, sizeof(extra) - 1, "\r\nLocation: /log/");
+	e = http_put_u64(extra, e, sizeof(extra) - 1, lsn);
+	extra[e] = 0;
+	/* The 201 leaves only after the port's barrier made body and record
+	 * durable (one fence or group commit for the whole batch); if the
+	 * store failed meanwhile the port refuses it (or, if already queued,
+	 * discards it and closes the connection). */
+	if (http_reply(x, 201, "text/plain", body, n, extra, PASTE_SEND_DURABLE) == -EIO)
+		http_reply_failed(x);
+}
+
+static void finish_get(struct http_ctx *x)
+{
+	struct wal_conn *wc = x->sc;
+	struct wal_state *ws = x->ss;
+	struct paste_port *pt = x->w->port;
+	struct paste_extent ext[PASTE_WAL_MAX_EXTENTS];
+	uint32_t n, len;
+	if (paste_wal_read(ws->wal, wc->arg, ext, &n, &len)) {
+		http_reply(x, 404, "text/plain", "no such record\n", 15, NULL, 0);
+		return;
+	}
+	char head[256], extra[48];
+	size_t e = http_put_str(extra, 0, sizeof(extra) - 1, "X-Paste-LSN: ");
+	extra[http_put_u64(extra, e, sizeof(extra) - 1, wc->arg)] = 0;
+	int hl = http_reply_head(head, sizeof(head), x->h, 200, "application/octet-stream", len, extra);
+	/* DURABLE: a record appended in this same batch is not readable
+	 * before it is acknowledged (no dirty reads). */
+	bool failed = paste_port_send(pt, x->conn, head, (size_t)hl, PASTE_SEND_DURABLE) == -EIO;
+	for (uint32_t i = 0; i < n; i++) {
+		if (!x->h->head_only && !failed)   /* the send takes its own pin */
+			paste_port_send_store(pt, x->conn, ext[i].buf, ext[i].off, ext[i].len,
+					      PASTE_SEND_DURABLE);
+		paste_store_unref(ws->store, ext[i].buf, false);
+	}
+	if (failed)
+		http_reply_failed(x);
+	else if (!x->h->keep_alive)
+		paste_port_close_conn(pt, x->conn);
+}
+
+static void finish_truncate(struct http_ctx *x)
+{
+	struct wal_conn *wc = x->sc;
+	struct wal_state *ws = x->ss;
+	int64_t dropped = paste_wal_truncate(ws->wal, wc->arg, x->w->persist);
+	if (dropped < 0 && server_store_failed(x->w)) {
+		http_reply_failed(x);
+		return;
+	}
+	char body[64];
+	int n = dropped < 0 ? snprintf(body, sizeof(body), "{\"error\":\"%s\"}\n", strerror((int)-dropped))
+			    : snprintf(body, sizeof(body), "{\"truncated\":%" PRId64 "}\n", dropped);
+	http_reply(x, dropped < 0 ? 500 : 200, "application/json", body, (size_t)n, NULL, 0);
+}
+
+static void wal_finish(struct http_ctx *x)
+{
+	switch (x->h->route) {
+	case WAL_APPEND:
+		finish_append(x);
+		break;
+	case WAL_GET:
+		finish_get(x);
+		break;
+	case WAL_TRUNCATE:
+		finish_truncate(x);
+		break;
+	case WAL_BAD_METHOD:
+		http_reply(x, 405, "text/plain", "method not allowed\n", 19, "Allow: GET, POST, DELETE", 0);
+		break;
+	case WAL_BAD_REQUEST:
+		http_reply_error(x, 400);
+		break;
+	default:
+		http_reply(x, 404, "text/plain", "not found\n", 10, NULL, 0);
+		break;
+	}
+}
+
+static size_t wal_stats(struct server *s, void *state, char *out, size_t at, size_t cap)
+{
+	(void)s;
+	struct wal_state *ws = state;
+	struct paste_wal_info wi = { 0 };
+	paste_wal_info(ws->wal, &wi);
+	uint64_t body_bufs = 0;
+	for (uint32_t i = 0; i < ws->threads; i++)
+		body_bufs += atomic_load_explicit(&ws->t[i].body_bufs, memory_order_relaxed);
+	char tmp[192];
+	int n = snprintf(tmp, sizeof(tmp),
+		"\"log_records\":%" PRIu64 ",\"log_first_lsn\":%" PRIu64 ",\"log_last_lsn\":%" PRIu64 ","
+		"\"body_bufs\":%" PRIu64 ",", wi.records, wi.first_lsn, wi.last_lsn, body_bufs);
+	(void)n;
+	return http_put_str(out, at, cap, tmp);
+}
+
+const struct http_service wal_service = {
+	.name = "wal",
+	.conn_size = sizeof(struct wal_conn),
+	.open = wal_open,
+	.close = wal_close,
+	.banner = wal_banner,
+	.route = wal_route,
+	.body = wal_body,
+	.finish = wal_finish,
+	.closed = body_release,
+	.stats = wal_stats,
+};
