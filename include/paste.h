@@ -574,6 +574,10 @@ struct paste_port_stats {
 	uint32_t ring_free;      /* buffers posted in the ring now */
 	uint32_t cached;         /* uring: free store buffers in the port's allocation
 				  * cache (up to 64; the store counts them as in use) */
+	uint32_t accept_heavy;   /* uring, defer_accept_s set: 1 while recent passes saw
+				  * >= 1 new connection per 4 reads (short connections):
+				  * passes then wait for one completion, without the
+				  * min_wait timer */
 };
 
 int paste_port_open(struct paste_port **out, const struct paste_port_config *cfg,

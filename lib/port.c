@@ -342,7 +342,8 @@ int port_listen(struct paste_port *pt, struct paste_error *err)
 	/* TCP_DEFER_ACCEPT: the handshake's last ACK does not complete the
 	 * connection, its first data does. Accept then finds the request
 	 * already there: the first receive needs no poll arming and no empty
-	 * try (measured: 13.3 -> 11.7 us of server CPU per short connection).
+	 * try (measured, one request per connection, 50 / 400 clients: 13.4
+	 * -> 10.9 / 13.9 -> 11.1 us of server CPU per connection).
 	 * Cost: a client that connects and waits for the server to speak is
 	 * accepted only after the timeout. */
 	int defer = (int)pt->cfg.defer_accept_s;

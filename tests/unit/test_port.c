@@ -7,8 +7,9 @@
  * many short connections (client threads), a port whose open fails part
  * way, the batch-wait knobs, and what short connections rely on:
  * TCP_DEFER_ACCEPT, the single-shot first receive and its upgrade to
- * multishot, and buffer accounting exact to one buffer (the allocation
- * cache in the stats). The durability gate and what a failed store does
+ * multishot, buffer accounting exact to one buffer (the allocation cache
+ * in the stats), and waits without the min_wait timer under accept-heavy
+ * load. The durability gate and what a failed store does
  * to it: test_port_durable.c.
  * Without io_uring the epoll half runs and the exit status is 77 (skip).
  */
@@ -628,8 +629,7 @@ static double now_s(void)
 }
 
 /* defer_accept_s: a connection that has sent nothing is not accepted (no
- * ACCEPT event, no slot) until its first data, which then comes with it
- * (uring: in the same batch);
+ * ACCEPT event, no slot) until its first data, which then comes with it;
  * a silent one is accepted after about the timeout (1 s: the SYN-ACK is
  * resent after 1 s and the client's answer completes it). Without the
  * option the silent connection is accepted at once (test_echo). */
@@ -650,27 +650,10 @@ static void test_defer_accept(enum paste_engine e)
 	paste_port_stats(pt, &ps);
 	CHECK_EQ(ps.conns, 0);
 	CHECK(write(talker, "hi", 2) == 2);
-	bool together = false;   /* ACCEPT and DATA in one batch (uring) */
-	for (int i = 0; i < 50 && s.bytes < 2; i++) {
-		struct paste_event *evs;
-		int n = paste_port_poll(pt, &evs, 20), a = 0, d = 0;
-		for (int j = 0; j < n; j++) {
-			s.last_conn = evs[j].conn;
-			a += evs[j].type == PASTE_EV_ACCEPT;
-			if (evs[j].type == PASTE_EV_DATA) {
-				d++;
-				memcpy(s.data + s.bytes, evs[j].data, evs[j].len);
-				s.bytes += evs[j].len;
-			}
-		}
-		s.accepts += a;
-		together |= a && d;
-	}
+	for (int i = 0; i < 50 && s.bytes < 2; i++)
+		pump(pt, &s, 1, false);
 	CHECK_EQ(s.accepts, 1);                  /* the talker, with its data */
 	CHECK_EQ(s.bytes, 2);
-	/* uring: the first receive of a deferred accept completes at once,
-	 * and the port enters again to hand it out in the same batch */
-	CHECK(together || e == PASTE_ENGINE_EPOLL);
 	CHECK_EQ(paste_port_send(pt, s.last_conn, "yo", 2, 0), 0);
 	paste_port_close_conn(pt, s.last_conn);
 	pump(pt, &s, 3, false);
@@ -817,6 +800,65 @@ static void test_buffer_accounting(void)
 	CHECK_EQ(paste_store_nheld(st), held0);
 }
 
+/* One request on a connection of its own (close_conn after the reply), or
+ * `rounds` on one kept connection: drives the accept-heavy judgement. */
+static void one_short_conn(struct paste_port *pt, uint16_t port)
+{
+	int fd = client(port);
+	struct seen s = { 0 };
+	CHECK(write(fd, "q", 1) == 1);
+	for (int i = 0; i < 100 && !s.bytes; i++)
+		pump(pt, &s, 1, false);
+	if (s.bytes) {
+		paste_port_send(pt, s.last_conn, "r", 1, 0);
+		paste_port_close_conn(pt, s.last_conn);
+	}
+	for (int i = 0; i < 100 && !s.closes; i++)
+		pump(pt, &s, 1, false);
+	char b;
+	CHECK_EQ(read_all(fd, &b, 1, 1000), 1);   /* the EOF waits for the next poll */
+	close(fd);
+}
+
+/* With defer accept, short connections (>= 1 accept per 4 reads over a
+ * window of 64 passes) switch the uring port's waits to "one completion,
+ * no min_wait timer" (the timer's expiries cost ~2 us per connection
+ * there); keep-alive traffic switches them back. Without defer accept
+ * they never switch (the client would pay more than the server saves). */
+static void test_accept_heavy(uint32_t defer_s)
+{
+	struct paste_port *pt = open_defer(PASTE_ENGINE_URING, defer_s);
+	CHECK(pt != NULL);
+	if (!pt)
+		return;
+	uint16_t port = paste_port_local_port(pt);
+	struct paste_port_stats ps;
+	paste_port_stats(pt, &ps);
+	CHECK_EQ(ps.accept_heavy, 0);
+	for (int i = 0; i < 200; i++)
+		one_short_conn(pt, port);
+	paste_port_stats(pt, &ps);
+	CHECK_EQ(ps.accept_heavy, defer_s ? 1 : 0);
+	int fd = client(port);
+	struct seen s = { 0 };
+	pump(pt, &s, 3, false);
+	for (int i = 0; i < 300; i++) {             /* keep-alive: no accepts */
+		size_t want = s.bytes + 1;
+		CHECK(write(fd, "k", 1) == 1);
+		for (int j = 0; j < 100 && s.bytes < want; j++)
+			pump(pt, &s, 1, false);
+		paste_port_send(pt, s.last_conn, "r", 1, 0);
+		pump(pt, &s, 1, false);
+		char b;
+		CHECK_EQ(read_all(fd, &b, 1, 1000), 1);
+	}
+	paste_port_stats(pt, &ps);
+	CHECK_EQ(ps.accept_heavy, 0);
+	close(fd);
+	pump(pt, &s, 3, false);
+	paste_port_close(pt);
+}
+
 /* ---- open failing part way, and the batch-wait knobs ----------------- */
 
 /* Run body() in a child: it must exit 0, not crash. */
@@ -946,6 +988,8 @@ int main(void)
 		test_defer_accept(PASTE_ENGINE_URING);
 		test_first_recv();
 		test_buffer_accounting();
+		test_accept_heavy(1);
+		test_accept_heavy(0);
 		test_open_fails();
 		test_wait_knobs();
 	}
