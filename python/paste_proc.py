@@ -303,6 +303,66 @@ class Phttpd(Server):
         return self.start()
 
 
+PKVS_LISTEN_RE = re.compile(r"pkvs: (http|resp) listening on (\S+):(\d+)\s*$")
+PKVS_READY_RE = re.compile(r"pkvs: ready\s*$")
+
+
+def pkvs_argv(exe, store, args=(), host="127.0.0.1", http_port=0, resp_port=0):
+    """The command line of pkvs (or pkvs-shim); a port of None leaves that
+    front end off (--http-port off / --resp-port off)."""
+    def port(p):
+        return "off" if p is None else str(p)
+    return [exe, "--host", host, "--http-port", port(http_port),
+            "--resp-port", port(resp_port), "--store", str(store)] + list(args)
+
+
+def _port_arg(p):
+    """True: port 0 (any free one); False: off; a number: that port."""
+    return 0 if p is True else None if p is False else int(p)
+
+
+class Pkvs(Phttpd):
+    """pkvs on host (127.0.0.1), HTTP and RESP on ports 0 (http / resp:
+    False turns that front end off, a number asks for that port), with a
+    store like Phttpd's. pkvs
+    prints "pkvs: http listening on HOST:PORT" and "pkvs: resp listening on
+    HOST:PORT", then "pkvs: ready"; start() waits for ready and sets
+    .port (HTTP, so stats() and url() work) and .resp_port."""
+
+    resp_port = None
+
+    def __init__(self, args=(), store=None, store_dir="/dev/shm", exe="pkvs",
+                 host="127.0.0.1", prefix=(), tag=None, http=True, resp=True, **kw):
+        self.exe = binary(exe)
+        self.args = list(args)
+        self.own_store = store is None
+        self.store = store or unique_store(store_dir, tag or os.path.basename(exe))
+        argv = list(prefix) + pkvs_argv(self.exe, self.store, self.args, host,
+                                        _port_arg(http), _port_arg(resp))
+        kw.setdefault("listen_re", PKVS_READY_RE)
+        kw.setdefault("name", os.path.basename(exe))
+        Server.__init__(self, argv, host=host, **kw)
+
+    def _drain(self, proc, lines, listening):
+        for raw in proc.stderr:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            lines.append(line)
+            if listening.is_set():
+                continue
+            m = PKVS_LISTEN_RE.search(line)
+            if m:
+                if m.group(1) == "http":
+                    self.port = int(m.group(3))
+                else:
+                    self.resp_port = int(m.group(3))
+            elif PKVS_READY_RE.search(line):
+                listening.set()
+
+    def start(self, timeout=None):
+        self.resp_port = None
+        return super().start(timeout)
+
+
 def run_to_exit(argv, timeout=START_TIMEOUT, env=None):
     """Run a server that must refuse to start; returns (exit code, stderr).
     Raises ServerError (after SIGTERM) if it is still running after timeout."""
@@ -472,3 +532,103 @@ def get_stats(port, host="127.0.0.1", timeout=5.0):
         return json.loads(r.body)
     except ValueError as e:
         raise ProtocolError(f"GET /stats: not JSON ({e}): {r!r}")
+
+
+# --------------------------------------------------------------------------
+# The Redis protocol over raw sockets (malformed frames, exact bytes)
+# --------------------------------------------------------------------------
+
+class RespError(Exception):
+    """An error reply (-ERR ...): the reply, not a failure of the client."""
+
+
+def resp_command(*args):
+    """A RESP2 multibulk command from str/bytes/int arguments."""
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+class RespConn:
+    """A Redis-protocol connection: send raw bytes or commands, read whole
+    replies (RESP2 and RESP3 types; an error reply is returned as a
+    RespError instance, not raised, so pipelines read on)."""
+
+    def __init__(self, port, host="127.0.0.1", timeout=5.0):
+        self.conn = HttpConn(port, host, timeout)   # the socket and its buffer
+        self.sock = self.conn.sock
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self.conn.close()
+
+    def send(self, data):
+        self.conn.send(data)
+
+    def _line(self):
+        buf = self.conn.buf
+        while True:
+            end = buf.find(b"\r\n")
+            if end >= 0:
+                line = bytes(buf[:end])
+                del buf[:end + 2]
+                return line
+            if len(buf) > MAX_HEAD:
+                raise ProtocolError(f"RESP line over 64 KiB: {bytes(buf[:200])!r}")
+            self.conn._fill()
+
+    def _exact(self, n):
+        buf = self.conn.buf
+        while len(buf) < n + 2:
+            self.conn._fill()
+        data = bytes(buf[:n])
+        if buf[n:n + 2] != b"\r\n":
+            raise ProtocolError(f"bulk of {n} bytes not followed by CRLF: {bytes(buf[:n + 8])!r}")
+        del buf[:n + 2]
+        return data
+
+    def read_reply(self):
+        line = self._line()
+        if not line:
+            raise ProtocolError("empty RESP line")
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            return RespError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind in (b"$", b"="):
+            n = int(rest)
+            return None if n < 0 else self._exact(n)
+        if kind in (b"*", b"~", b">"):
+            n = int(rest)
+            return None if n < 0 else [self.read_reply() for _ in range(n)]
+        if kind == b"%":
+            n = int(rest)
+            return {self._key(self.read_reply()): self.read_reply() for _ in range(n)}
+        if kind == b"_":
+            return None
+        if kind == b"#":
+            return rest == b"t"
+        if kind == b",":
+            return float(rest)
+        raise ProtocolError(f"unknown RESP type in {line[:80]!r}")
+
+    @staticmethod
+    def _key(k):
+        return k.decode() if isinstance(k, bytes) else k
+
+    def command(self, *args):
+        self.send(resp_command(*args))
+        return self.read_reply()
+
+    def is_closed(self, timeout=3.0):
+        return self.conn.is_closed(timeout)

@@ -4,9 +4,12 @@
 set -euo pipefail
 # apache2-utils (ab) and nginx-light: the short-connection tests
 # (tests/e2e/test_churn.py) and benchmark (bench/short.py).
+# redis-tools (redis-cli, redis-benchmark), redis-server (Redis 7, the
+# peer bench/kvs.py measures) and nutcracker (twemproxy, the sharding
+# proxy): pkvs's end-to-end tests and benchmark.
 pkgs=(build-essential meson ninja-build pkg-config liburing-dev clang
       libclang-rt-14-dev wrk curl python3 python3-pytest linux-perf
-      apache2-utils nginx-light)
+      apache2-utils nginx-light redis-tools redis-server nutcracker)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -16,8 +19,19 @@ if ((${#missing[@]})); then
 	SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
 	$SUDO apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# The packages start system daemons where they can (nginx on :80,
+	# redis-server on :6379, nutcracker): tests and benchmarks start their
+	# own on free ports, so stop those.
+	for svc in nginx redis-server nutcracker; do
+		$SUDO service "$svc" stop >/dev/null 2>&1 || true
+	done
 fi
 # The python3 on PATH may not be Debian's (pyenv); make sure it has pytest.
 if ! python3 -c 'import pytest' 2>/dev/null; then
 	python3 -m pip install -q pytest || { echo "install-deps: cannot install pytest for $(command -v python3)" >&2; exit 1; }
+fi
+# redis-py 8 (PyPI: Debian's python3-redis is 4.3, which speaks RESP2
+# only): pkvs's RESP3 tests; the version users get today.
+if ! python3 -c 'import redis, sys; sys.exit(int(redis.__version__.split(".")[0]) < 8)' 2>/dev/null; then
+	python3 -m pip install -q "redis>=8,<9" || { echo "install-deps: cannot install redis-py 8 for $(command -v python3)" >&2; exit 1; }
 fi

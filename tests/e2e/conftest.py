@@ -30,9 +30,9 @@ sys.path.insert(0, str(HERE.parent.parent / "python"))
 
 import paste_proc  # noqa: E402
 from paste_proc import (BUILD, PHTTPD_LISTEN_RE, START_TIMEOUT, STOP_TIMEOUT,  # noqa: E402,F401
-                        ConnectionClosed, HttpConn, MissingBinary, Phttpd,
-                        ProtocolError, Response, ServerError, ServerFailed, build_request,
-                        get_stats, http_once)
+                        ConnectionClosed, HttpConn, MissingBinary, Phttpd, Pkvs,
+                        ProtocolError, RespConn, RespError, Response, ServerError,
+                        ServerFailed, build_request, get_stats, http_once, resp_command)
 
 # Small stores start fast (MAP_POPULATE touches every page) and keep the
 # suite's memory low; tests that need more pass --store-size themselves.
@@ -160,7 +160,8 @@ def pytest_runtest_makereport(item, call):
     """On a failed test, show what every server it started printed."""
     outcome = yield
     rep = outcome.get_result()
-    factory = getattr(item, "funcargs", {}).get("phttpd")
+    funcargs = getattr(item, "funcargs", {})
+    factory = funcargs.get("phttpd") or funcargs.get("pkvs")
     if rep.failed and isinstance(factory, ServerFactory) and factory.servers:
         rep.sections.append(("phttpd stderr", factory.stderr_report()))
 
@@ -170,6 +171,46 @@ def phttpd():
     factory = ServerFactory()
     yield factory
     factory.cleanup()
+
+
+class PkvsFactory(ServerFactory):
+    """The `pkvs` fixture: pkvs servers (HTTP and RESP on ports 0), each
+    with a store of its own in a private directory unless given one."""
+
+    def start(self, extra_args=(), store=None, binary_name="pkvs", env=None,
+              http=True, resp=True, store_size=DEFAULT_STORE_SIZE):
+        store = store or self.new_store()
+        args = list(extra_args)
+        if "--store-size" not in args and not os.path.exists(store):
+            args += ["--store-size", store_size]
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        srv = Pkvs(args, store=store, exe=binary(binary_name), env=full_env,
+                   http=http, resp=resp)
+        self.servers.append(srv)
+        return srv.start()
+
+    def start_failing(self, extra_args=(), store=None, timeout=START_TIMEOUT):
+        """Run pkvs where it must refuse to start; returns (exit code, stderr)."""
+        argv = paste_proc.pkvs_argv(binary("pkvs"), store or self.new_store(),
+                                    list(extra_args) + ["--store-size", DEFAULT_STORE_SIZE])
+        return paste_proc.run_to_exit(argv, timeout)
+
+
+@pytest.fixture
+def pkvs():
+    factory = PkvsFactory()
+    yield factory
+    factory.cleanup()
+
+
+def tool(name):
+    """A program from PATH (redis-cli, nutcracker, curl): fails the test,
+    naming `make deps`, when it is missing."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not installed: run `make deps`")
+    return path
 
 
 @pytest.fixture(params=ENGINES)
