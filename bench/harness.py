@@ -643,12 +643,13 @@ def conn_list(text):
     return conns
 
 
-CLIENT_NAMES = {"wrk": "wrk -t1", "pload": "bench/pload, one thread, io_uring"}
+CLIENT_NAMES = {"wrk": "wrk -t1", "pload": "bench/pload, one thread, io_uring",
+                "redis-benchmark": "redis-benchmark 7, one thread"}
 
 
-def common_args(description, duration=5, reps=3, client="wrk"):
+def common_args(description, duration=5, reps=3, client="wrk", clients=("pload", "wrk")):
     p = argparse.ArgumentParser(description=description)
-    p.add_argument("--client", choices=sorted(CLIENT_NAMES), default=client,
+    p.add_argument("--client", choices=sorted(clients), default=client,
                    help="load generator (default %(default)s; pload is cheaper per "
                    "request, see bench/README.md)")
     p.add_argument("--duration", type=int, default=duration,
@@ -674,7 +675,7 @@ def setup(args):
     os.sched_setaffinity(0, {cpus[1]})
     if args.client == "pload":
         binary(os.path.join("bench", "pload"))
-    for tool in ([args.client] if args.client == "wrk" else []) + ["taskset"]:
+    for tool in ([args.client] if args.client != "pload" else []) + ["taskset"]:
         if not any(os.access(os.path.join(d, tool), os.X_OK)
                    for d in os.environ.get("PATH", "").split(os.pathsep)):
             raise BenchError(f"{tool} is not installed: run `make deps`")

@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""Key-value stores over the Redis protocol: pkvs vs Redis 7, redis-benchmark.
+
+Systems, all started and stopped by this script, side by side in one run:
+- pkvs: the persistent B+tree, durable acks (emulated PM on /dev/shm, or
+  --medium disk: fsync group commit in a disk directory);
+- redis-always: Redis 7 from Debian with `appendonly yes`, `appendfsync
+  always` (one write + fdatasync per event-loop pass, replies held until it
+  completes: Redis's group commit), its directory on the same medium;
+- redis-off: Redis with persistence off, the in-memory reference.
+With --pm-latency NS pkvs also pays NS per fence (the paper's 10 us PM).
+
+Points: redis-benchmark -t set and -t get, values of --sizes bytes (1024
+and 64), --conns clients (50 and 100), pipeline depths --pipeline (1 and
+16), keyspace -r 10000 (filled before the first GET). redis-benchmark runs
+by count, not time: each point's count is its warm-up rate times
+--duration. Servers on CPU 1, redis-benchmark on CPU 0; repetitions
+interleave the systems; medians with [min-max]. Reported: K ops/s, p50/p99
+latency (redis-benchmark's), server CPU us/op (/proc/PID/stat), syscalls/op
+(perf raw_syscalls:sys_enter), client CPU us/op (redis-benchmark's rusage:
+where it approaches the server's, the client is the bottleneck).
+Writes bench/results/kvs-<time>.md and .json.
+"""
+
+import csv
+import io
+import os
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import paste_proc  # noqa: E402  (harness put python/ on sys.path)
+
+KEYSPACE = 10000
+FILL_OPS = 50000           # ~99% of a 10 000-key space: GETs find values
+CALIBRATE_OPS = 20000
+MAX_OPS = 3_000_000        # a bound for each run, whatever the rate
+STORE_SIZE = "1G"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RedisServer:
+    """redis-server 7 pinned to cpu, in a directory of its own on the medium
+    (removed at stop). persistence: "always" or "off"."""
+
+    def __init__(self, name, persistence, cpu, medium_dir):
+        self.name = name
+        self.persistence = persistence
+        self.cpu = cpu
+        self.medium_dir = medium_dir
+        self.proc = None
+        self.dir = None
+        self.resp_port = None
+        self.lines = []
+
+    def start(self, timeout=15):
+        exe = shutil.which("redis-server")
+        if not exe:
+            raise harness.BenchError("redis-server is not installed: run `make deps`")
+        self.dir = tempfile.mkdtemp(prefix="paste-bench-redis-", dir=self.medium_dir)
+        self.resp_port = free_port()
+        args = [exe, "--port", str(self.resp_port), "--bind", "127.0.0.1",
+                "--dir", self.dir, "--save", "", "--daemonize", "no",
+                "--protected-mode", "no", "--logfile", "", "--loglevel", "warning"]
+        if self.persistence == "always":
+            args += ["--appendonly", "yes", "--appendfsync", "always"]
+        else:
+            args += ["--appendonly", "no"]
+        cmd = ["taskset", "-c", str(self.cpu)] + args if self.cpu is not None else args
+        self.argv = cmd
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                out = self.proc.stdout.read().decode(errors="replace")
+                self.stop()
+                raise harness.BenchError(f"{self.name} exited with {self.proc.returncode}:\n{out}")
+            try:
+                with paste_proc.RespConn(self.resp_port, timeout=1) as c:
+                    if c.command("PING") == "PONG":
+                        return self
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise harness.BenchError(f"{self.name} did not answer PING within {timeout}s")
+            time.sleep(0.05)
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def cpu_ticks(self):
+        return harness.Server.cpu_ticks(self)
+
+    def tail(self):
+        return "    (redis-server logs nothing at loglevel warning)"
+
+    def stop(self):
+        code = None
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    self.proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+            code = self.proc.returncode
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+        return code
+
+
+class PkvsServer(harness.Server):
+    """pkvs pinned to cpu with a fresh store on the medium (deleted at stop);
+    RESP on a free port, HTTP on another (for /stats)."""
+
+    def __init__(self, name, args, cpu, medium_dir):
+        try:
+            paste_proc.Pkvs.__init__(self, list(args) + ["--store-size", STORE_SIZE],
+                                     store_dir=medium_dir,
+                                     prefix=["taskset", "-c", str(cpu)] if cpu is not None else [],
+                                     tag="bench-" + name, name=name, check_exit=False,
+                                     max_lines=40, new_session=True)
+        except paste_proc.MissingBinary as e:
+            raise harness.BenchError(str(e))
+        self.cpu = cpu
+
+    _drain = paste_proc.Pkvs._drain
+
+    def start(self, timeout=60):
+        self.resp_port = None
+        return harness.Server.start(self, timeout)
+
+
+class Point:
+    def __init__(self, test, size, conns, pipeline):
+        self.test, self.size, self.conns, self.pipeline = test, size, conns, pipeline
+        self.workload = f"{test.upper()} {size} B" + (f" -P {pipeline}" if pipeline > 1 else "")
+        self.ops = {}       # system name -> request count for the duration asked
+
+
+def redis_benchmark(port, point, n, cpu):
+    """One redis-benchmark run; returns rps, latencies, client CPU per op."""
+    cmd = ["taskset", "-c", str(cpu), "redis-benchmark", "-p", str(port), "-t", point.test,
+           "-n", str(n), "-c", str(point.conns), "-d", str(point.size), "-P", str(point.pipeline),
+           "-r", str(KEYSPACE), "--csv"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=max(60, n / 5000))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        raise harness.BenchError(f"redis-benchmark exit {p.returncode}: {p.stderr.strip()[:300]}")
+    rows = [r for r in csv.reader(io.StringIO(p.stdout)) if r and r[0] != "test"]
+    if not rows:
+        raise harness.BenchError(f"redis-benchmark printed no result: {p.stdout[:300]} {p.stderr[:300]}")
+    row = rows[0]
+    cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"rps": float(row[1]), "lat_mean_us": float(row[2]) * 1e3,
+            "lat_p50_us": float(row[4]) * 1e3, "lat_p99_us": float(row[6]) * 1e3,
+            "requests": n, "client_cpu_us_per_req": cpu_s * 1e6 / n}
+
+
+def measure(server, point, duration, cpus, perf):
+    n = point.ops[server.name]
+    ticks0 = server.cpu_ticks()
+    counter = perf.start(server.pid, n / point.rate[server.name] + 1.0)
+    if counter:
+        time.sleep(0.25)
+    try:
+        r = redis_benchmark(server.resp_port, point, n, cpus[1])
+    finally:
+        syscalls = harness.SyscallCounter.finish(counter)
+    ticks1 = server.cpu_ticks()
+    r["cpu_us_per_req"] = (ticks1 - ticks0) * 1e6 / harness.CLK_TCK / n
+    r["syscalls_per_req"] = syscalls / n if syscalls is not None else None
+    return r
+
+
+def calibrate(server, point, duration, cpus):
+    r = redis_benchmark(server.resp_port, point, CALIBRATE_OPS, cpus[1])
+    point.rate = getattr(point, "rate", {})
+    point.rate[server.name] = r["rps"]
+    point.ops[server.name] = int(min(MAX_OPS, max(CALIBRATE_OPS, r["rps"] * duration)))
+
+
+def fill(server, size, cpus):
+    redis_benchmark(server.resp_port, Point("set", size, 50, 16), FILL_OPS, cpus[1])
+
+
+def row(point, name, runs):
+    ok = [r for r in runs if r]
+    med = harness.median_of
+    return ("| " + " | ".join([
+        point.workload, str(point.conns), name,
+        harness.spread([r["rps"] for r in ok], 1, 1e-3),
+        harness.fmt(med(ok, "lat_p50_us"), 0), harness.fmt(med(ok, "lat_p99_us"), 0),
+        harness.spread([r["cpu_us_per_req"] for r in ok], 2),
+        harness.fmt(med(ok, "syscalls_per_req"), 3),
+        harness.fmt(med(ok, "client_cpu_us_per_req"), 2)]) + " |")
+
+
+def parse_args(argv=None):
+    p = harness.common_args(__doc__.splitlines()[0], client="redis-benchmark",
+                            clients=("redis-benchmark",))
+    p.add_argument("--conns", type=harness.conn_list, default="50,100")
+    p.add_argument("--sizes", type=harness.conn_list, default="1024,64",
+                   help="value sizes in bytes (default %(default)s)")
+    p.add_argument("--pipeline", type=harness.conn_list, default="1,16")
+    p.add_argument("--tests", default="set,get", help="redis-benchmark tests (default %(default)s)")
+    p.add_argument("--medium", choices=("shm", "disk"), default="shm",
+                   help="shm: /dev/shm, pkvs emulated PM; disk: --disk-dir, pkvs fsync")
+    p.add_argument("--disk-dir", default="/var/tmp")
+    p.add_argument("--pm-latency", type=int, default=0,
+                   help="pkvs emulated PM: ns per fence (the paper: 10000)")
+    p.add_argument("--systems", default="pkvs,redis-always,redis-off")
+    p.add_argument("--quick", action="store_true",
+                   help="1 KiB, 50 clients, no pipeline, 1 repetition of 3 s")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.conns, args.sizes, args.pipeline, args.reps, args.duration = [50], [1024], [1], 1, 3
+    return args
+
+
+def run(argv=None):
+    args = parse_args(argv)
+    cpus, perf = harness.setup(args)
+    medium = "/dev/shm" if args.medium == "shm" else args.disk_dir
+    durability = "emulated" if args.medium == "shm" else "fsync"
+    pkvs_args = ["--durability", durability, "--pm-latency", str(args.pm_latency)]
+    makers = {
+        "pkvs": lambda: PkvsServer("pkvs", pkvs_args, cpus[0], medium),
+        "redis-always": lambda: RedisServer("redis-always", "always", cpus[0], medium),
+        "redis-off": lambda: RedisServer("redis-off", "off", cpus[0], medium),
+    }
+    names = [n for n in args.systems.split(",") if n]
+    if set(names) - set(makers):
+        raise harness.BenchError(f"--systems: want a subset of {','.join(makers)}")
+    points = [Point(t, size, c, pl) for size in args.sizes for t in args.tests.split(",")
+              for c in args.conns for pl in args.pipeline]
+    results = {(i, n): [] for i in range(len(points)) for n in names}
+    failures, servers = [], {}
+    log = harness.progress
+    log(f"kvs: {len(points)} point(s) x {len(names)} systems x {args.reps} rep(s) x "
+        f"{args.duration} s, medium {medium}")
+    try:
+        for n in names:
+            log(f"  starting {n}")
+            servers[n] = makers[n]().start()
+            for size in args.sizes:
+                fill(servers[n], size, cpus)
+        for i, pt in enumerate(points):
+            for n in names:
+                calibrate(servers[n], pt, args.duration, cpus)
+        for rep in range(args.reps):
+            for i, pt in enumerate(points):
+                if pt.test == "get":     # the values GET reads have pt.size bytes
+                    for n in names:
+                        fill(servers[n], pt.size, cpus)
+                k = rep % len(names)
+                for n in names[k:] + names[:k]:
+                    srv = servers[n]
+                    log(f"  rep {rep + 1}/{args.reps} {pt.workload} c={pt.conns} {n} ...",
+                        end="", flush=True)
+                    try:
+                        r = measure(srv, pt, args.duration, cpus, perf)
+                        log(" %.0f ops/s, %s us/op" % (r["rps"], harness.fmt(r["cpu_us_per_req"], 2)))
+                    except (harness.BenchError, OSError, subprocess.TimeoutExpired) as e:
+                        r = None
+                        log(" failed")
+                        failures.append(f"{n}, {pt.workload}, c={pt.conns}, rep {rep + 1}: {e}")
+                    results[(i, n)].append(r)
+    finally:
+        for n, srv in servers.items():
+            code = srv.stop()
+            if code not in (0, None):
+                failures.append(f"{n}: exit code {code} after SIGTERM")
+    cols = ["workload", "clients", "system", "K ops/s median [min-max]", "p50 us", "p99 us",
+            "server CPU us/op median [min-max]", "syscalls/op", "client CPU us/op"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for i, pt in enumerate(points):
+        for n in names:
+            lines.append(row(pt, n, results[(i, n)]))
+    pairs = [(a, b) for a, b in (("pkvs", "redis-always"), ("pkvs", "redis-off"))
+             if a in names and b in names]
+    ratio_lines = []
+    for i, pt in enumerate(points):
+        for a, b in pairs:
+            ra = [r for r in results[(i, a)] if r]
+            rb = [r for r in results[(i, b)] if r]
+            ca, cb = harness.median_of(ra, "cpu_us_per_req"), harness.median_of(rb, "cpu_us_per_req")
+            ta, tb = harness.median_of(ra, "rps"), harness.median_of(rb, "rps")
+            if ca and cb and ta and tb:
+                ratio_lines.append(f"- {pt.workload}, c={pt.conns}: {a}/{b} ops/s {ta / tb:.2f}x, "
+                                   f"CPU per op {ca / cb:.2f}x")
+    args.client = "redis-benchmark"
+    text = "\n\n".join(filter(None, [
+        harness.header(f"Key-value stores over RESP: pkvs ({durability}"
+                       f"{', %d ns per fence' % args.pm_latency if args.pm_latency else ''}) "
+                       f"vs Redis 7 (appendfsync always; persistence off), medium {medium}",
+                       args, cpus, perf, unit="op"),
+        "\n".join(lines),
+        "Ratios of medians:\n" + "\n".join(ratio_lines) if ratio_lines else "",
+        ("Notes:\n" + "\n".join("- " + f for f in failures)) if failures else ""]))
+    raw = [{"workload": pt.workload, "clients": pt.conns, "system": n, "runs": results[(i, n)]}
+           for i, pt in enumerate(points) for n in names]
+    harness.save("kvs", text, raw, args.out)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    harness.main_guard(run)
