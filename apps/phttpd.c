@@ -21,6 +21,8 @@
 
 #define MAX_TIMEOUT 1000000u     /* seconds (11.5 days): more is a typo */
 #define MAX_DEFER_ACCEPT 3600u   /* seconds, paste_port_config.defer_accept_s */
+#define MAX_MIN_WAIT_US 1000000u /* paste_port_config.min_wait_us: the port refuses more */
+#define MAX_WANT_DIV 1048576u    /* the most slots a port has: more waits for none */
 
 static struct rpc_config rpc_cfg = { .body_len = 64 };
 static struct wal_config wal_cfg = { .max_held = 1 << 20 };
@@ -48,6 +50,7 @@ int main(int argc, char **argv)
 	struct server_config sc = {
 		.name = "phttpd", .host = "127.0.0.1", .port = 60000, .threads = 1,
 		.store_path = PASTE_DEFAULT_STORE_PATH, .ring_bufs = 4096, .max_conns = 16384,
+		.node_size = PASTE_STORE_NO_NODES,   /* no tree: every buffer for the log */
 		.cpu = -1, .header_to_ms = 60000, .body_to_ms = 60000, .idle_to_ms = 75000,
 		.proto = &http_proto,
 	};
@@ -88,6 +91,14 @@ int main(int argc, char **argv)
 		OPT_FLAG_("busy-poll", &sc.busy_poll, "never sleep in the kernel"),
 		OPT_NUM_("defer-accept", "S", &sc.defer_accept_s, 0, MAX_DEFER_ACCEPT,
 			 "accept a connection only once it sends data, or after ~S s (default 0: off)"),
+		/* Batch waiting (uring; experiments): 0 would mean the port's
+		 * default, so the flags take 1 and up. */
+		OPT_NUM_("min-wait-us", "N", &sc.min_wait_us, 1, MAX_MIN_WAIT_US,
+			 "uring, Linux >= 6.12: a pass settles for what came after N us (default 50)"),
+		OPT_NUM_("want-div", "N", &sc.want_div, 1, MAX_WANT_DIV,
+			 "uring: a pass waits for 1/N of the open connections, at most 64 (default 4)"),
+		OPT_FLAG_("no-min-wait", &sc.no_min_wait,
+			  "uring: a pass waits for one completion, no min_wait timer"),
 		OPT_NUM_("cpu", "N", &sc.cpu, 0, 4095, "pin thread i to CPU N+i"),
 	};
 	int r = opt_parse(sc.name, opts, (int)(sizeof(opts) / sizeof(opts[0])),

@@ -50,15 +50,19 @@ uint32_t paste_crc32c(uint32_t crc, const void *p, size_t n);
 /* Packet store (lib/store.c)                                          */
 /* ------------------------------------------------------------------ */
 /*
- * A file holding a versioned superblock, a log area split into lanes, and an
- * array of fixed-size packet buffers named by index. The file and the
- * indices survive restarts. Layout (version PASTE_STORE_VERSION) is in
+ * A file holding a versioned superblock, a log area split into lanes, a
+ * node area of 4 KiB pages for the B+tree (lib/btree*.c), and an array of
+ * fixed-size packet buffers named by index. The file and the indices
+ * survive restarts. Layout (version PASTE_STORE_VERSION) is in
  * docs/design.md. Opening validates everything and never reformats an
- * existing file.
+ * existing file. A version-1 store (no node area) is refused with a
+ * message naming paste_store_upgrade / `paste-store upgrade`.
  */
 
 #define PASTE_STORE_MAGIC       "PASTESTO"   /* 8 bytes, no NUL stored */
-#define PASTE_STORE_VERSION     1u
+#define PASTE_STORE_VERSION     2u
+#define PASTE_STORE_NODE_PAGE   4096u        /* node area page size */
+#define PASTE_STORE_NO_NODES    UINT64_MAX   /* node_size: no node area (no tree) */
 #define PASTE_NO_BUF            UINT32_MAX
 #define PASTE_DEFAULT_BUF_SIZE  2048u
 #define PASTE_DEFAULT_STORE_SIZE (256ull << 20)
@@ -72,6 +76,9 @@ struct paste_store_config {
 	uint32_t buf_size;   /* bytes per buffer, power of two >= 512; 0 = default */
 	uint32_t log_lanes;  /* independent log lanes (one per thread); 0 = 2 */
 	uint64_t log_size;   /* bytes for the whole log area; 0 = auto (64 B per buffer per lane, >= 1 MiB) */
+	uint64_t node_size;  /* B+tree node area, bytes (a multiple of 4096, >= 3 pages: two meta
+			      * pages + tree pages); 0 = auto (1/8 of the file, shrunk to leave
+			      * 64 buffers, none below 3 pages); PASTE_STORE_NO_NODES = none */
 };
 
 enum paste_store_open_flags {
@@ -92,6 +99,9 @@ struct paste_store_geom {
 	uint64_t ckpt_offset;  /* byte offset of the per-lane checkpoint slots */
 	uint64_t buf_offset;   /* byte offset of buffer 0 */
 	uint64_t uuid[2];      /* random at format time */
+	uint64_t node_offset;  /* byte offset of the node area (after the lanes) */
+	uint64_t node_size;    /* its bytes (0: no node area, e.g. upgraded from version 1) */
+	uint64_t meta_offset;  /* the tree's two meta slots: node pages 0 and 1 (0 if none) */
 };
 
 /* Open (and with PASTE_STORE_CREATE, create) a store. The mapping is
@@ -104,6 +114,16 @@ int paste_store_open(struct paste_store **out, const char *path,
 		     const struct paste_store_config *cfg, int flags,
 		     struct paste_error *err);
 void paste_store_close(struct paste_store *st);
+
+/* Convert a closed version-1 store at path to version 2 in place: the
+ * superblock is rewritten (one 112-byte write + fsync) with an empty node
+ * area; every other byte stays, so every record, checkpoint and buffer
+ * index is kept. The upgraded store serves the log but has no node area
+ * (paste_btree_open refuses it). Takes the exclusive lock (-EBUSY while a
+ * server holds the store). Returns 0, -EALREADY when it is version 2
+ * already, -EPROTO for another version, -EINVAL/-EBADMSG for a file that
+ * is not a sound version-1 store (nothing written then). */
+int paste_store_upgrade(const char *path, struct paste_error *err);
 
 const struct paste_store_geom *paste_store_geom(const struct paste_store *st);
 const char *paste_store_path(const struct paste_store *st);
@@ -181,6 +201,9 @@ bool paste_store_in_use(const struct paste_store *st);
 uint8_t *paste_store_lane(const struct paste_store *st, uint32_t lane, uint64_t *len);
 uint8_t *paste_store_ckpt(const struct paste_store *st, uint32_t lane, uint32_t slot);
 #define PASTE_CKPT_SLOT_SIZE 64u
+/* The node area (owned by the B+tree): its first byte and *pages (pages of
+ * PASTE_STORE_NODE_PAGE bytes), or NULL and 0 when the store has none. */
+uint8_t *paste_store_nodes(const struct paste_store *st, uint32_t *pages);
 
 /* ------------------------------------------------------------------ */
 /* Persistence (lib/persist.c)                                         */
@@ -363,6 +386,241 @@ int paste_wal_foreach(struct paste_wal *w, paste_wal_visit_fn cb, void *arg);
 int paste_wal_check(struct paste_wal *w, struct paste_error *err);
 
 /* ------------------------------------------------------------------ */
+/* B+tree (lib/btree.c, btree_api.c, btree_page.c, btree_ckpt.c,       */
+/*         btree_recover.c)                                            */
+/* ------------------------------------------------------------------ */
+/*
+ * A persistent ordered map from byte-string keys (1..PASTE_BTREE_MAX_KEY
+ * bytes, ordered by memcmp, a prefix first) to values that stay where they
+ * landed: extents of held packet buffers, zero copy. The tree lives in the
+ * store's node area (4 KiB pages) and is owned by one thread.
+ *
+ * Durability. The write-ahead log is the commit point: set, del and clear
+ * append one log record (through the tree's persist object and lane; no
+ * fence) and then change the tree in DRAM-speed page writes. The caller's
+ * batch barrier (the port's one fence or group commit, or
+ * paste_persist_fence) makes every record of the batch durable at once, so
+ * replies are sent PASTE_SEND_DURABLE, exactly as for paste_wal_append.
+ * The tree itself is persisted by copy-on-write checkpoints (LMDB-style:
+ * the pages written since the last one are flushed and fenced, then one of
+ * two checksummed meta slots names the new root and the checkpoint LSN,
+ * fenced, then the log is truncated to that LSN). Recovery reads the
+ * newest valid meta, walks the tree and replays the log records after the
+ * checkpoint LSN: its cost is bounded by the checkpoint interval, not by
+ * history (1 M keys: see paste_btree_open).
+ *
+ * Buffer references. The tree holds one reference per value extent; every
+ * log record holds its own (paste_wal_append). The references of a value
+ * that an overwrite, del or clear replaced are dropped only once that
+ * change is durable (paste_btree_maintain), so after a crash at any
+ * instant the recovered tree references no freed or reused buffer.
+ *
+ * Reads (get, cursors) in the owning thread see every applied change,
+ * durable or not; the server makes any reply that depends on them
+ * durable-gated (PASTE_SEND_DURABLE), which is why one owning thread
+ * suffices. Extents returned by get and cursors stay valid until the next
+ * paste_btree_maintain or paste_btree_close.
+ *
+ * One tree per store: its checkpoints truncate the whole log
+ * (paste_wal_truncate), so the store's other lanes must not hold records
+ * the tree does not cover. The record format is the tree's own, carried in
+ * ordinary log records: extent 0 is a header the tree copies densely into
+ * a store buffer it holds (magic, op, key length, value length, key),
+ * extents 1..n are the value (paste_btree_record_parse reads it back).
+ */
+
+struct paste_btree;
+
+#define PASTE_BTREE_MAX_KEY     512u
+#define PASTE_BTREE_MAX_EXTENTS (PASTE_WAL_MAX_EXTENTS - 1u)  /* 63: extent 0 of the record
+							       * is the tree's header, so a
+							       * body for a value must be
+							       * collected with max_held <=
+							       * 63 buffers */
+#define PASTE_BTREE_MAX_HEIGHT  40u   /* a tree of 2^32 pages is at most 33 high */
+
+struct paste_btree_config {
+	uint32_t lane;          /* log lane the tree appends to (its thread's) */
+	uint32_t ckpt_records;  /* maintain checkpoints after this many records (0: 65536) ... */
+	uint32_t ckpt_ms;       /* ... or this long after the first record since the last
+				 * checkpoint (0: 1000) ... */
+	uint32_t ckpt_log_pct;  /* ... or once the tree's records since fill this % of the
+				 * lane (0: 50; 1..90) ... or once fewer than an eighth of the
+				 * node area's pages are free */
+};
+
+struct paste_btree_info {
+	uint64_t keys;
+	uint32_t height;             /* 0: empty */
+	uint32_t pages_used;         /* pages in the tree */
+	uint32_t pages_total;        /* tree pages in the node area (all but the 2 meta pages) */
+	uint32_t pages_free;         /* allocatable now */
+	uint32_t pages_pending;      /* replaced since the last checkpoint: free after the next */
+	uint32_t pages_dirty;        /* written since the last checkpoint */
+	uint64_t ckpt_seq;           /* meta sequence of the last checkpoint (0: none yet) */
+	uint64_t ckpt_lsn;           /* every record <= it is in the checkpointed tree */
+	uint64_t ckpt_gen;           /* its generation */
+	uint64_t last_lsn;           /* newest record applied */
+	uint64_t checkpoints;        /* done by this open */
+	uint64_t records_since;      /* appended since the last checkpoint */
+	uint64_t releases_waiting;   /* buffer references waiting for a change to be durable */
+	uint64_t replayed;           /* log records applied at open */
+	uint64_t replay_skipped;     /* log records after the checkpoint that were not the tree's */
+	uint64_t recovery_ns;        /* paste_btree_open: meta + walk + replay */
+	uint64_t walk_ns;            /* of which the walk of the checkpointed tree */
+	uint32_t header_buf;         /* the buffer the tree copies record headers into, holding
+				      * one reference (PASTE_NO_BUF: none yet) */
+};
+
+/* Open the tree of a store whose log is open (paste_wal_open) and whose
+ * store is not started yet (paste_store_start comes after: the tree takes
+ * references before the free list is built). Recovery: the newest valid
+ * meta slot; a walk of the checkpointed tree that checks every page (CRC,
+ * magic, page number, generation, level, bounds, key order against the
+ * parent's separators, extents inside the buffer area, key count) and
+ * takes one buffer reference per value extent; the free-page set is what
+ * the walk did not reach; then every live log record with LSN > the
+ * checkpoint LSN (paste_wal_foreach, LSN order, any lane) whose extent 0
+ * is a tree header is applied (SET/DEL/CLEAR; replaced values' references
+ * are dropped at once: replayed records are durable). Records that are not
+ * the tree's are skipped. A writable open (p != NULL) then truncates log
+ * records the checkpoint already covers. p == NULL opens read-only for
+ * tools: the replay goes to a private copy-on-write mapping of the node
+ * area, and not one byte of the store is written.
+ * Cost: the walk is linear in the checkpointed tree (~2.3 us per page with
+ * its checks: 1 M keys of 16 bytes, 16 K pages, take ~37 ms), the replay
+ * ~1 us per record, so recovery is bounded by the checkpoint interval, not
+ * by history: 1 M keys with a 20 000-record tail recover in ~57 ms
+ * (tests/unit/test_btree_recover.c; docs/design.md "The B+tree"). Errors (err names the store and the problem):
+ * -ENODEV no node area (a store upgraded from version 1, or created with
+ * PASTE_STORE_NO_NODES); -EBADMSG a damaged tree (a meta slot that passes
+ * its CRC but names a page that fails its checks: the tree is not opened,
+ * nothing is written); -ENOSPC the replay ran out of node pages; -EINVAL
+ * bad arguments (cfg->lane out of range); -ENOMEM. A torn or damaged meta
+ * slot with a valid older one is not an error: the older one is used and
+ * err->msg says so (the return value is 0). */
+int paste_btree_open(struct paste_btree **out, struct paste_store *st, struct paste_wal *w,
+		     struct paste_persist *p, const struct paste_btree_config *cfg,
+		     struct paste_error *err);
+/* Free the DRAM state. Drops the header buffer's reference and the
+ * references whose change is durable; the tree's own value references stay
+ * with the store (the durable tree still names those buffers). Does not
+ * checkpoint: the log holds what the last checkpoint does not. */
+void paste_btree_close(struct paste_btree *t);
+
+/* Set key to the value at val[0..n) (n <= PASTE_BTREE_MAX_EXTENTS, 0 for an
+ * empty value; each extent inside one buffer). Appends one log record
+ * (header + value extents; flushed, no fence: durable with the caller's
+ * next barrier), then applies it: the tree takes its own reference on each
+ * value buffer (the caller keeps and later drops its own), and the old
+ * value's references, if any, are dropped once this record is durable.
+ * *lsn (if non-NULL) gets the record's LSN. Cost: the record (a header
+ * copy of ~12 + klen bytes, the log's CRC of the value bytes), a descent,
+ * and on the first change of a page since the last checkpoint a copy of
+ * it (and of its path to the root); ~1-2 us for small values.
+ * When the lane, the node area or the store's buffers (for header
+ * buffers) run short, it checkpoints synchronously once (~3 fences) and
+ * retries; paste_btree_maintain normally keeps that from happening.
+ * Returns 0; -EINVAL (klen 0, bad extents), -ENAMETOOLONG (klen >
+ * PASTE_BTREE_MAX_KEY, or > buf_size - 12: the header and key share one
+ * buffer extent), -E2BIG (n > PASTE_BTREE_MAX_EXTENTS), -EROFS
+ * (read-only), -ENOSPC (still full after a checkpoint: lane, node area or
+ * store; nothing was logged or changed: answer an error), or the store's
+ * failure (nothing changed). */
+int paste_btree_set(struct paste_btree *t, const void *key, uint32_t klen,
+		    const struct paste_extent *val, uint32_t n, uint64_t *lsn);
+/* Delete key: -ENOENT (no record written) when absent; else like set (one
+ * record, the value's references dropped once it is durable). */
+int paste_btree_del(struct paste_btree *t, const void *key, uint32_t klen, uint64_t *lsn);
+/* Delete every key (FLUSHALL): one record; O(pages) to free the pages and
+ * queue every value reference for release. */
+int paste_btree_clear(struct paste_btree *t, uint64_t *lsn);
+
+/* Look key up: 0 and its value's extents copied to ext[0..*n) (room for
+ * PASTE_BTREE_MAX_EXTENTS), *len the value's bytes; -ENOENT when absent;
+ * -EINVAL/-ENAMETOOLONG for a bad key. A descent: ~0.1-0.3 us. */
+int paste_btree_get(struct paste_btree *t, const void *key, uint32_t klen,
+		    struct paste_extent *ext, uint32_t *n, uint32_t *len);
+uint64_t paste_btree_count(const struct paste_btree *t);
+/* The tree's key order: memcmp over the shorter length, then the shorter
+ * first. <0, 0, >0. */
+int paste_btree_keycmp(const void *a, uint32_t alen, const void *b, uint32_t blen);
+
+/* Ordered iteration and range scans. A cursor remembers the last key it
+ * returned, so changes to the tree between calls are fine: it then
+ * re-seeks (one descent) to the first key after it; otherwise a step is a
+ * few instructions. Fields are private. */
+struct paste_btree_cursor {
+	struct paste_btree *t;
+	uint64_t mods;
+	uint32_t depth;
+	uint32_t page[PASTE_BTREE_MAX_HEIGHT];
+	uint16_t idx[PASTE_BTREE_MAX_HEIGHT];
+	bool positioned, have_key, done;
+	uint32_t klen;
+	uint8_t key[PASTE_BTREE_MAX_KEY];
+};
+/* Position c before the first key >= start (start NULL or slen 0: the
+ * first key). A start key longer than PASTE_BTREE_MAX_KEY is cut to it. */
+void paste_btree_cursor_init(struct paste_btree_cursor *c, struct paste_btree *t,
+			     const void *start, uint32_t slen);
+/* The next key in order: 1 with *key (the cursor's copy, valid until the
+ * next call) and *klen, and if ext is non-NULL the value as in
+ * paste_btree_get; 0 at the end. A range scan stops when
+ * paste_btree_keycmp says the key is past its end. */
+int paste_btree_cursor_next(struct paste_btree_cursor *c, const uint8_t **key, uint32_t *klen,
+			    struct paste_extent *ext, uint32_t *n, uint32_t *len);
+
+/* Once per event-loop pass, after the barrier: drop the references whose
+ * change became durable (one atomic load plus one paste_store_unref per
+ * reference), and checkpoint when one is due (see paste_btree_config).
+ * Returns 0, 1 when it checkpointed, or a negative errno from the
+ * checkpoint (the store's failure). */
+int paste_btree_maintain(struct paste_btree *t);
+/* Checkpoint now: CRC and flush every page written since the last one,
+ * fence (this also makes every record applied so far durable), write and
+ * flush the other meta slot (seq + 1, root, checkpoint LSN = the last
+ * record applied, generation, counts, CRC), fence, start the next
+ * generation (pages replaced in this one become free), then truncate the
+ * log to the checkpoint LSN (paste_wal_truncate: one more fence). Costs
+ * the flushes of the dirty pages and three fences (in fsync mode three
+ * fdatasyncs; a group commit of the port in flight is covered, not
+ * disturbed). Returns 0 (also when nothing changed), or a negative errno:
+ * -EROFS, or the store's failure: then no meta slot was published whose
+ * pages were not durable (a failed first fence writes no meta; a failed
+ * second one leaves the previous meta the one in force), and the tree
+ * stays as it was in DRAM. */
+int paste_btree_checkpoint(struct paste_btree *t);
+
+void paste_btree_info(const struct paste_btree *t, struct paste_btree_info *out);
+
+/* Verify the tree in the mapping: page magic, numbers, types, levels,
+ * bounds, key order against the separators, extents inside the buffer
+ * area, CRCs of the pages not written since the last checkpoint, every
+ * page reached once, the page states (tree pages used, others free or
+ * pending), the key count, and that every buffer holds at least as many
+ * references as tree extents name it. Returns the number of problems (0:
+ * clean) with the first few in err, or a negative errno. O(pages + keys). */
+int paste_btree_check(struct paste_btree *t, struct paste_error *err);
+
+/* A log record read as a tree record. */
+enum paste_btree_op { PASTE_BTREE_SET = 1, PASTE_BTREE_DEL = 2, PASTE_BTREE_CLEAR = 3 };
+struct paste_btree_record {
+	enum paste_btree_op op;
+	const uint8_t *key;            /* in the store (the header buffer) */
+	uint32_t klen;
+	const struct paste_extent *val;   /* ext + 1: the value's extents */
+	uint32_t n;
+	uint32_t vlen;
+	struct paste_extent header;    /* ext[0]: the header's own extent */
+};
+/* Is the log record ext[0..n) a tree record? 0 and *r filled, or -EINVAL
+ * (not one: wrong magic, op, lengths, or extents outside the store).
+ * Reads the header bytes from the store once. */
+int paste_btree_record_parse(const struct paste_store *st, const struct paste_extent *ext,
+			     uint32_t n, struct paste_btree_record *r);
+
+/* ------------------------------------------------------------------ */
 /* Request bodies (lib/body.c)                                         */
 /* ------------------------------------------------------------------ */
 /*
@@ -508,6 +766,184 @@ int paste_http_parse(struct paste_http_parser *ps, const char *p, size_t len,
 const char *paste_http_reason(int status);
 
 /* ------------------------------------------------------------------ */
+/* Redis protocol (RESP) parser (lib/resp.c, lib/resp_reply.c)         */
+/* ------------------------------------------------------------------ */
+/*
+ * Requests as redis-server reads them: RESP2 multibulk (*N\r\n, then N
+ * times $len\r\n<len bytes>\r\n) and inline commands (a line of words
+ * split as Redis's sdssplitargs splits them: "..." with \" \\ \n \r \t \b
+ * \a \xHH escapes, '...' with \', a closing quote followed by a blank or
+ * the line end; unlike Redis a NUL byte is an ordinary byte). A first byte
+ * '*' means multibulk, anything else inline. Zero copy: arguments point
+ * into the caller's bytes, except inline arguments with quotes, which are
+ * unquoted into a scratch area the caller gives. Incremental: call again
+ * with the same bytes plus more (possibly at another address) and the
+ * parser resumes where it stopped; a command arriving one byte per call
+ * costs O(n) in total. Bounded: no call looks past max_command
+ * (multibulk) or max_inline (inline) bytes, and every limit is enforced as
+ * soon as the bytes that break it are in. Nothing is allocated.
+ *
+ * Large values. A multibulk command whose LAST argument is a bulk of
+ * stream_min bytes or more, or whose last bulk (data and CRLF) is not all
+ * in the bytes given, is returned once that bulk's "$L\r\n" line is in:
+ * PASTE_RESP_STREAM, "the head is complete; argv[argc - 1] is a bulk of
+ * L = argv[argc - 1].len bytes starting at offset cmd->used; a CRLF
+ * follows them". The caller collects the L bytes where they land
+ * (paste_body_begin(L), then paste_body_feed: zero copy in store buffers)
+ * and checks the CRLF after them with paste_resp_stream_crlf, which takes
+ * it across chunk boundaries. So a 1 MiB SET never needs 1 MiB of
+ * contiguous memory. A big bulk that is NOT the last argument
+ * (MSET k1 <big> k2 v2) is not streamed: that command is PASTE_RESP_MORE
+ * until it is all in one contiguous buffer, and it must fit in
+ * max_command bytes (refused with PASTE_RESP_E_TOO_BIG as soon as its
+ * bulk lengths say it cannot). One streamed argument per command keeps
+ * the parser a few words and the result a plain argv; the commands that
+ * carry several values (MSET, HSET) rarely carry big ones.
+ *
+ * Errors. After any PASTE_RESP_E_* the stream cannot be resynchronised
+ * (where the next command starts is unknown): answer
+ * paste_resp_put_proto_error and close the connection, as Redis does.
+ */
+
+#define PASTE_RESP_DEFAULT_MAX_ARGS    65536u
+#define PASTE_RESP_DEFAULT_MAX_INLINE  (64u << 10)                 /* Redis's */
+#define PASTE_RESP_DEFAULT_MAX_BULK    (1ull << 20)
+#define PASTE_RESP_DEFAULT_MAX_COMMAND ((1u << 20) + (64u << 10))
+#define PASTE_RESP_DEFAULT_STREAM_MIN  4096u
+#define PASTE_RESP_NO_STREAM           UINT64_MAX
+
+/* Results of paste_resp_parse. The errors' texts (paste_resp_strerror)
+ * are Redis's where Redis refuses the same input. */
+enum paste_resp_result {
+	PASTE_RESP_MORE   = 0,   /* need more bytes: call again with them */
+	PASTE_RESP_CMD    = 1,   /* a whole command in cmd */
+	PASTE_RESP_STREAM = 2,   /* a command's head; its last bulk streams */
+	PASTE_RESP_E_MBULK_LEN = -1,     /* "*N" not an integer (or no CRLF) */
+	PASTE_RESP_E_TOO_MANY_ARGS = -2, /* N or inline words > max_args or argv_cap */
+	PASTE_RESP_E_DOLLAR = -3,        /* an element not starting with '$' */
+	PASTE_RESP_E_BULK_LEN = -4,      /* "$L" not an integer >= 0 (or no CRLF) */
+	PASTE_RESP_E_BULK_TOO_BIG = -5,  /* L > max_bulk */
+	PASTE_RESP_E_BULK_CRLF = -6,     /* bulk data not followed by CRLF */
+	PASTE_RESP_E_TOO_BIG = -7,       /* a multibulk command > max_command */
+	PASTE_RESP_E_INLINE_TOO_BIG = -8,/* no LF within max_inline bytes */
+	PASTE_RESP_E_QUOTES = -9,        /* unbalanced quotes in an inline command */
+	PASTE_RESP_E_SCRATCH = -10,      /* unquoted inline arguments > scratch_cap */
+};
+
+struct paste_resp_config {
+	uint32_t max_args;     /* arguments per command (0: 65536); cmd->argv_cap caps it too */
+	uint32_t max_inline;   /* an inline command with its LF (0: 64 KiB) */
+	uint32_t max_command;  /* a contiguous multibulk command, or a streamed one's
+				* head (0: 1 MiB + 64 KiB; at most INT_MAX) */
+	uint64_t max_bulk;     /* one bulk argument (0: 1 MiB) */
+	uint64_t stream_min;   /* a last bulk this long streams (0: 4096); PASTE_RESP_NO_STREAM:
+				* never stream, not even a last bulk that is not all in */
+};
+
+/* One per connection. Read the fields, do not write them. */
+struct paste_resp_parser {
+	struct paste_resp_config cfg;   /* as given to init, defaults filled in */
+	uint64_t bulk_len;   /* in a bulk's data: its length */
+	uint32_t pos;        /* bytes of the current command already checked */
+	uint32_t nargs;      /* multibulk: N, 0 before the "*N" line */
+	uint32_t argc;       /* multibulk: arguments complete */
+	uint8_t state;       /* 0 between commands */
+	uint8_t crlf;        /* paste_resp_stream_crlf: the CR was seen */
+	uint8_t bad;         /* PASTE_RESP_E_DOLLAR: the byte found instead */
+};
+
+struct paste_resp_arg {
+	const char *p;       /* NULL: the streamed last argument */
+	size_t len;
+};
+
+/* The caller sets the first four fields; the parser keeps nothing in them
+ * between calls, so one per thread serves all of its connections. */
+struct paste_resp_cmd {
+	struct paste_resp_arg *argv;   /* receives the arguments */
+	uint32_t argv_cap;             /* its length: more arguments -> E_TOO_MANY_ARGS */
+	char *scratch;                 /* inline arguments with quotes are unquoted here
+					* (max_inline bytes always suffice; NULL: a command
+					* with a non-empty quoted word gets
+					* PASTE_RESP_E_SCRATCH) */
+	uint32_t scratch_cap;
+	uint32_t argc;                 /* out: arguments (0: an empty inline line, or a
+					* "*0" / "*-1": nothing to run, drop `used` bytes) */
+	uint32_t used;                 /* out: CMD: the command's length (the next starts
+					* at p + used); STREAM: where the last bulk's data
+					* starts; otherwise 0 */
+	bool is_inline;                /* out: an inline command */
+};
+
+/* Prepare ps for a connection. cfg NULL: all defaults (a zero field: its
+ * default; a zero-filled parser is a default one). A few stores. */
+void paste_resp_parser_init(struct paste_resp_parser *ps, const struct paste_resp_config *cfg);
+/* Forget the command in progress (keeps the limits). A few stores. */
+void paste_resp_parser_reset(struct paste_resp_parser *ps);
+
+/* Parse the command at p[0..len): the bytes of the connection after the
+ * previous command, the same prefix plus new bytes on each call until a
+ * result other than PASTE_RESP_MORE. Returns PASTE_RESP_MORE, PASTE_RESP_CMD
+ * (argv[0..argc) point into p or cmd->scratch), PASTE_RESP_STREAM (see
+ * "Large values"; argv[argc - 1].p is NULL), or a PASTE_RESP_E_* (< 0: reply
+ * it and close). Any result but MORE leaves ps ready for the next command.
+ * Costs: inline, one memchr over the new bytes, then one pass over the
+ * line; multibulk, a pass over each "*N"/"$L" line (a partial one, at most
+ * 22 bytes, is looked at again on the next call) and none over bulk data;
+ * when a command took several calls, its earlier arguments are found
+ * again from their "$L" lines (O(argc), once, at the end). */
+int paste_resp_parse(struct paste_resp_parser *ps, const char *p, size_t len,
+		     struct paste_resp_cmd *cmd);
+
+/* After PASTE_RESP_STREAM and the argument's bytes: p[0..len) are the
+ * bytes after them. Returns 1 or 2, the bytes of the CRLF (complete: the
+ * command is whole and the next one starts after them); 0 when more are
+ * needed (every byte given, at most the CR, was taken); or
+ * PASTE_RESP_E_BULK_CRLF. A compare or two. */
+int paste_resp_stream_crlf(struct paste_resp_parser *ps, const char *p, size_t len);
+
+/* "Protocol error: ..." for a PASTE_RESP_E_* code (static, no CRLF);
+ * "Unknown error" for anything else. */
+const char *paste_resp_strerror(int code);
+
+/* ASCII case-insensitive: does the argument equal name (NUL-terminated)?
+ * paste_resp_lookup: the index in names[0..n) of the first that matches,
+ * or -1. Costs one byte compare per byte of a name of the right length. */
+bool paste_resp_arg_eq(const struct paste_resp_arg *a, const char *name);
+int paste_resp_lookup(const struct paste_resp_arg *a, const char *const *names, size_t n);
+/* The argument as Redis's string2ll reads it: optional '-', no '+', no
+ * blanks, no leading zeros. 0, -EINVAL (not an integer) or -ERANGE. */
+int paste_resp_arg_i64(const struct paste_resp_arg *a, int64_t *v);
+
+/* Reply writers. Each writes one reply at out[0..cap) and returns its
+ * length, or -ENOBUFS when it does not fit (nothing written), -EOVERFLOW
+ * when it would exceed INT_MAX bytes. proto is 2 or 3 (the HELLO the
+ * client sent; anything but 3 means 2): a RESP3 type is written as Redis
+ * writes it for a RESP2 client. Cost: the bytes, plus ~20 ns per number
+ * (a double: up to three snprintf/strtod rounds, ~1 us). */
+int paste_resp_put_simple(char *out, size_t cap, const char *s);   /* +s\r\n */
+int paste_resp_put_error(char *out, size_t cap, const char *s);    /* -s\r\n ("ERR ...") */
+int paste_resp_put_int(char *out, size_t cap, int64_t v);          /* :v\r\n */
+int paste_resp_put_bulk_head(char *out, size_t cap, uint64_t len); /* $len\r\n */
+int paste_resp_put_bulk(char *out, size_t cap, const void *p, size_t n); /* $n\r\n...\r\n */
+int paste_resp_put_array(char *out, size_t cap, uint64_t n);       /* *n\r\n */
+int paste_resp_put_null(char *out, size_t cap, int proto);         /* 3: _\r\n  2: $-1\r\n */
+int paste_resp_put_null_array(char *out, size_t cap, int proto);   /* 3: _\r\n  2: *-1\r\n */
+int paste_resp_put_map(char *out, size_t cap, int proto, uint64_t n); /* %n  2: *2n */
+int paste_resp_put_set(char *out, size_t cap, int proto, uint64_t n); /* ~n  2: *n */
+int paste_resp_put_double(char *out, size_t cap, int proto, double d); /* ,d  2: bulk */
+int paste_resp_put_bool(char *out, size_t cap, int proto, bool b); /* #t #f  2: :1 :0 */
+/* =len\r\nfmt:data\r\n (fmt: 3 bytes, "txt" or "mkd"; else -EINVAL); 2: bulk. */
+int paste_resp_put_verbatim(char *out, size_t cap, int proto, const char *fmt,
+			    const void *p, size_t n);
+/* "-ERR <paste_resp_strerror(code)>\r\n"; for PASTE_RESP_E_DOLLAR
+ * "...expected '$', got 'x'" with ps->bad (printable ASCII as is, other
+ * bytes as \xHH; ps may be NULL). CR and LF in a simple string or an
+ * error are written as spaces, so a reply is always one line. */
+int paste_resp_put_proto_error(char *out, size_t cap, const struct paste_resp_parser *ps,
+			       int code);
+
+/* ------------------------------------------------------------------ */
 /* The paste port (lib/port.c, lib/port_uring.c, lib/port_epoll.c)     */
 /* ------------------------------------------------------------------ */
 /*
@@ -519,6 +955,7 @@ const char *paste_http_reason(int status);
  */
 
 enum paste_engine { PASTE_ENGINE_URING = 0, PASTE_ENGINE_EPOLL };
+#define PASTE_PORT_MAX_LISTEN 4u
 
 struct paste_port;
 
@@ -548,12 +985,20 @@ struct paste_port_config {
 	 * SYN-ACK retransmission schedule: 1 s -> ~1 s, 2 s -> ~3 s), so it is
 	 * for protocols where the client speaks first (HTTP). Both engines. */
 	uint32_t defer_accept_s;
+	/* More than one listener on host (pkvs: HTTP and RESP on one port
+	 * object, one thread, one submission per pass): nports > 0 listens
+	 * on ports[0..nports) instead of `port`, at most
+	 * PASTE_PORT_MAX_LISTEN. Every event says which listener its
+	 * connection came through (paste_event.listener). */
+	uint32_t nports;
+	uint16_t ports[PASTE_PORT_MAX_LISTEN];
 };
 
 enum paste_event_type { PASTE_EV_ACCEPT = 1, PASTE_EV_DATA, PASTE_EV_CLOSED };
 
 struct paste_event {
 	uint16_t type;
+	uint16_t listener;       /* index of the listener the connection came through */
 	uint32_t conn;           /* connection slot */
 	uint32_t buf;            /* store buffer index, or PASTE_NO_BUF (epoll engine) */
 	uint32_t off, len;       /* data points at the first byte: buffer + off */
@@ -613,8 +1058,10 @@ void paste_port_close_conn(struct paste_port *pt, uint32_t conn);
 
 void paste_port_stats(const struct paste_port *pt, struct paste_port_stats *out);
 enum paste_engine paste_port_engine(const struct paste_port *pt);
-/* Bound port (useful with port 0). */
+/* Bound port (useful with port 0): of listener 0, and of listener i
+ * (0 for an i the port does not have). */
 uint16_t paste_port_local_port(const struct paste_port *pt);
+uint16_t paste_port_listener_port(const struct paste_port *pt, uint32_t i);
 
 /* Kernel feature probe for the uring engine: 0 if usable, else -errno with
  * a message naming what is missing. */

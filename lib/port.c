@@ -1,16 +1,24 @@
 /*
- * port.c - the engine-independent half of the paste port: configuration,
- * the connection table and its slot lifecycle (port_internal.h), output
- * queues (copied bytes and pinned store buffers, in order), the event batch
- * and the durability gate, including what a failed store does to it.
+ * port.c - the paste port's event loop and everything in it that does not
+ * depend on the engine: configuration, the connection table and its slot
+ * lifecycle (port_internal.h), the event batch, the durability gate and
+ * what a failed store does to it, and the pass itself, paste_port_poll.
  *
- * Nothing here allocates per request: output queues grow to the largest
- * batch a connection ever had and are reused; the event array is sized
- * once, at open.
+ * The pass reads top to bottom like Redis's aeProcessEvents: release,
+ * recycle, barrier, arm, flush, wait, gather. Each step is a few lines
+ * here plus, where the engine matters, one hook of its struct port_ops
+ * (lib/port_uring.c, lib/port_epoll.c). A hook does its engine's part and
+ * returns; no hook calls back into the pass, so the order below is the
+ * order of the pass, whichever engine runs it. The cost of the split is
+ * at most three indirect calls per pass more than one engine-wide poll
+ * hook had, noise next to the one io_uring_enter the pass makes.
+ * Output queues and the send API are in lib/port_out.c.
+ *
+ * Nothing here allocates per request: the event array is sized once, at
+ * open.
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -21,21 +29,6 @@
 
 #include "port_internal.h"
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	uint32_t n = *cap ? *cap : 8;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, (size_t)n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 struct paste_event *port_push_event(struct paste_port *pt, uint16_t type, uint32_t conn)
 {
 	if (pt->nevs >= pt->cap_evs) {
@@ -45,28 +38,15 @@ struct paste_event *port_push_event(struct paste_port *pt, uint16_t type, uint32
 		abort();
 	}
 	struct paste_event *ev = &pt->evs[pt->nevs++];
-	*ev = (struct paste_event){ .type = type, .conn = conn, .buf = PASTE_NO_BUF };
+	*ev = (struct paste_event){ .type = type, .listener = pt->conns[conn].listener,
+				    .conn = conn, .buf = PASTE_NO_BUF };
 	return ev;
-}
-
-static void outq_reset(struct outq *q)
-{
-	q->nbytes = q->nsegs = q->seg_done = q->seg_off = 0;
-}
-
-static void outq_unpin(struct paste_port *pt, struct outq *q)
-{
-	for (uint32_t i = q->seg_done; i < q->nsegs; i++)
-		if (q->segs[i].buf != PASTE_NO_BUF)
-			paste_store_unref(pt->store, q->segs[i].buf, false);
-	outq_reset(q);
 }
 
 void port_conn_reset(struct paste_port *pt, uint32_t slot, int fd)
 {
 	struct conn *c = &pt->conns[slot];
-	outq_reset(&c->pending);
-	outq_reset(&c->inflight);
+	port_output_reset(c);
 	c->state = CONN_OPEN;
 	c->recv_armed = c->send_inflight = c->close_wanted = c->release_ready = false;
 	c->gen++;
@@ -75,79 +55,6 @@ void port_conn_reset(struct paste_port *pt, uint32_t slot, int fd)
 	if (pt->cfg.conn_data_size)
 		memset(pt->conn_data + (size_t)slot * pt->cfg.conn_data_size, 0,
 		       pt->cfg.conn_data_size);
-}
-
-bool port_output_idle(const struct conn *c)
-{
-	return !c->send_inflight && c->pending.nsegs == 0 &&
-	       c->inflight.seg_done == c->inflight.nsegs;
-}
-
-uint32_t port_output_start(struct paste_port *pt, struct conn *c)
-{
-	if (c->inflight.seg_done < c->inflight.nsegs)
-		return port_output_iov(pt, c);
-	if (c->pending.nsegs == 0)
-		return 0;
-	struct outq t = c->inflight;
-	c->inflight = c->pending;
-	c->pending = t;
-	outq_reset(&c->pending);
-	return port_output_iov(pt, c);
-}
-
-uint32_t port_output_iov(struct paste_port *pt, struct conn *c)
-{
-	struct outq *q = &c->inflight;
-	uint32_t n = q->nsegs - q->seg_done;
-	if (n > IOV_MAX)
-		n = IOV_MAX;
-	if (grow((void **)&c->iov, &c->cap_iov, n, sizeof(*c->iov)))
-		return 0;
-	for (uint32_t i = 0; i < n; i++) {
-		const struct out_seg *s = &q->segs[q->seg_done + i];
-		uint8_t *base = s->buf == PASTE_NO_BUF ? (uint8_t *)q->bytes
-						       : paste_store_buf(pt->store, s->buf);
-		uint32_t skip = i == 0 ? q->seg_off : 0;
-		c->iov[i].iov_base = base + s->off + skip;
-		c->iov[i].iov_len = s->len - skip;
-	}
-	memset(&c->msg, 0, sizeof(c->msg));
-	c->msg.msg_iov = c->iov;
-	c->msg.msg_iovlen = n;
-	return n;
-}
-
-bool port_output_advance(struct paste_port *pt, struct conn *c, size_t n)
-{
-	struct outq *q = &c->inflight;
-	pt->st.bytes_out += n;
-	while (q->seg_done < q->nsegs) {
-		struct out_seg *s = &q->segs[q->seg_done];
-		size_t left = s->len - q->seg_off;
-		if (n < left) {
-			q->seg_off += n;
-			return false;
-		}
-		n -= left;
-		if (s->buf != PASTE_NO_BUF)
-			paste_store_unref(pt->store, s->buf, false);
-		q->seg_done++;
-		q->seg_off = 0;
-	}
-	outq_reset(q);
-	return true;
-}
-
-void port_output_discard_pending(struct paste_port *pt, struct conn *c)
-{
-	outq_unpin(pt, &c->pending);
-}
-
-void port_output_discard(struct paste_port *pt, struct conn *c)
-{
-	outq_unpin(pt, &c->pending);
-	outq_unpin(pt, &c->inflight);
 }
 
 void port_conn_end(struct paste_port *pt, uint32_t slot)
@@ -170,15 +77,6 @@ void port_slot_free(struct paste_port *pt, uint32_t slot)
 	c->state = CONN_FREE;
 	pt->st.conns--;
 	pt->st.closes++;
-}
-
-void port_mark_dirty(struct paste_port *pt, uint32_t slot)
-{
-	struct conn *c = &pt->conns[slot];
-	if (!c->on_dirty) {
-		c->on_dirty = true;
-		pt->dirty[pt->ndirty++] = slot;
-	}
 }
 
 void port_flush_dirty(struct paste_port *pt)
@@ -215,87 +113,6 @@ void port_fail_gated(struct paste_port *pt)
 	}
 }
 
-static struct conn *live_conn(struct paste_port *pt, uint32_t slot)
-{
-	if (slot >= pt->cfg.max_conns)
-		return NULL;
-	struct conn *c = &pt->conns[slot];
-	return c->state == CONN_OPEN ? c : NULL;
-}
-
-static struct out_seg *push_seg(struct conn *c)
-{
-	struct outq *q = &c->pending;
-	if (grow((void **)&q->segs, &q->cap_segs, q->nsegs + 1, sizeof(*q->segs)))
-		return NULL;
-	return &q->segs[q->nsegs++];
-}
-
-int paste_port_send(struct paste_port *pt, uint32_t slot, const void *p, size_t n, int flags)
-{
-	struct conn *c = live_conn(pt, slot);
-	if (!c || c->close_wanted)
-		return -ENOTCONN;
-	if ((flags & PASTE_SEND_DURABLE) && paste_store_failed(pt->store, NULL))
-		return -EIO;       /* it could never be acknowledged */
-	if (n == 0)
-		return 0;
-	struct outq *q = &c->pending;
-	if (n > UINT32_MAX - q->nbytes)
-		return -E2BIG;
-	uint32_t need = q->nbytes + (uint32_t)n;
-	if (grow((void **)&q->bytes, &q->cap_bytes, need, 1))
-		return -ENOMEM;
-	struct out_seg *last = q->nsegs ? &q->segs[q->nsegs - 1] : NULL;
-	if (last && last->buf == PASTE_NO_BUF && last->off + last->len == q->nbytes) {
-		last->len += (uint32_t)n;     /* contiguous copy: one iovec */
-	} else {
-		struct out_seg *s = push_seg(c);
-		if (!s)
-			return -ENOMEM;
-		*s = (struct out_seg){ PASTE_NO_BUF, q->nbytes, (uint32_t)n };
-	}
-	memcpy(q->bytes + q->nbytes, p, n);
-	q->nbytes = need;
-	if (flags & PASTE_SEND_DURABLE)
-		c->need_epoch = pt->epoch;
-	port_mark_dirty(pt, slot);
-	return 0;
-}
-
-int paste_port_send_store(struct paste_port *pt, uint32_t slot, uint32_t buf,
-			  uint32_t off, uint32_t len, int flags)
-{
-	struct conn *c = live_conn(pt, slot);
-	if (!c || c->close_wanted)
-		return -ENOTCONN;
-	if ((flags & PASTE_SEND_DURABLE) && paste_store_failed(pt->store, NULL))
-		return -EIO;
-	const struct paste_store_geom *g = paste_store_geom(pt->store);
-	if (buf >= g->nbufs || off > g->buf_size || len > g->buf_size - off)
-		return -EINVAL;
-	if (len == 0)
-		return 0;
-	struct out_seg *s = push_seg(c);
-	if (!s)
-		return -ENOMEM;
-	paste_store_ref(pt->store, buf);  /* pinned until the kernel is done */
-	*s = (struct out_seg){ buf, off, len };
-	if (flags & PASTE_SEND_DURABLE)
-		c->need_epoch = pt->epoch;
-	port_mark_dirty(pt, slot);
-	return 0;
-}
-
-void paste_port_close_conn(struct paste_port *pt, uint32_t slot)
-{
-	struct conn *c = live_conn(pt, slot);
-	if (!c)
-		return;
-	c->close_wanted = true;
-	port_mark_dirty(pt, slot);
-}
-
 void *paste_port_conn_data(struct paste_port *pt, uint32_t slot)
 {
 	if (slot >= pt->cfg.max_conns || !pt->cfg.conn_data_size)
@@ -310,7 +127,7 @@ int paste_port_hold(struct paste_port *pt, const struct paste_event *ev)
 	return pt->ops->hold(pt, ev);
 }
 
-int port_listen(struct paste_port *pt, struct paste_error *err)
+static int listen_one(struct paste_port *pt, uint32_t i, uint16_t port, struct paste_error *err)
 {
 	const char *host = pt->cfg.host ? pt->cfg.host : "127.0.0.1";
 	struct sockaddr_storage ss = { 0 };
@@ -319,11 +136,11 @@ int port_listen(struct paste_port *pt, struct paste_error *err)
 	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
 	if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
 		a4->sin_family = AF_INET;
-		a4->sin_port = htons(pt->cfg.port);
+		a4->sin_port = htons(port);
 		sl = sizeof(*a4);
 	} else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
 		a6->sin6_family = AF_INET6;
-		a6->sin6_port = htons(pt->cfg.port);
+		a6->sin6_port = htons(port);
 		sl = sizeof(*a6);
 	} else {
 		return paste_error_set(err, -EINVAL, "listen address '%s' is not an IPv4 or IPv6 literal", host);
@@ -356,11 +173,26 @@ int port_listen(struct paste_port *pt, struct paste_error *err)
 		int e = errno;
 		close(fd);
 		return paste_error_set(err, -e, "cannot listen on %s port %u: %s", host,
-				       pt->cfg.port, strerror(e));
+				       port, strerror(e));
 	}
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-		pt->local_port = ntohs(ss.ss_family == AF_INET ? a4->sin_port : a6->sin6_port);
-	pt->listen_fd = fd;
+		pt->local_port[i] = ntohs(ss.ss_family == AF_INET ? a4->sin_port : a6->sin6_port);
+	pt->listen_fd[i] = fd;
+	return 0;
+}
+
+int port_listen(struct paste_port *pt, struct paste_error *err)
+{
+	if (!pt->cfg.nports) {
+		pt->nlisten = 1;
+		return listen_one(pt, 0, pt->cfg.port, err);
+	}
+	pt->nlisten = pt->cfg.nports;
+	for (uint32_t i = 0; i < pt->nlisten; i++) {
+		int r = listen_one(pt, i, pt->cfg.ports[i], err);
+		if (r)
+			return r;
+	}
 	return 0;
 }
 
@@ -377,10 +209,17 @@ int paste_port_open(struct paste_port **out, const struct paste_port_config *cfg
 		pt->cfg.ring_bufs = 4096;
 	if (!pt->cfg.max_conns)
 		pt->cfg.max_conns = 4096;
+	if (!pt->cfg.want_div)
+		pt->cfg.want_div = PORT_WANT_DIV;    /* 0 is the default: never a divisor */
 	if (pt->cfg.max_conns > PORT_MAX_CONNS) {
 		free(pt);
 		return paste_error_set(err, -EINVAL, "%u connection slots: at most %u",
 				       cfg->max_conns, PORT_MAX_CONNS);
+	}
+	if (pt->cfg.nports > PASTE_PORT_MAX_LISTEN) {
+		free(pt);
+		return paste_error_set(err, -EINVAL, "%u listeners: at most %u", cfg->nports,
+				       PASTE_PORT_MAX_LISTEN);
 	}
 	if (pt->cfg.defer_accept_s > PORT_MAX_DEFER_S) {
 		free(pt);
@@ -390,7 +229,8 @@ int paste_port_open(struct paste_port **out, const struct paste_port_config *cfg
 	pt->store = cfg->store;
 	pt->persist = cfg->persist;
 	pt->dur = cfg->persist ? paste_persist_mode(cfg->persist) : PASTE_DUR_NONE;
-	pt->listen_fd = -1;
+	for (uint32_t i = 0; i < PASTE_PORT_MAX_LISTEN; i++)
+		pt->listen_fd[i] = -1;
 	pt->epoch = 1;
 	pt->ops = cfg->engine == PASTE_ENGINE_EPOLL ? &paste_port_epoll_ops : &paste_port_uring_ops;
 	pt->conns = calloc(pt->cfg.max_conns, sizeof(*pt->conns));
@@ -422,15 +262,14 @@ void paste_port_close(struct paste_port *pt)
 	 * then every slot is released here (stats: accepts == closes). */
 	if (pt->engine)
 		pt->ops->close(pt);
-	if (pt->listen_fd >= 0)
-		close(pt->listen_fd);
+	for (uint32_t i = 0; i < pt->nlisten; i++)
+		if (pt->listen_fd[i] >= 0)
+			close(pt->listen_fd[i]);
 	for (uint32_t i = 0; pt->conns && i < pt->cfg.max_conns; i++) {
 		struct conn *c = &pt->conns[i];
 		if (c->state != CONN_FREE)
 			port_slot_free(pt, i);
-		free(c->pending.bytes); free(c->pending.segs);
-		free(c->inflight.bytes); free(c->inflight.segs);
-		free(c->iov);
+		port_output_free(c);
 	}
 	free(pt->conns);
 	free(pt->conn_data);
@@ -440,21 +279,132 @@ void paste_port_close(struct paste_port *pt)
 	free(pt);
 }
 
+/* ------------------------------------------------------------------ */
+/* The pass                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Step 3: the persistence barrier for everything the app flushed while it
+ * handled the last batch, so the replies it queued may leave: one fence
+ * (pmem, emulated), or one group commit (fsync) started on the engine and
+ * not waited for: the loop keeps receiving while the disk works, and the
+ * replies wait behind the gate until port_commit_done. Cost: a fence per
+ * pass that has something pending, or an fdatasync per pass while the
+ * disk keeps up (batches that arrive during one join the next).
+ *
+ * The failed store: once it is failed (here, in another thread, or found
+ * removed by the watch) durable_epoch never moves again and output waiting
+ * behind the gate is dropped with its connection; output the gate already
+ * let through (a reply a successful barrier covered, an ungated 503)
+ * still leaves. */
+static void barrier(struct paste_port *pt)
+{
+	uint64_t done = pt->epoch;   /* everything queued so far */
+	if (paste_store_failed(pt->store, NULL)) {
+		port_fail_gated(pt);
+		return;
+	}
+	/* An engine that fences before each write (epoll) pays nothing here. */
+	switch (pt->ops->fence_per_write ? PASTE_DUR_NONE : pt->dur) {
+	case PASTE_DUR_EMULATED:
+	case PASTE_DUR_PMEM:
+		if (paste_persist_pending(pt->persist)) {
+			pt->st.fences++;
+			if (paste_persist_fence(pt->persist) < 0) {
+				port_fail_gated(pt);
+				return;
+			}
+		}
+		break;
+	case PASTE_DUR_FSYNC:
+		if (pt->commit_inflight)
+			return;          /* this batch joins the next group commit */
+		int fd = paste_persist_begin_commit(pt->persist, &pt->commit_ticket);
+		if (fd == -EBUSY)
+			return;          /* a commit we did not start: wait for it */
+		if (fd == -ENODATA) {
+			/* Nothing pending. A commit begun elsewhere may still
+			 * hold what was flushed: advance only once the persist
+			 * object has published every closed epoch. */
+			if (paste_persist_durable(pt->persist) + 1 < paste_persist_epoch(pt->persist))
+				return;
+			break;
+		}
+		if (fd < 0) {
+			port_fail_gated(pt);
+			return;
+		}
+		pt->ops->commit(pt, fd);
+		pt->commit_inflight = true;
+		pt->commit_epoch = done;
+		return;
+	default:
+		break;
+	}
+	pt->durable_epoch = done;
+}
+
+/* A failed commit (or one that completed after the store failed anyway)
+ * leaves durable_epoch where it was: its replies stay behind the gate, and
+ * the next pass's barrier ends their connections (port_fail_gated). That
+ * is one pass later, so a completion still adds at most one event. */
+void port_commit_done(struct paste_port *pt, int res)
+{
+	pt->commit_inflight = false;
+	if (paste_persist_end_commit(pt->persist, pt->commit_ticket, res) < 0)
+		return;
+	pt->st.commits++;
+	pt->durable_epoch = pt->commit_epoch;
+}
+
+/* Step 6's share of the open connections: with wait_nr = 1 the kernel
+ * wakes the loop for every packet, and a fast server then serves ~4
+ * requests per pass; waiting for a quarter of the connections (at most 64;
+ * the engine adds what it knows is coming, and bounds the wait) makes it
+ * ~30. Read once per pass. */
+static uint32_t batch_want(const struct paste_port *pt)
+{
+	uint32_t want = pt->st.conns / pt->cfg.want_div;
+	return want > PORT_MAX_WANT ? PORT_MAX_WANT : want;
+}
+
 int paste_port_poll(struct paste_port *pt, struct paste_event **evs, int timeout_ms)
 {
+	const struct port_ops *ops = pt->ops;
 	pt->nevs = 0;
-	/* The app has now seen every CLOSED of the last batch (each batch is
-	 * returned whole, below): only from here may those slots be reused. */
+	/* 1. Release. The app has now seen every CLOSED of the last batch
+	 * (each batch is returned whole, below): only from here may those
+	 * slots be reused. */
 	uint32_t n = pt->nended;
 	pt->nended = 0;
 	for (uint32_t i = 0; i < n; i++)
-		pt->ops->release(pt, pt->ended[i]);
+		ops->release(pt, pt->ended[i]);
 	/* A removed, replaced or truncated store file fails the store within
 	 * about a second; costs a clock read per pass. */
 	paste_store_watch(pt->store, 1000);
-	int r = pt->ops->poll(pt, timeout_ms);
+	/* 2. Recycle: the last batch's buffers go back where the kernel picks
+	 * them (held ones are replaced), before anything can ask for more. */
+	if (ops->recycle)
+		ops->recycle(pt);
+	/* 3. Barrier: what the app flushed for the last batch becomes durable
+	 * (or its group commit starts), so its gated replies may leave. It can
+	 * end connections (a failed store), so it runs before arming them. */
+	barrier(pt);
+	/* 4. Arm: receives that ended while their connection lives, accepts. */
+	if (ops->arm)
+		ops->arm(pt);
+	/* 5. Flush: every connection whose gate is open starts its output;
+	 * those behind a group commit stay listed for a later pass. */
+	port_flush_dirty(pt);
+	/* 6, 7. Wait and gather: the engine submits everything queued above
+	 * and waits in one call (uring: one io_uring_enter), then turns what
+	 * came into events. Only the epoll engine may ask to wait again. */
+	uint32_t want = batch_want(pt);
+	int r;
+	do
+		r = ops->wait(pt, timeout_ms, want);
+	while (ops->gather(pt, r));
 	/* Replies queued from here on belong to the batch we hand out now;
-	 * the engine's barrier at the next call covers them. */
+	 * the barrier at the next call covers them. */
 	pt->epoch++;
 	*evs = pt->evs;
 	/* Events gathered before an error are returned anyway: a CLOSED the
@@ -480,5 +430,10 @@ enum paste_engine paste_port_engine(const struct paste_port *pt)
 
 uint16_t paste_port_local_port(const struct paste_port *pt)
 {
-	return pt->local_port;
+	return pt->local_port[0];
+}
+
+uint16_t paste_port_listener_port(const struct paste_port *pt, uint32_t i)
+{
+	return i < pt->nlisten ? pt->local_port[i] : 0;
 }

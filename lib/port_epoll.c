@@ -42,6 +42,7 @@ struct epl {
 	uint8_t *rbuf;
 };
 
+/* Step 1: close(2) before the next epoll_wait also leaves the epoll set. */
 static void epl_release(struct paste_port *pt, uint32_t slot)
 {
 	struct conn *c = &pt->conns[slot];
@@ -114,10 +115,13 @@ static void epl_kick(struct paste_port *pt, uint32_t slot)
 		port_conn_end(pt, slot);
 }
 
-static void do_accept(struct paste_port *pt, struct epl *e)
+/* Listener l's epoll data: LISTENER_TAG - l (slots are below max_conns). */
+#define LISTENER_TAG UINT32_MAX
+
+static void do_accept(struct paste_port *pt, struct epl *e, uint32_t l)
 {
 	for (unsigned i = 0; i < EVENTS_PER_READY; i++) {
-		int fd = accept4(pt->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept4(pt->listen_fd[l], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		pt->st.syscalls++;
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE) {
@@ -125,7 +129,7 @@ static void do_accept(struct paste_port *pt, struct epl *e)
 				 * spin. Spend the reserve fd to take one connection
 				 * off the backlog and close it, then re-reserve. */
 				close(e->reserve_fd);
-				fd = accept(pt->listen_fd, NULL, NULL);
+				fd = accept(pt->listen_fd[l], NULL, NULL);
 				if (fd >= 0)
 					close(fd);
 				e->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -140,41 +144,56 @@ static void do_accept(struct paste_port *pt, struct epl *e)
 		epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev);
 		pt->st.syscalls += 2;
 		port_conn_reset(pt, (uint32_t)fd, fd);
+		pt->conns[fd].listener = (uint8_t)l;
 		pt->st.accepts++;
 		pt->st.conns++;
 		port_push_event(pt, PASTE_EV_ACCEPT, (uint32_t)fd);
 	}
 }
 
-static int epl_poll(struct paste_port *pt, int timeout_ms)
+/* Step 6. The barrier (lib/port.c) only opened the gate: this engine
+ * fences per write, in kick (fence_per_write). Wait only when the ready
+ * list is used up and the batch is empty; returns > 0 when there are
+ * ready descriptors to gather. */
+static int epl_wait(struct paste_port *pt, int timeout_ms, uint32_t want)
+{
+	(void)want;                    /* one connection per batch, see the top */
+	struct epl *e = pt->engine;
+	if (port_events_room(pt) < EVENTS_PER_READY)
+		return 0;                  /* the rest of the ready list waits a pass */
+	if (e->next < e->nready)
+		return 1;                  /* left from an earlier wait */
+	if (pt->nevs)
+		return 0;
+	int n = epoll_wait(e->epfd, e->ready, MAX_READY, timeout_ms);
+	pt->st.syscalls++;
+	if (n < 0)
+		return -errno;             /* -EINTR: a signal */
+	if (n == 0)
+		return 0;
+	e->nready = n;
+	e->next = 0;
+	return n;
+}
+
+/* Step 7: handle ready descriptors until one connection gave an event
+ * (one connection per batch, like the classic loop), or the array is
+ * short of room. Every descriptor stale and the batch still empty: wait
+ * again (true). */
+static bool epl_gather(struct paste_port *pt, int r)
 {
 	struct epl *e = pt->engine;
-	/* Barriers are paid per write, in kick; the gate only stops moving
-	 * once the store is failed, and then gated output is dropped. */
-	if (paste_store_failed(pt->store, NULL))
-		port_fail_gated(pt);
-	else
-		pt->durable_epoch = pt->epoch;
-	port_flush_dirty(pt);
+	if (r <= 0)
+		return false;
 	for (;;) {
 		if (port_events_room(pt) < EVENTS_PER_READY)
-			return 0;          /* the rest of the ready list waits a pass */
-		if (e->next >= e->nready) {
-			if (pt->nevs)
-				return 0;
-			int n = epoll_wait(e->epfd, e->ready, MAX_READY, timeout_ms);
-			pt->st.syscalls++;
-			if (n < 0)
-				return errno == EINTR ? -EINTR : -errno;
-			if (n == 0)
-				return 0;
-			e->nready = n;
-			e->next = 0;
-		}
+			return false;
+		if (e->next >= e->nready)
+			return pt->nevs == 0;
 		struct epoll_event *rv = &e->ready[e->next++];
 		uint32_t slot = rv->data.u32;
-		if (slot == UINT32_MAX) {
-			do_accept(pt, e);
+		if (slot > LISTENER_TAG - PASTE_PORT_MAX_LISTEN) {
+			do_accept(pt, e, LISTENER_TAG - slot);
 			continue;
 		}
 		struct conn *c = &pt->conns[slot];
@@ -187,21 +206,21 @@ static int epl_poll(struct paste_port *pt, int timeout_ms)
 		}
 		if (!(rv->events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || c->state != CONN_OPEN)
 			continue;
-		ssize_t r = read(c->fd, e->rbuf, READ_BUF);
+		ssize_t n = read(c->fd, e->rbuf, READ_BUF);
 		pt->st.syscalls++;
-		if (r < 0 && errno == EAGAIN)
+		if (n < 0 && errno == EAGAIN)
 			continue;
-		if (r <= 0) {
+		if (n <= 0) {
 			port_conn_end(pt, slot);
-			return 0;
+			return false;
 		}
 		if (c->close_wanted)
 			continue;          /* draining output before close: drop input */
 		struct paste_event *ev = port_push_event(pt, PASTE_EV_DATA, slot);
 		ev->data = e->rbuf;
-		ev->len = (uint32_t)r;
-		pt->st.bytes_in += (uint64_t)r;
-		return 0;              /* one connection per batch, like the classic loop */
+		ev->len = (uint32_t)n;
+		pt->st.bytes_in += (uint64_t)n;
+		return false;          /* one connection per batch, like the classic loop */
 	}
 }
 
@@ -222,9 +241,11 @@ static int epl_open(struct paste_port *pt, struct paste_error *err)
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (e->epfd < 0 || !e->rbuf)
 		return paste_error_set(err, -errno, "epoll_create1: %s", strerror(errno));
-	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
-	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, pt->listen_fd, &ev) < 0)
-		return paste_error_set(err, -errno, "epoll_ctl: %s", strerror(errno));
+	for (uint32_t l = 0; l < pt->nlisten; l++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = LISTENER_TAG - l };
+		if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, pt->listen_fd[l], &ev) < 0)
+			return paste_error_set(err, -errno, "epoll_ctl: %s", strerror(errno));
+	}
 	return 0;
 }
 
@@ -243,12 +264,16 @@ static void epl_close(struct paste_port *pt)
 	pt->engine = NULL;
 }
 
+/* No recycle (data lands in rbuf), no arm (the listener and every socket
+ * stay in the epoll set), no commit (kick fences). */
 const struct port_ops paste_port_epoll_ops = {
 	.name = "epoll",
 	.open = epl_open,
 	.close = epl_close,
-	.poll = epl_poll,
-	.hold = epl_hold,
-	.kick = epl_kick,
 	.release = epl_release,
+	.fence_per_write = true,
+	.kick = epl_kick,
+	.wait = epl_wait,
+	.gather = epl_gather,
+	.hold = epl_hold,
 };

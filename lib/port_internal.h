@@ -1,12 +1,15 @@
 /*
  * port_internal.h - what the port's engines share: the connection table,
- * per-connection output queues, the event batch and the durability gate.
- * lib/port.c owns these; lib/port_uring.c and lib/port_epoll.c are the two
- * back ends (the ae.c idea: one loop, pluggable I/O).
+ * per-connection output queues, the event batch, the durability gate and
+ * the hooks an engine gives the pass. lib/port.c owns all of it and runs
+ * the pass (paste_port_poll, the event loop); lib/port_uring.c and
+ * lib/port_epoll.c are the two back ends: the ae.c idea, one loop
+ * (aeProcessEvents) over pluggable I/O (ae_epoll.c, ae_select.c, ...).
  */
 #ifndef PASTE_PORT_INTERNAL_H
 #define PASTE_PORT_INTERNAL_H
 
+#include <sys/socket.h>   /* struct msghdr */
 #include <sys/uio.h>
 #include "paste.h"
 
@@ -51,6 +54,7 @@ struct conn {
 	 * never listed twice (the lists are max_conns long). */
 	bool on_dirty;         /* listed in port->dirty */
 	bool on_rearm;         /* listed in the uring rearm list (ENOBUFS) */
+	uint8_t listener;      /* which listener accepted it (events carry it) */
 	uint32_t gen;          /* bumped per accept: stale CQEs are ignored */
 	int fd;                /* epoll: the socket; uring: the direct descriptor slot */
 	uint64_t need_epoch;   /* output may leave once durable_epoch >= this */
@@ -88,31 +92,72 @@ struct paste_port {
 
 	uint64_t epoch;                /* batch number the app is working on */
 	uint64_t durable_epoch;        /* every reply queued in batches <= this may leave */
+	/* fsync mode: the group commit the pass's barrier started (one at a
+	 * time; the persist object allows no more). */
+	bool commit_inflight;
+	uint64_t commit_epoch;         /* durable_epoch once it completes */
+	uint64_t commit_ticket;        /* paste_persist_begin_commit's */
 
-	int listen_fd;
-	uint16_t local_port;
+	/* Listeners: cfg.ports (or cfg.port), one socket each. */
+	uint32_t nlisten;
+	int listen_fd[PASTE_PORT_MAX_LISTEN];
+	uint16_t local_port[PASTE_PORT_MAX_LISTEN];
 	struct paste_port_stats st;
 	void *engine;                  /* back-end state */
 };
 
+/* An engine: open/close, the hooks of the pass, and hold. paste_port_poll
+ * (lib/port.c) calls the pass hooks in the order below: release once per
+ * ended slot, kick once per connection whose output may leave, wait and
+ * gather alternately until gather says the pass is done, the others once.
+ * They do their engine's part and return; none calls back into the pass
+ * (they use the shared helpers below: connection ends, output queues,
+ * events, port_commit_done). */
 struct port_ops {
 	const char *name;
 	int (*open)(struct paste_port *pt, struct paste_error *err);
+	/* Close every socket the engine still has, whatever its state;
+	 * paste_port_close frees the slots afterwards. */
 	void (*close)(struct paste_port *pt);
-	/* Gather one batch of events into pt->evs; submit what is queued. */
-	int (*poll)(struct paste_port *pt, int timeout_ms);
-	int (*hold)(struct paste_port *pt, const struct paste_event *ev);
-	/* Output for conn became sendable (gate open); start it if idle. */
-	void (*kick)(struct paste_port *pt, uint32_t conn);
-	/* The app has seen conn's CLOSED event: give the socket back (the
+	/* 1. The app has seen conn's CLOSED event: give the socket back (the
 	 * slot becomes FREE now, or once the kernel is done with it). */
 	void (*release)(struct paste_port *pt, uint32_t conn);
+	/* 2. Give back the buffers of the previous batch (NULL: the engine
+	 * reads into private memory). */
+	void (*recycle)(struct paste_port *pt);
+	/* 3. The barrier. fence_per_write: the engine fences before each write
+	 * in kick (the socket API cannot overlap the barrier with anything),
+	 * so the pass's barrier only opens the gate, or, on a failed store,
+	 * ends gated connections. Otherwise the pass fences itself, and in
+	 * fsync mode calls commit to start an fdatasync of fd without waiting
+	 * for it; the engine reports its end with port_commit_done. */
+	bool fence_per_write;
+	void (*commit)(struct paste_port *pt, int fd);
+	/* 4. Queue what the next wait must include besides replies: receives
+	 * to re-arm, accepts (NULL: nothing). */
+	void (*arm)(struct paste_port *pt);
+	/* 5. Output for conn became sendable (gate open); start it if idle.
+	 * Called by port_flush_dirty, and by the engine when a send completes. */
+	void (*kick)(struct paste_port *pt, uint32_t conn);
+	/* 6. Submit what is queued and wait up to timeout_ms (-1: forever) for
+	 * completions, but not at all while the batch already has events.
+	 * want: how many connections the batch may wait for (the pass's share
+	 * of the open ones, see PORT_WANT_DIV). Returns
+	 * < 0 for an error the app should see (-EINTR: a signal), else >= 0
+	 * (0: nothing to gather). */
+	int (*wait)(struct paste_port *pt, int timeout_ms, uint32_t want);
+	/* 7. Turn what the wait brought (r: its result) into events, as many
+	 * as port_events_room allows; the rest waits for the next pass.
+	 * Returns true to wait again in this pass (epoll: every ready
+	 * descriptor was stale and the batch is still empty). */
+	bool (*gather)(struct paste_port *pt, int r);
+	int (*hold)(struct paste_port *pt, const struct paste_event *ev);
 };
 
 extern const struct port_ops paste_port_uring_ops;
 extern const struct port_ops paste_port_epoll_ops;
 
-/* Shared helpers (lib/port.c). */
+/* Shared helpers (lib/port.c; output queues: lib/port_out.c). */
 /* The event array is allocated once, at open (PORT_EVENTS_CAP), so pushing
  * never fails: before the engines gather events every slot can add at most
  * one CLOSED (fewer than max_conns events); while gathering they check
@@ -120,6 +165,11 @@ extern const struct port_ops paste_port_epoll_ops;
 #define PORT_EVENTS_CAP(m) ((m) + ((m) < 4096u ? (m) : 4096u) + 64u)
 #define PORT_MAX_CONNS (1u << 20)   /* the kernel's limit on direct descriptors */
 #define PORT_MAX_DEFER_S 3600u      /* TCP_DEFER_ACCEPT: more is a typo */
+/* Batch waiting: a pass may wait for open connections / want_div of them
+ * (paste_port_config.want_div, 0 = PORT_WANT_DIV), at most PORT_MAX_WANT,
+ * besides what the engine knows is coming (see port_uring.c). */
+#define PORT_WANT_DIV 4u
+#define PORT_MAX_WANT 64u
 struct paste_event *port_push_event(struct paste_port *pt, uint16_t type, uint32_t conn);
 static inline uint32_t port_events_room(const struct paste_port *pt)
 {
@@ -134,6 +184,9 @@ void port_conn_end(struct paste_port *pt, uint32_t slot);
 /* Released: the slot may be accepted into again. */
 void port_slot_free(struct paste_port *pt, uint32_t slot);
 void port_conn_reset(struct paste_port *pt, uint32_t slot, int fd);
+/* Output queues (lib/port_out.c). */
+void port_output_reset(struct conn *c);      /* empty both queues (a new connection) */
+void port_output_free(struct conn *c);       /* their memory (port close) */
 bool port_output_idle(const struct conn *c);
 /* Move pending output to inflight and describe it as an iovec array
  * starting at the unsent part. Returns the number of iovecs (0: nothing). */
@@ -150,12 +203,17 @@ static inline bool port_gate_open(const struct paste_port *pt, const struct conn
 	return c->need_epoch <= pt->durable_epoch;
 }
 /* Run through the dirty list: kick every conn whose gate is open, keep the
- * others listed. Called by the engines after their barrier. */
+ * others listed. Step 5 of the pass, after the barrier. */
 void port_flush_dirty(struct paste_port *pt);
+/* The group commit the barrier started completed with res (0 or -errno):
+ * the gate opens on what it covered, unless it failed or the store failed
+ * meanwhile (then its replies stay gated and the next barrier drops them). */
+void port_commit_done(struct paste_port *pt, int res);
 /* The store is failed: output waiting behind the gate can never be
  * acknowledged. End every connection that has some (its CLOSED event
  * tells the app; the client sees the connection close, no reply). */
 void port_fail_gated(struct paste_port *pt);
+/* List conn for the next flush (port_out.c). */
 void port_mark_dirty(struct paste_port *pt, uint32_t slot);
 int port_listen(struct paste_port *pt, struct paste_error *err);
 

@@ -1,5 +1,6 @@
 /*
- * port_uring.c - the io_uring engine of the paste port.
+ * port_uring.c - the io_uring engine of the paste port: its hooks of the
+ * pass (lib/port.c, paste_port_poll) and the completions they bring.
  *
  * Per port: one ring (SINGLE_ISSUER|DEFER_TASKRUN: completions are reaped
  * only when we enter, so no IPIs and no task-work interrupts), a listener
@@ -9,14 +10,12 @@
  * buffers. The kernel copies received bytes into the store once; the app
  * copies nothing.
  *
- * One poll = recycle the last batch's buffers, pay the persistence barrier,
- * queue every sendable reply, then ONE io_uring_enter that submits all of
- * it and waits for the next completions. Each request therefore costs two
- * CQEs (recv, send) and a share of one syscall.
- *
- * user_data layout: op (4 bits) | generation (28 bits) | slot (32 bits); a
- * completion whose generation differs from the slot's is stale (the
- * connection was closed and the slot reused) and only its buffer matters.
+ * In a pass the hooks only queue SQEs: recycle refills the buffer ring,
+ * commit queues the group commit's fsync, arm the receives and accepts,
+ * kick the sends; then wait makes ONE io_uring_enter that submits all of
+ * it and waits for the next completions, and gather turns them into
+ * events. Each request therefore costs two CQEs (recv, send) and a share
+ * of one syscall. Setting up and tearing down: lib/port_uring_setup.c.
  *
  * Slots are direct-descriptor slots the kernel picks at accept
  * (IORING_FILE_INDEX_ALLOC): the lowest free one, free as soon as our
@@ -26,62 +25,19 @@
  * slot's output queue, once no send is in flight.
  */
 #include <errno.h>
-#include <liburing.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "port_internal.h"
-
-enum { OP_ACCEPT = 1, OP_RECV, OP_SEND, OP_CANCEL, OP_CLOSE, OP_FSYNC, OP_ACCEPT_MS };
-
-#define GEN_MASK 0x0fffffffu
-#define ALLOC_BATCH 64u
-
-struct uring {
-	struct io_uring ring;
-	struct io_uring_buf_ring *br;
-	size_t br_bytes;
-	uint16_t bgid;
-	uint32_t nbufs, mask;
-	uint32_t *bid_buf;         /* ring slot (bid) -> store buffer index */
-	uint16_t *delivered;       /* bids handed out in the current batch */
-	uint32_t ndelivered;
-	uint16_t *empty;           /* bids with no buffer (store was exhausted) */
-	uint32_t nempty;
-	uint32_t cache[ALLOC_BATCH]; /* free store buffers taken in one lock */
-	uint32_t ncache;
-	uint32_t *rearm;           /* conns whose multishot recv ended (ENOBUFS) */
-	uint32_t nrearm;
-	uint32_t accepts_armed;    /* one-shot accepts outstanding */
-	bool accept_ms;            /* the multishot accept is live */
-	bool accept_ms_cancel;     /* ... and its cancel was submitted */
-	struct timespec accept_retry;  /* back-off after EMFILE/ENFILE */
-	bool commit_inflight;
-	uint64_t commit_epoch, commit_ticket;
-	bool ring_ok;              /* u->ring was set up (close tears it down) */
-	bool min_wait;             /* kernel has IORING_FEAT_MIN_TIMEOUT (6.12+) */
-	uint32_t sends_inflight;   /* send SQEs whose CQE has not been reaped */
-	uint32_t min_wait_us;
-	/* Accept-heavy load (see MW_WINDOW): passes, new connections and
-	 * DATA events counted over the current window. */
-	uint32_t win_passes, win_accepts, win_reads;
-	bool accept_heavy;         /* the last window had >= 1 accept per 4 reads */
-};
+#include "port_uring.h"
 
 /* Batch waiting. With wait_nr = 1 the kernel wakes us for every packet,
  * and on a fast server every pass then serves ~4 requests; the wake-ups and
- * context switches are a tenth of the CPU. Instead we ask for the send
- * completions we expect plus a share (1/want_div) of the open connections,
- * and tell the kernel (min_wait, Linux 6.12) to settle for whatever arrived
- * after min_wait_us. Latency cost: at most min_wait_us when traffic is
- * light. Both are paste_port_config fields (experiments); 0 = these. */
-#define MIN_WAIT_US 50u
-#define WANT_DIV 4u
-#define MAX_MIN_WAIT_US 1000000u   /* 1 s: more is a typo, not an experiment */
+ * context switches are a tenth of the CPU. Instead uring_wait asks for the
+ * send completions we expect plus the pass's share of the open connections
+ * (want: 1/want_div of them, at most 64, lib/port.c), and tells the kernel
+ * (min_wait, Linux 6.12) to settle for whatever arrived after min_wait_us
+ * (MIN_WAIT_US). Latency cost: at most min_wait_us when traffic is light.
+ * Both are paste_port_config fields (experiments; phttpd --want-div,
+ * --min-wait-us, --no-min-wait); 0 = the defaults. */
 /* ... except under accept-heavy load (short connections: at least one new
  * connection per MW_ACCEPT_RATIO reads over the last MW_WINDOW passes) on
  * a TCP_DEFER_ACCEPT listener, where a pass waits for one completion,
@@ -106,26 +62,6 @@ struct uring {
  * per connection did not change (17.7 us). */
 #define MW_WINDOW 64u
 #define MW_ACCEPT_RATIO 4u
-#define IORING_FEAT_MIN_TIMEOUT_BIT (1u << 15)  /* not in liburing 2.3 */
-
-struct getevents_arg {      /* io_uring_getevents_arg with 6.12's min_wait_usec */
-	uint64_t sigmask;
-	uint32_t sigmask_sz;
-	uint32_t min_wait_usec;
-	uint64_t ts;
-};
-
-static inline uint64_t ud(int op, uint32_t gen, uint32_t slot)
-{
-	return (uint64_t)op << 60 | (uint64_t)(gen & GEN_MASK) << 32 | slot;
-}
-
-/* c->gen counts on past 28 bits (the lowest slots are reused the most:
- * 2^28 accepts is hours of short connections); compare what ud() kept. */
-static inline bool same_gen(const struct conn *c, uint32_t gen)
-{
-	return (c->gen & GEN_MASK) == gen;
-}
 
 static struct io_uring_sqe *sqe_get(struct paste_port *pt, struct uring *u)
 {
@@ -151,11 +87,13 @@ static bool take_buffer(struct paste_port *pt, struct uring *u, uint32_t *idx)
 	return true;
 }
 
-/* Give back the buffers of the last batch: a buffer nobody held goes back
- * into its ring slot as is (count still 1, no shared-list traffic); a held
- * one is released by the port and a free buffer takes its slot. */
-static void recycle(struct paste_port *pt, struct uring *u)
+/* Step 2: give back the buffers of the last batch: a buffer nobody held
+ * goes back into its ring slot as is (count still 1, no shared-list
+ * traffic); a held one is released by the port and a free buffer takes its
+ * slot. No SQE: the ring's tail moves, the kernel sees it at the enter. */
+static void uring_recycle(struct paste_port *pt)
 {
+	struct uring *u = pt->engine;
 	uint32_t size = paste_store_geom(pt->store)->buf_size;
 	int added = 0;
 	for (uint32_t i = 0; i < u->ndelivered; i++) {
@@ -219,38 +157,46 @@ static void arm_recv(struct paste_port *pt, struct uring *u, uint32_t slot, bool
  * (an SQE per accept is noise next to the requests). */
 #define ACCEPTS_OUTSTANDING 8u
 
-static void arm_accepts(struct paste_port *pt, struct uring *u)
+static void arm_accepts_on(struct paste_port *pt, struct uring *u, uint32_t l, bool roomy)
 {
-	uint32_t used = pt->st.conns + u->accepts_armed;
-	bool roomy = used + PASTE_LISTEN_BACKLOG + ACCEPTS_OUTSTANDING <= pt->cfg.max_conns;
-	if (u->accept_ms) {
-		if (!roomy && !u->accept_ms_cancel) {
+	if (u->accept_ms[l]) {
+		if (!roomy && !u->accept_ms_cancel[l]) {
 			struct io_uring_sqe *sqe = sqe_get(pt, u);
-			io_uring_prep_cancel64(sqe, ud(OP_ACCEPT_MS, 0, 0), 0);
+			io_uring_prep_cancel64(sqe, ud(OP_ACCEPT_MS, 0, l), 0);
 			io_uring_sqe_set_data64(sqe, ud(OP_CANCEL, 0, 0));
-			u->accept_ms_cancel = true;
+			u->accept_ms_cancel[l] = true;
 		}
 		return;
 	}
-	if (roomy && u->accepts_armed == 0) {
+	if (roomy && u->accepts_armed[l] == 0) {
 		struct io_uring_sqe *sqe = sqe_get(pt, u);
-		io_uring_prep_multishot_accept(sqe, pt->listen_fd, NULL, NULL, 0);
-		sqe->file_index = IORING_FILE_INDEX_ALLOC;
-		io_uring_sqe_set_data64(sqe, ud(OP_ACCEPT_MS, 0, 0));
-		u->accept_ms = true;
-		u->accept_ms_cancel = false;
+		/* file_index = IORING_FILE_INDEX_ALLOC, right in every liburing
+		 * we build with (the one-shot helper was not: below) */
+		io_uring_prep_multishot_accept_direct(sqe, pt->listen_fd[l], NULL, NULL, 0);
+		io_uring_sqe_set_data64(sqe, ud(OP_ACCEPT_MS, 0, l));
+		u->accept_ms[l] = true;
+		u->accept_ms_cancel[l] = false;
 		return;
 	}
-	while (!roomy && u->accepts_armed < ACCEPTS_OUTSTANDING &&
-	       pt->st.conns + u->accepts_armed < pt->cfg.max_conns) {
+	while (!roomy && u->accepts_armed[l] < ACCEPTS_OUTSTANDING &&
+	       pt->st.conns + u->accepts_total < pt->cfg.max_conns) {
 		struct io_uring_sqe *sqe = sqe_get(pt, u);
-		io_uring_prep_accept(sqe, pt->listen_fd, NULL, NULL, 0);
-		/* liburing 2.3's prep_accept_direct adds 1 to ALLOC; the kernel
-		 * wants the value itself to pick a free slot. */
-		sqe->file_index = IORING_FILE_INDEX_ALLOC;
-		io_uring_sqe_set_data64(sqe, ud(OP_ACCEPT, 0, 0));
-		u->accepts_armed++;
+		uring_prep_accept_alloc(sqe, pt->listen_fd[l]);   /* port_uring_compat.h */
+		io_uring_sqe_set_data64(sqe, ud(OP_ACCEPT, 0, l));
+		u->accepts_armed[l]++;
+		u->accepts_total++;
 	}
+}
+
+/* Every listener's multishot accept may take a backlog's worth at once:
+ * roomy only while the free slots hold all of them. */
+static void arm_accepts(struct paste_port *pt, struct uring *u)
+{
+	uint32_t used = pt->st.conns + u->accepts_total;
+	bool roomy = used + pt->nlisten * (PASTE_LISTEN_BACKLOG + ACCEPTS_OUTSTANDING) <=
+		     pt->cfg.max_conns;
+	for (uint32_t l = 0; l < pt->nlisten; l++)
+		arm_accepts_on(pt, u, l, roomy);
 }
 
 static void send_inflight(struct paste_port *pt, struct uring *u, uint32_t slot, uint32_t niov)
@@ -277,9 +223,10 @@ static void uring_kick(struct paste_port *pt, uint32_t slot)
 		send_inflight(pt, pt->engine, slot, n);
 }
 
-/* The app has seen the CLOSED event: give the slot back. A send still in
- * flight reads this slot's output queue, so it is cancelled (the peer is
- * gone, or the app is done) and the release waits for its completion.
+/* Step 1: the app has seen the CLOSED event: give the slot back. A send
+ * still in flight reads this slot's output queue, so it is cancelled (the
+ * peer is gone, or the app is done) and the release waits for its
+ * completion (on_send calls this again).
  * Otherwise cancel the multishot recv (if it still runs) and close the
  * direct descriptor, hard-linked so the close runs even when the cancel
  * finds nothing; the slot is FREE at the close's completion. */
@@ -315,10 +262,15 @@ static void uring_release(struct paste_port *pt, uint32_t slot)
 static void on_accept(struct paste_port *pt, struct uring *u, struct io_uring_cqe *cqe,
 		      bool multishot)
 {
-	if (!multishot)
-		u->accepts_armed--;
-	else if (!(cqe->flags & IORING_CQE_F_MORE))
-		u->accept_ms = false;
+	uint32_t l = (uint32_t)cqe->user_data;   /* the listener (ud's slot field) */
+	if (l >= PASTE_PORT_MAX_LISTEN)
+		l = 0;
+	if (!multishot) {
+		u->accepts_armed[l]--;
+		u->accepts_total--;
+	} else if (!(cqe->flags & IORING_CQE_F_MORE)) {
+		u->accept_ms[l] = false;
+	}
 	if (cqe->res < 0) {
 		/* ENOMEM, ENFILE (another user of the table), ...: keep serving
 		 * the connections we have, retry accepting in 100 ms. */
@@ -345,6 +297,7 @@ static void on_accept(struct paste_port *pt, struct uring *u, struct io_uring_cq
 		return;
 	}
 	port_conn_reset(pt, slot, (int)slot);
+	pt->conns[slot].listener = (uint8_t)l;
 	pt->st.accepts++;
 	pt->st.conns++;
 	arm_recv(pt, u, slot, false);
@@ -437,19 +390,6 @@ static void on_close(struct paste_port *pt, uint32_t slot, uint32_t gen)
 		port_slot_free(pt, slot);
 }
 
-/* A failed commit (or one that completed after the store failed anyway)
- * leaves durable_epoch where it was: its replies stay behind the gate, and
- * the next pass's barrier ends their connections (port_fail_gated). That
- * is one pass later, so a CQE still adds at most one event. */
-static void on_fsync(struct paste_port *pt, struct uring *u, int res)
-{
-	u->commit_inflight = false;
-	if (paste_persist_end_commit(pt->persist, u->commit_ticket, res) < 0)
-		return;
-	pt->st.commits++;
-	pt->durable_epoch = u->commit_epoch;
-}
-
 static void handle_cqe(struct paste_port *pt, struct uring *u, struct io_uring_cqe *cqe)
 {
 	uint64_t d = cqe->user_data;
@@ -460,100 +400,9 @@ static void handle_cqe(struct paste_port *pt, struct uring *u, struct io_uring_c
 	case OP_RECV:   on_recv(pt, u, cqe, slot, gen); break;
 	case OP_SEND:   on_send(pt, u, cqe, slot, gen); break;
 	case OP_CLOSE:  on_close(pt, slot, gen); break;
-	case OP_FSYNC:  on_fsync(pt, u, cqe->res); break;
+	case OP_FSYNC:  port_commit_done(pt, cqe->res); break;   /* the barrier's group commit */
 	default: break;  /* cancel results, stray closes */
 	}
-}
-
-/* The persistence barrier for the batch the app just finished: one fence
- * (pmem/emulated) or one group commit (fsync, asynchronous: the loop keeps
- * receiving while the disk works; replies wait behind the gate). Once the
- * store is failed (here, in another thread, or found removed by the watch)
- * durable_epoch never moves again and gated replies are dropped with their
- * connections; ungated output (an error reply) still flows. */
-static void barrier(struct paste_port *pt, struct uring *u)
-{
-	uint64_t done = pt->epoch;   /* everything queued so far */
-	if (paste_store_failed(pt->store, NULL)) {
-		port_fail_gated(pt);
-		return;
-	}
-	switch (pt->dur) {
-	case PASTE_DUR_EMULATED:
-	case PASTE_DUR_PMEM:
-		if (paste_persist_pending(pt->persist)) {
-			pt->st.fences++;
-			if (paste_persist_fence(pt->persist) < 0) {
-				port_fail_gated(pt);
-				return;
-			}
-		}
-		break;
-	case PASTE_DUR_FSYNC:
-		if (u->commit_inflight)
-			return;          /* this batch joins the next group commit */
-		int fd = paste_persist_begin_commit(pt->persist, &u->commit_ticket);
-		if (fd == -EBUSY)
-			return;          /* a commit we did not start: wait for it */
-		if (fd == -ENODATA) {
-			/* Nothing pending. A commit begun elsewhere may still
-			 * hold what was flushed: advance only once the persist
-			 * object has published every closed epoch. */
-			if (paste_persist_durable(pt->persist) + 1 < paste_persist_epoch(pt->persist))
-				return;
-			break;
-		}
-		if (fd < 0) {
-			port_fail_gated(pt);
-			return;
-		}
-		struct io_uring_sqe *sqe = sqe_get(pt, u);
-		io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
-		io_uring_sqe_set_data64(sqe, ud(OP_FSYNC, 0, 0));
-		u->commit_inflight = true;
-		u->commit_epoch = done;
-		return;
-	default:
-		break;
-	}
-	pt->durable_epoch = done;
-}
-
-/* Hand every CQE available to handle_cqe. A CQE adds at most one event;
- * when the array is full the rest wait in the CQ for the next pass (which
- * then does not block). */
-static void gather(struct paste_port *pt, struct uring *u)
-{
-	struct io_uring_cqe *cqe;
-	unsigned head, n = 0;
-	io_uring_for_each_cqe(&u->ring, head, cqe) {
-		if (!port_events_room(pt))
-			break;
-		handle_cqe(pt, u, cqe);
-		n++;
-	}
-	io_uring_cq_advance(&u->ring, n);
-}
-
-/* What io_uring_submit_and_wait_timeout does, plus min_wait_usec, which
- * liburing 2.3 cannot pass: publish the SQ tail, then one enter. */
-static int enter_batched(struct uring *u, unsigned wait_nr, struct __kernel_timespec *ts)
-{
-	struct io_uring_sq *sq = &u->ring.sq;
-	unsigned tail = sq->sqe_tail;
-	if (sq->sqe_head != tail) {
-		sq->sqe_head = tail;
-		io_uring_smp_store_release(sq->ktail, tail);
-	}
-	unsigned to_submit = tail - IO_URING_READ_ONCE(*sq->khead);
-	struct getevents_arg arg = {
-		.min_wait_usec = u->min_wait_us,
-		.ts = (uint64_t)(uintptr_t)ts,
-	};
-	int r = io_uring_enter2((unsigned)u->ring.ring_fd, to_submit, wait_nr,
-				IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG,
-				(sigset_t *)&arg, sizeof(arg));
-	return r;     /* liburing's wrappers return -errno */
 }
 
 static bool accept_may_retry(struct uring *u)
@@ -570,11 +419,23 @@ static bool accept_may_retry(struct uring *u)
 	return false;
 }
 
-static int uring_poll(struct paste_port *pt, int timeout_ms)
+/* Step 3, fsync mode: the group commit the pass's barrier started, as an
+ * asynchronous fdatasync in the same enter as the replies it does not
+ * cover; its completion calls port_commit_done. */
+static void uring_commit(struct paste_port *pt, int fd)
 {
 	struct uring *u = pt->engine;
-	recycle(pt, u);
-	barrier(pt, u);
+	struct io_uring_sqe *sqe = sqe_get(pt, u);
+	io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
+	io_uring_sqe_set_data64(sqe, ud(OP_FSYNC, 0, 0));
+}
+
+/* Step 4: re-arm the receives that ended while their connection lives,
+ * once the ring has buffers again (after the barrier: it may end
+ * connections), and keep the accepts armed unless they back off. */
+static void uring_arm(struct paste_port *pt)
+{
+	struct uring *u = pt->engine;
 	if (u->nempty < u->nbufs) {      /* the ring has buffers: re-arm */
 		for (uint32_t i = 0; i < u->nrearm; i++) {
 			struct conn *c = &pt->conns[u->rearm[i]];
@@ -586,19 +447,24 @@ static int uring_poll(struct paste_port *pt, int timeout_ms)
 		}
 		u->nrearm = 0;
 	}
-	bool backoff = !accept_may_retry(u);
-	if (!backoff)
+	u->backoff = !accept_may_retry(u);
+	if (!u->backoff)
 		arm_accepts(pt, u);
-	port_flush_dirty(pt);
+}
 
+/* Step 6: submit everything the pass queued and wait, in one enter. */
+static int uring_wait(struct paste_port *pt, int timeout_ms, uint32_t want)
+{
+	struct uring *u = pt->engine;
 	/* A waiting timeout only when there is nothing to hand out already
-	 * (CLOSED events from the barrier or from drained closes count);
-	 * short ones while accept backs off or buffers are missing. */
+	 * (CLOSED events from the barrier or from drained closes count, and
+	 * completions a full event array left in the CQ); short ones while
+	 * accept backs off or buffers are missing. */
 	unsigned wait_nr = io_uring_cq_ready(&u->ring) || pt->nevs ? 0 : 1;
 	if (pt->cfg.busy_poll)
 		wait_nr = 0;
 	struct __kernel_timespec ts, *tsp = NULL;
-	if ((backoff || u->nempty || u->nrearm) && (timeout_ms < 0 || timeout_ms > 10))
+	if ((u->backoff || u->nempty || u->nrearm) && (timeout_ms < 0 || timeout_ms > 10))
 		timeout_ms = 10;
 	if (timeout_ms >= 0 && wait_nr) {
 		ts.tv_sec = timeout_ms / 1000;
@@ -607,17 +473,35 @@ static int uring_poll(struct paste_port *pt, int timeout_ms)
 	}
 	struct io_uring_cqe *cqe;
 	int r;
-	if (wait_nr && u->min_wait && !u->accept_heavy) {
-		uint32_t want = pt->st.conns / pt->cfg.want_div;
-		if (want > 64)
-			want = 64;
-		r = enter_batched(u, wait_nr + u->sends_inflight + want, tsp);
-	} else {
+	if (wait_nr && u->min_wait && !u->accept_heavy)
+		r = uring_submit_and_wait_min(&u->ring, wait_nr + u->sends_inflight + want, tsp,
+					      u->min_wait_us);
+	else
 		r = wait_nr ? io_uring_submit_and_wait_timeout(&u->ring, &cqe, wait_nr, tsp, NULL)
 			    : io_uring_submit_and_get_events(&u->ring);
-	}
 	pt->st.syscalls++;
-	gather(pt, u);
+	/* The timeout, or nothing to reap: not errors. -EINTR (a signal) is
+	 * one the app sees, when the batch is empty. */
+	return r == -ETIME || r == -EAGAIN || r == -EBUSY ? 0 : r;
+}
+
+/* Step 7: hand every CQE available to handle_cqe, whatever the enter
+ * returned. A CQE adds at most one event; when the array is full the rest
+ * wait in the CQ for the next pass (which then does not block). Then the
+ * accept-heavy window and the gauges. One enter per pass: never again. */
+static bool uring_gather(struct paste_port *pt, int r)
+{
+	(void)r;
+	struct uring *u = pt->engine;
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0;
+	io_uring_for_each_cqe(&u->ring, head, cqe) {
+		if (!port_events_room(pt))
+			break;
+		handle_cqe(pt, u, cqe);
+		n++;
+	}
+	io_uring_cq_advance(&u->ring, n);
 	if (++u->win_passes == MW_WINDOW) {
 		u->accept_heavy = pt->cfg.defer_accept_s && u->win_accepts &&
 				  u->win_accepts * MW_ACCEPT_RATIO >= u->win_reads;
@@ -626,11 +510,7 @@ static int uring_poll(struct paste_port *pt, int timeout_ms)
 	pt->st.ring_free = u->nbufs - u->nempty - u->ndelivered;
 	pt->st.cached = u->ncache;
 	pt->st.accept_heavy = u->accept_heavy;
-	if (r == -EINTR && pt->nevs == 0)
-		return -EINTR;
-	if (r < 0 && r != -ETIME && r != -EINTR && r != -EAGAIN && r != -EBUSY)
-		return r;     /* paste_port_poll still returns events gathered */
-	return 0;
+	return false;
 }
 
 static int uring_hold(struct paste_port *pt, const struct paste_event *ev)
@@ -639,183 +519,16 @@ static int uring_hold(struct paste_port *pt, const struct paste_event *ev)
 	return 0;
 }
 
-static int ring_init(struct io_uring *ring, uint32_t entries, uint32_t cq, bool *deferred)
-{
-	struct io_uring_params p = { 0 };
-	p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
-	p.cq_entries = cq;
-	int r = io_uring_queue_init_params(entries, ring, &p);
-	*deferred = r == 0;
-	if (r == -EINVAL) {
-		/* Kernels before 6.1 lack DEFER_TASKRUN: documented fallback,
-		 * same semantics, completions delivered by task work. */
-		memset(&p, 0, sizeof(p));
-		p.flags = IORING_SETUP_CQSIZE;
-		p.cq_entries = cq;
-		r = io_uring_queue_init_params(entries, ring, &p);
-	}
-	return r;
-}
-
-int paste_uring_probe(struct paste_error *err)
-{
-	struct io_uring ring;
-	bool deferred;
-	int r = ring_init(&ring, 8, 16, &deferred);
-	if (r < 0)
-		return paste_error_set(err, r, "io_uring is not available (%s): the uring engine "
-				       "needs Linux >= 6.1 with io_uring enabled (sysctl kernel.io_uring_disabled=0); "
-				       "use --engine epoll", strerror(-r));
-	struct io_uring_probe *pr = io_uring_get_probe_ring(&ring);
-	static const struct { int op; const char *name; } need[] = {
-		{ IORING_OP_ACCEPT, "ACCEPT" }, { IORING_OP_RECV, "RECV" },
-		{ IORING_OP_SEND, "SEND" }, { IORING_OP_SENDMSG, "SENDMSG" },
-		{ IORING_OP_CLOSE, "CLOSE" }, { IORING_OP_ASYNC_CANCEL, "ASYNC_CANCEL" },
-		{ IORING_OP_FSYNC, "FSYNC" },
-	};
-	r = 0;
-	for (size_t i = 0; pr && i < sizeof(need) / sizeof(need[0]); i++)
-		if (!io_uring_opcode_supported(pr, need[i].op))
-			r = paste_error_set(err, -EOPNOTSUPP, "io_uring lacks opcode %s; use --engine epoll",
-					    need[i].name);
-	if (pr)
-		io_uring_free_probe(pr);
-	if (!r && !(ring.features & IORING_FEAT_EXT_ARG))
-		r = paste_error_set(err, -EOPNOTSUPP, "io_uring lacks EXT_ARG (Linux >= 5.11); use --engine epoll");
-	io_uring_queue_exit(&ring);
-	return r;
-}
-
-static int uring_open(struct paste_port *pt, struct paste_error *err)
-{
-	int r = paste_uring_probe(err);
-	if (r < 0)
-		return r;
-	uint32_t nb = pt->cfg.ring_bufs;
-	if (nb > 32768 || (nb & (nb - 1)))
-		return paste_error_set(err, -EINVAL, "ring buffers must be a power of two <= 32768 (got %u)", nb);
-	if (pt->cfg.min_wait_us > MAX_MIN_WAIT_US)
-		return paste_error_set(err, -EINVAL, "min_wait_us %u is over 1 s", pt->cfg.min_wait_us);
-	if (!pt->cfg.min_wait_us)
-		pt->cfg.min_wait_us = MIN_WAIT_US;
-	if (!pt->cfg.want_div)
-		pt->cfg.want_div = WANT_DIV;
-	struct uring *u = calloc(1, sizeof(*u));
-	if (!u)
-		return paste_error_set(err, -ENOMEM, "out of memory");
-	pt->engine = u;
-	u->nbufs = nb;
-	u->mask = (uint32_t)io_uring_buf_ring_mask(nb);
-	u->bid_buf = malloc(nb * sizeof(*u->bid_buf));
-	u->delivered = calloc(nb, sizeof(*u->delivered));
-	u->empty = calloc(nb, sizeof(*u->empty));
-	u->rearm = calloc(pt->cfg.max_conns, sizeof(*u->rearm));
-	if (!u->bid_buf || !u->delivered || !u->empty || !u->rearm)
-		return paste_error_set(err, -ENOMEM, "out of memory");
-	/* Every ring slot empty until a buffer is in it: a failure below
-	 * then makes uring_close release exactly the buffers taken. */
-	for (uint32_t i = 0; i < nb; i++)
-		u->bid_buf[i] = PASTE_NO_BUF;
-	bool deferred;
-	uint32_t cq = pt->cfg.max_conns * 4 > 65536 ? 65536 : pt->cfg.max_conns * 4;
-	if (cq < 4096)
-		cq = 4096;
-	r = ring_init(&u->ring, 4096, cq, &deferred);
-	if (r < 0)
-		return paste_error_set(err, r, "io_uring_queue_init: %s", strerror(-r));
-	u->ring_ok = true;
-	/* Without min_wait (kernels before 6.12) we wait for one event: same
-	 * semantics, smaller batches. */
-	u->min_wait = (u->ring.features & IORING_FEAT_MIN_TIMEOUT_BIT) && deferred &&
-		      !pt->cfg.no_min_wait;
-	u->min_wait_us = pt->cfg.min_wait_us;
-	r = io_uring_register_files_sparse(&u->ring, pt->cfg.max_conns);
-	if (r < 0)
-		return paste_error_set(err, r, "registering %u direct descriptors: %s (raise RLIMIT_NOFILE)",
-				       pt->cfg.max_conns, strerror(-r));
-	/* The ring structure lives in anonymous memory: the kernel refuses
-	 * it inside a file mapping on ext4 (platform-facts). */
-	u->br_bytes = (size_t)nb * sizeof(struct io_uring_buf);
-	u->br = mmap(NULL, u->br_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (u->br == MAP_FAILED) {
-		u->br = NULL;
-		return paste_error_set(err, -errno, "mmap of the buffer ring: %s", strerror(errno));
-	}
-	static int next_bgid;
-	u->bgid = (uint16_t)__atomic_fetch_add(&next_bgid, 1, __ATOMIC_RELAXED);
-	struct io_uring_buf_reg reg = { .ring_addr = (uintptr_t)u->br, .ring_entries = nb, .bgid = u->bgid };
-	io_uring_buf_ring_init(u->br);
-	r = io_uring_register_buf_ring(&u->ring, &reg, 0);
-	if (r < 0)
-		return paste_error_set(err, r, "registering the provided-buffer ring: %s (Linux >= 5.19)",
-				       strerror(-r));
-	uint32_t size = paste_store_geom(pt->store)->buf_size;
-	uint32_t got = 0;
-	while (got < nb) {
-		uint32_t n = paste_store_alloc(pt->store, u->bid_buf + got, nb - got);
-		if (!n)
-			break;
-		got += n;
-	}
-	for (uint32_t i = got; i < nb; i++)
-		u->bid_buf[i] = PASTE_NO_BUF;
-	if (got < nb)
-		return paste_error_set(err, -ENOSPC, "the store has %u free buffers, the ring needs %u: "
-				       "use a larger --store-size or fewer --ring-bufs", got, nb);
-	for (uint32_t i = 0; i < nb; i++)
-		io_uring_buf_ring_add(u->br, paste_store_buf(pt->store, u->bid_buf[i]), size,
-				      (uint16_t)i, u->mask, (int)i);
-	io_uring_buf_ring_advance(u->br, (int)nb);
-	pt->st.ring_free = nb;
-	return 0;
-}
-
-/* The persist object allows one commit in flight and only its end lets
- * the next begin: a commit left running would make every later barrier on
- * this persist object wait forever. An fdatasync is short; wait for it. */
-static void finish_commit(struct paste_port *pt, struct uring *u)
-{
-	io_uring_submit(&u->ring);
-	while (u->commit_inflight) {
-		struct io_uring_cqe *cqe;
-		if (io_uring_wait_cqe(&u->ring, &cqe) < 0)
-			return;
-		if ((int)(cqe->user_data >> 60) == OP_FSYNC)
-			on_fsync(pt, u, cqe->res);
-		io_uring_cqe_seen(&u->ring, cqe);   /* buffers: ring slots, released below */
-	}
-}
-
-static void uring_close(struct paste_port *pt)
-{
-	struct uring *u = pt->engine;
-	if (u->ring_ok) {
-		finish_commit(pt, u);
-		io_uring_queue_exit(&u->ring);   /* drops every pending op, closes every slot */
-	}
-	/* Give the ring's buffers back: a filled ring slot owns exactly one
-	 * reference (an app's hold is its own); empty slots are PASTE_NO_BUF. */
-	for (uint32_t i = 0; u->bid_buf && i < u->nbufs; i++)
-		if (u->bid_buf[i] != PASTE_NO_BUF)
-			paste_store_unref(pt->store, u->bid_buf[i], false);
-	for (uint32_t i = 0; i < u->ncache; i++)
-		paste_store_unref(pt->store, u->cache[i], false);
-	if (u->br)
-		munmap(u->br, u->br_bytes);
-	free(u->bid_buf);
-	free(u->delivered);
-	free(u->empty);
-	free(u->rearm);
-	free(u);
-	pt->engine = NULL;
-}
-
 const struct port_ops paste_port_uring_ops = {
 	.name = "uring",
 	.open = uring_open,
 	.close = uring_close,
-	.poll = uring_poll,
-	.hold = uring_hold,
-	.kick = uring_kick,
 	.release = uring_release,
+	.recycle = uring_recycle,
+	.commit = uring_commit,
+	.arm = uring_arm,
+	.kick = uring_kick,
+	.wait = uring_wait,
+	.gather = uring_gather,
+	.hold = uring_hold,
 };

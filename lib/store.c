@@ -1,12 +1,22 @@
 /* store.c - the packet store: a file of named packet buffers.
  *
- * On-disk layout, version 1 (all integers little-endian):
+ * On-disk layout, version 2 (all integers little-endian):
  *
- *   0            superblock (struct store_super, 96 bytes) in a 4096-byte page
+ *   0            superblock (struct store_super, 112 bytes) in a 4096-byte page
  *   ckpt_offset  log_lanes * 2 checkpoint slots of 64 bytes (owned by the
  *                WAL), the region rounded up to 4096; zero at format
  *   log_offset   log_lanes lanes of lane_size bytes (multiple of 4096)
+ *   node_offset  node_size bytes of 4096-byte pages owned by the B+tree
+ *                (lib/btree*.c): pages 0 and 1 are its two meta slots; zero
+ *                at format; node_size may be 0 (no tree)
  *   buf_offset   nbufs buffers of buf_size bytes (power of two, 512..65536)
+ *
+ * Version 1 had no node area (its buffers follow the lanes) and a 96-byte
+ * superblock whose first 92 bytes version 2 keeps as they were. A version-1
+ * store is refused at open with a message naming `paste-store upgrade`;
+ * paste_store_upgrade rewrites its superblock as version 2 with an empty
+ * node area, which leaves every other offset, record and buffer index as
+ * it was (the upgraded store serves the log, not a tree).
  *
  * Everything after the superblock's sizes is derived by geom_layout(), and
  * open() recomputes it and insists the stored offsets agree, so a corrupted
@@ -47,6 +57,9 @@
 #define STORE_LOG_MIN     (1ull << 20)  /* ... but at least this much */
 #define STORE_MAX_SIZE    (1ull << 50)  /* keeps all offset arithmetic far from overflow */
 #define ON_FREE_LIST      0x80000000u   /* refcount flag: buffer sits on the free list */
+#define NODE_MIN_PAGES    3u            /* two meta slots and one tree page */
+#define NODE_AUTO_DIV     8u            /* auto node area: 1/8 of the file ... */
+#define V1_SUPER_SIZE     96u           /* version 1: 92 bytes + CRC */
 
 /* A packed struct is the byte layout on x86-64 (little-endian, no padding);
  * the asserts pin every offset so a change shows up at compile time. */
@@ -64,18 +77,23 @@ struct store_super {
 	uint64_t buf_offset;
 	uint64_t uuid[2];
 	uint64_t created_ns;   /* CLOCK_REALTIME at format */
+	/* version 2 (version 1 had its CRC here, at 92) */
+	uint64_t node_offset;  /* B+tree node area (= buf_offset when node_size is 0) */
+	uint64_t node_size;    /* bytes, a multiple of 4096: 0 or >= 3 pages */
 	uint32_t crc;          /* CRC32C of every byte before it */
 } __attribute__((packed));
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "layout is little-endian");
-static_assert(sizeof(struct store_super) == 96, "superblock size");
+static_assert(sizeof(struct store_super) == 112, "superblock size");
 static_assert(offsetof(struct store_super, version) == 8, "layout");
 static_assert(offsetof(struct store_super, log_lanes) == 24, "layout");
 static_assert(offsetof(struct store_super, file_size) == 28, "layout");
 static_assert(offsetof(struct store_super, buf_offset) == 60, "layout");
 static_assert(offsetof(struct store_super, uuid) == 68, "layout");
 static_assert(offsetof(struct store_super, created_ns) == 84, "layout");
-static_assert(offsetof(struct store_super, crc) == 92, "layout");
+static_assert(offsetof(struct store_super, node_offset) == 92, "layout");
+static_assert(offsetof(struct store_super, node_size) == 100, "layout");
+static_assert(offsetof(struct store_super, crc) == 108, "layout");
 
 struct paste_store {
 	uint8_t *base;
@@ -117,20 +135,23 @@ static uint64_t lane_bytes(uint64_t log_size, uint32_t lanes)
 	return round_up((log_size + lanes - 1) / lanes, STORE_PAGE);
 }
 
-/* Fill the offsets from file_size, buf_size, log_lanes and lane_size; return
- * how many buffers fit (64-bit: the caller checks it fits in nbufs). */
+/* Fill the offsets from file_size, buf_size, log_lanes, lane_size and
+ * node_size; return how many buffers fit (64-bit: the caller checks it
+ * fits in nbufs). */
 static uint64_t geom_layout(struct paste_store_geom *g)
 {
 	g->ckpt_offset = STORE_PAGE;
 	g->log_offset = g->ckpt_offset +
 		round_up((uint64_t)g->log_lanes * 2 * PASTE_CKPT_SLOT_SIZE, STORE_PAGE);
-	g->buf_offset = g->log_offset + (uint64_t)g->log_lanes * g->lane_size;
+	g->node_offset = g->log_offset + (uint64_t)g->log_lanes * g->lane_size;
+	g->meta_offset = g->node_size ? g->node_offset : 0;
+	g->buf_offset = g->node_offset + g->node_size;
 	uint64_t n = g->file_size > g->buf_offset ? (g->file_size - g->buf_offset) / g->buf_size : 0;
 	g->nbufs = n < PASTE_NO_BUF ? (uint32_t)n : PASTE_NO_BUF;
 	return n;
 }
 
-/* Why a stored geometry is impossible, or NULL when it is what version 1
+/* Why a stored geometry is impossible, or NULL when it is what version 2
  * would have written. Checked in an order that keeps geom_layout's
  * arithmetic in range. */
 static const char *geom_check(const struct paste_store_geom *g)
@@ -143,10 +164,14 @@ static const char *geom_check(const struct paste_store_geom *g)
 		return "file size out of range or not a multiple of 4096";
 	if (g->lane_size == 0 || g->lane_size % STORE_PAGE || g->lane_size > g->file_size)
 		return "bad lane size";
+	if (g->node_size % STORE_PAGE || g->node_size > g->file_size ||
+	    (g->node_size && g->node_size < NODE_MIN_PAGES * STORE_PAGE) ||
+	    g->node_size / STORE_PAGE >= UINT32_MAX)
+		return "bad node area size";
 	struct paste_store_geom want = *g;
 	uint64_t n = geom_layout(&want);
 	if (want.ckpt_offset != g->ckpt_offset || want.log_offset != g->log_offset ||
-	    want.buf_offset != g->buf_offset)
+	    want.node_offset != g->node_offset || want.buf_offset != g->buf_offset)
 		return "area offsets overlap or leave gaps";
 	if (n >= PASTE_NO_BUF || want.nbufs != g->nbufs)
 		return "buffer count does not match the file size";
@@ -191,14 +216,37 @@ static int geom_from_config(struct paste_store_geom *g, const char *path,
 		return paste_error_set(err, -EINVAL, "%s: log size %llu bytes exceeds the store size %llu",
 				       path, (unsigned long long)log, (unsigned long long)g->file_size);
 	g->lane_size = lane_bytes(log, g->log_lanes);
+	if (cfg->node_size == PASTE_STORE_NO_NODES) {
+		g->node_size = 0;
+	} else if (cfg->node_size) {
+		if (cfg->node_size % STORE_PAGE || cfg->node_size < NODE_MIN_PAGES * STORE_PAGE ||
+		    cfg->node_size > g->file_size)
+			return paste_error_set(err, -EINVAL, "%s: node area of %llu bytes: it must be a multiple "
+					       "of %u, at least %u bytes (two meta pages and a tree page) and "
+					       "inside the store", path, (unsigned long long)cfg->node_size,
+					       STORE_PAGE, NODE_MIN_PAGES * STORE_PAGE);
+		g->node_size = cfg->node_size;
+	} else {
+		/* Auto: 1/8 of the file, shrunk so that a store big enough for
+		 * 64 buffers without a tree still gets them, and left out when
+		 * that leaves less than NODE_MIN_PAGES. */
+		g->node_size = 0;
+		geom_layout(g);
+		uint64_t want = g->file_size / NODE_AUTO_DIV / STORE_PAGE * STORE_PAGE;
+		uint64_t min_bufs = g->buf_offset + (uint64_t)STORE_MIN_BUFS * g->buf_size;
+		uint64_t room = g->file_size > min_bufs ? (g->file_size - min_bufs) / STORE_PAGE * STORE_PAGE : 0;
+		if (want > room)
+			want = room;
+		g->node_size = want >= NODE_MIN_PAGES * STORE_PAGE ? want : 0;
+	}
 	uint64_t n = geom_layout(g);
 	if (n < STORE_MIN_BUFS) {
 		uint64_t need = g->buf_offset + (uint64_t)STORE_MIN_BUFS * g->buf_size;
 		return paste_error_set(err, -EINVAL,
-			"%s: store size %llu bytes is too small: superblock, checkpoints and a %llu-byte log "
-			"take %llu, and %u buffers of %u bytes need %llu bytes in all",
+			"%s: store size %llu bytes is too small: superblock, checkpoints, a %llu-byte log "
+			"and a %llu-byte node area take %llu, and %u buffers of %u bytes need %llu bytes in all",
 			path, (unsigned long long)g->file_size,
-			(unsigned long long)(g->lane_size * g->log_lanes),
+			(unsigned long long)(g->lane_size * g->log_lanes), (unsigned long long)g->node_size,
 			(unsigned long long)g->buf_offset, STORE_MIN_BUFS, g->buf_size,
 			(unsigned long long)need);
 	}
@@ -211,7 +259,8 @@ static int geom_from_config(struct paste_store_geom *g, const char *path,
 /* The superblock fields that are also geometry fields, one list for
  * both directions of the copy. */
 #define GEOM_FIELDS(X) X(version) X(buf_size) X(nbufs) X(log_lanes) X(file_size) \
-	X(ckpt_offset) X(log_offset) X(lane_size) X(buf_offset) X(uuid[0]) X(uuid[1])
+	X(ckpt_offset) X(log_offset) X(lane_size) X(buf_offset) X(uuid[0]) X(uuid[1]) \
+	X(node_offset) X(node_size)
 
 static void super_from_geom(struct store_super *sb, const struct paste_store_geom *g)
 {
@@ -228,6 +277,7 @@ static void geom_from_super(struct paste_store_geom *g, const struct store_super
 #define TO_GEOM(f) g->f = sb->f;
 	GEOM_FIELDS(TO_GEOM)
 #undef TO_GEOM
+	g->meta_offset = g->node_size ? g->node_offset : 0;
 }
 
 static uint32_t super_crc(const struct store_super *sb)
@@ -323,6 +373,12 @@ static int store_validate(int fd, const char *path, const struct paste_store_con
 	if ((size_t)n < offsetof(struct store_super, header_size))
 		return paste_error_set(err, -EBADMSG, "%s: truncated: file has %zd bytes, less than a superblock",
 				       path, n);
+	if (sb.version == 1)
+		return paste_error_set(err, -EPROTO, "%s: layout version 1, this build reads %u (it adds "
+				       "a B+tree node area): run `paste-store --store %s upgrade` to convert "
+				       "it in place (every record and buffer is kept; the upgraded store has "
+				       "no node area, so it serves the log but not a tree)",
+				       path, PASTE_STORE_VERSION, path);
 	if (sb.version != PASTE_STORE_VERSION)
 		return paste_error_set(err, -EPROTO, "%s: layout version %u, this build reads %u",
 				       path, sb.version, PASTE_STORE_VERSION);
@@ -353,7 +409,96 @@ static int store_validate(int fd, const char *path, const struct paste_store_con
 		return paste_error_set(err, -EINVAL, "%s: %s: store has a %llu-byte log, asked for %llu",
 				       path, mis, (unsigned long long)(g->lane_size * g->log_lanes),
 				       (unsigned long long)cfg->log_size);
+	if (cfg->node_size && (cfg->node_size == PASTE_STORE_NO_NODES ? 0 : cfg->node_size) != g->node_size) {
+		char want[32] = "none";
+		if (cfg->node_size != PASTE_STORE_NO_NODES)
+			snprintf(want, sizeof(want), "%llu", (unsigned long long)cfg->node_size);
+		return paste_error_set(err, -EINVAL, "%s: %s: store has a %llu-byte node area, asked for %s",
+				       path, mis, (unsigned long long)g->node_size, want);
+	}
 	return 0;
+}
+
+/* ---- version 1 -> 2 ---------------------------------------------------- */
+
+/* The version-1 superblock: the first 92 bytes of struct store_super,
+ * then its CRC. Its geometry is version 2's with no node area. */
+static const char *v1_check(const uint8_t *raw, struct store_super *sb)
+{
+	uint32_t crc;
+	memset(sb, 0, sizeof(*sb));
+	memcpy(sb, raw, offsetof(struct store_super, node_offset));
+	memcpy(&crc, raw + offsetof(struct store_super, node_offset), 4);
+	if (memcmp(sb->magic, PASTE_STORE_MAGIC, 8) != 0)
+		return "not a paste store (bad magic)";
+	if (sb->version != 1)
+		return NULL;
+	if (paste_crc32c(0, raw, offsetof(struct store_super, node_offset)) != crc)
+		return "version-1 superblock checksum mismatch: corrupted";
+	if (sb->header_size != V1_SUPER_SIZE)
+		return "version-1 superblock has a bad header size: corrupted";
+	struct paste_store_geom g;
+	memset(&g, 0, sizeof(g));
+	sb->node_offset = sb->buf_offset;   /* no node area: buffers follow the lanes */
+	sb->node_size = 0;
+	geom_from_super(&g, sb);
+	const char *why = geom_check(&g);
+	return why ? why : NULL;
+}
+
+int paste_store_upgrade(const char *path, struct paste_error *err)
+{
+	if (!path || !*path)
+		return paste_error_set(err, -EINVAL, "store path is empty");
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return paste_error_set(err, -errno, "%s: cannot open: %s", path, strerror(errno));
+	int r = 0;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		r = errno == EWOULDBLOCK
+			? paste_error_set(err, -EBUSY, "%s: in use (locked by a running server or another "
+					  "open): stop it before upgrading", path)
+			: paste_error_set(err, -errno, "%s: cannot lock: %s", path, strerror(errno));
+		close(fd);
+		return r;
+	}
+	uint8_t raw[STORE_PAGE];
+	struct store_super sb;
+	struct stat stt;
+	ssize_t n = pread(fd, raw, sizeof(raw), 0);
+	const char *why = NULL;
+	if (n < 0)
+		r = paste_error_set(err, -errno, "%s: cannot read the superblock: %s", path, strerror(errno));
+	else if (n < (ssize_t)V1_SUPER_SIZE)
+		r = paste_error_set(err, -EBADMSG, "%s: truncated: file has %zd bytes, less than a superblock",
+				    path, n);
+	else if ((why = v1_check(raw, &sb)) != NULL)
+		r = paste_error_set(err, strstr(why, "magic") ? -EINVAL : -EBADMSG, "%s: %s", path, why);
+	else if (sb.version == PASTE_STORE_VERSION)
+		r = paste_error_set(err, -EALREADY, "%s: already layout version %u: nothing to do",
+				    path, PASTE_STORE_VERSION);
+	else if (sb.version != 1)
+		r = paste_error_set(err, -EPROTO, "%s: layout version %u: this build upgrades version 1 only",
+				    path, sb.version);
+	else if (fstat(fd, &stt) < 0 || (uint64_t)stt.st_size < sb.file_size)
+		r = paste_error_set(err, -EBADMSG, "%s: truncated: file has %llu bytes, superblock says %llu",
+				    path, (unsigned long long)stt.st_size, (unsigned long long)sb.file_size);
+	if (r == 0) {
+		/* Same first 92 bytes; the new fields and the CRC follow. One
+		 * write of the superblock's page, then a sync: a crash leaves
+		 * either superblock whole (it lies inside one sector). */
+		sb.version = PASTE_STORE_VERSION;
+		sb.header_size = sizeof(sb);
+		sb.crc = super_crc(&sb);
+		errno = 0;
+		if (pwrite(fd, &sb, sizeof(sb), 0) != (ssize_t)sizeof(sb) || fsync(fd) < 0) {
+			int e = errno ? errno : EIO;
+			r = paste_error_set(err, -e, "%s: cannot write the upgraded superblock: %s",
+					    path, strerror(e));
+		}
+	}
+	close(fd);
+	return r;
 }
 
 /* MAP_POPULATE prefaults every page now (~1 us per KiB on first touch
@@ -612,6 +757,13 @@ uint8_t *paste_store_lane(const struct paste_store *st, uint32_t lane, uint64_t 
 	if (len)
 		*len = st->geom.lane_size;
 	return st->base + st->geom.log_offset + lane * st->geom.lane_size;
+}
+
+uint8_t *paste_store_nodes(const struct paste_store *st, uint32_t *pages)
+{
+	if (pages)
+		*pages = (uint32_t)(st->geom.node_size / PASTE_STORE_NODE_PAGE);
+	return st->geom.node_size ? st->base + st->geom.node_offset : NULL;
 }
 
 uint8_t *paste_store_ckpt(const struct paste_store *st, uint32_t lane, uint32_t slot)

@@ -244,7 +244,7 @@ static int head_append(struct http_conn *h, const uint8_t *p, uint32_t n)
 
 static void ctx_init(struct http_ctx *x, struct worker *w, uint32_t conn, struct srv_conn *c)
 {
-	struct http_proto_state *hs = w->srv->proto_state;
+	struct http_proto_state *hs = srv_proto_state(w, c);
 	x->w = w;
 	x->conn = conn;
 	x->c = c;
@@ -257,7 +257,7 @@ static void ctx_init(struct http_ctx *x, struct worker *w, uint32_t conn, struct
  * it holds; splitting: state carries over to the next event). */
 static void http_data(struct worker *w, const struct paste_event *ev, struct srv_conn *c)
 {
-	const struct http_proto_state *hs = w->srv->proto_state;
+	const struct http_proto_state *hs = srv_proto_state(w, c);
 	struct http_ctx x;
 	ctx_init(&x, w, ev->conn, c);
 	struct http_conn *h = x.h;
@@ -316,14 +316,14 @@ static void http_data(struct worker *w, const struct paste_event *ev, struct srv
 static void http_accept(struct worker *w, uint32_t conn, struct srv_conn *c)
 {
 	(void)conn;
-	const struct http_proto_state *hs = w->srv->proto_state;
+	const struct http_proto_state *hs = srv_proto_state(w, c);
 	struct http_conn *h = srv_proto_part(c);
 	paste_http_parser_init(&h->ps, HTTP_MAX_HEAD, hs->cfg->max_body);
 }
 
 static void http_closed(struct worker *w, uint32_t conn, struct srv_conn *c)
 {
-	const struct http_proto_state *hs = w->srv->proto_state;
+	const struct http_proto_state *hs = srv_proto_state(w, c);
 	struct http_ctx x;
 	ctx_init(&x, w, conn, c);
 	if (hs->svc->closed)
@@ -339,7 +339,7 @@ static void http_closed(struct worker *w, uint32_t conn, struct srv_conn *c)
  * request to answer. */
 static void http_timeout(struct worker *w, uint32_t conn, struct srv_conn *c)
 {
-	const struct http_proto_state *hs = w->srv->proto_state;
+	const struct http_proto_state *hs = srv_proto_state(w, c);
 	struct http_ctx x;
 	ctx_init(&x, w, conn, c);
 	if (c->timer == SRV_T_IDLE) {
@@ -357,9 +357,10 @@ static uint32_t http_service_conn_size(const void *cfg)
 	return ((const struct http_config *)cfg)->service->conn_size;
 }
 
-static int http_open(struct server *s, struct paste_error *err)
+static int http_open(struct server *s, const void *proto_cfg, void **state,
+		     struct paste_error *err)
 {
-	const struct http_config *cfg = s->cfg.proto_cfg;
+	const struct http_config *cfg = proto_cfg;
 	struct http_proto_state *hs = calloc(1, sizeof(*hs));
 	if (!hs)
 		return paste_error_set(err, -ENOMEM, "out of memory");
@@ -370,26 +371,32 @@ static int http_open(struct server *s, struct paste_error *err)
 		free(hs);
 		return r;
 	}
-	s->proto_state = hs;
+	*state = hs;
 	return 0;
 }
 
-static void http_close(struct server *s)
+static void http_close(struct server *s, void *state)
 {
-	struct http_proto_state *hs = s->proto_state;
+	struct http_proto_state *hs = state;
 	if (!hs)
 		return;
 	if (hs->svc->close)
 		hs->svc->close(s, hs->ss);
 	free(hs);
-	s->proto_state = NULL;
 }
 
-static void http_banner(struct server *s)
+static void http_banner(struct server *s, void *state)
 {
-	struct http_proto_state *hs = s->proto_state;
+	struct http_proto_state *hs = state;
 	if (hs->svc->banner)
 		hs->svc->banner(s, hs->ss);
+}
+
+static void http_pass(struct worker *w, void *state)
+{
+	struct http_proto_state *hs = state;
+	if (hs->svc->pass)
+		hs->svc->pass(w, hs->ss);
 }
 
 const struct server_proto http_proto = {
@@ -399,6 +406,7 @@ const struct server_proto http_proto = {
 	.open = http_open,
 	.close = http_close,
 	.banner = http_banner,
+	.pass = http_pass,
 	.accept = http_accept,
 	.data = http_data,
 	.closed = http_closed,

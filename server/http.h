@@ -83,6 +83,9 @@ struct http_service {
 	/* /stats: append the service's JSON members, each followed by ','
 	 * (out[at..cap), like http_put_str); returns the new end. */
 	size_t (*stats)(struct server *s, void *state, char *out, size_t at, size_t cap);
+	/* Optional: once per event-loop pass, after the batch (pkvs: release
+	 * what became durable, checkpoint when due). */
+	void (*pass)(struct worker *w, void *state);
 };
 
 struct http_config {

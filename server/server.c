@@ -141,7 +141,7 @@ static void sweep(struct worker *w)
 		if (!limit || now - since < limit)
 			continue;
 		bool idle = c->timer == SRV_T_IDLE;
-		cfg->proto->timeout(w, conn, c);
+		w->srv->lis[c->lis].proto->timeout(w, conn, c);
 		srv_bump(idle ? &w->idle_closes : &w->timeouts);
 	}
 }
@@ -177,15 +177,23 @@ int server_worker_start(struct worker *w)
 	struct server *s = w->srv;
 	const struct server_config *cfg = &s->cfg;
 	struct paste_port_config pc = {
-		.engine = cfg->engine, .host = cfg->host, .port = s->listen_port,
+		.engine = cfg->engine, .host = cfg->host, .port = s->listen_port[0],
 		.ring_bufs = cfg->ring_bufs, .max_conns = cfg->max_conns,
 		.conn_data_size = s->conn_size, .busy_poll = cfg->busy_poll, .store = s->store,
 		.persist = w->persist, .defer_accept_s = cfg->defer_accept_s,
+		.min_wait_us = cfg->min_wait_us, .want_div = cfg->want_div,
+		.no_min_wait = cfg->no_min_wait,
 	};
+	if (cfg->nlisten) {
+		pc.nports = s->nlis;
+		for (uint32_t i = 0; i < s->nlis; i++)
+			pc.ports[i] = s->listen_port[i];
+	}
 	int r = paste_port_open(&w->port, &pc, &s->open_err);
 	if (r)
 		return r;
-	s->listen_port = paste_port_local_port(w->port);
+	for (uint32_t i = 0; i < s->nlis; i++)    /* port 0: the next worker joins these */
+		s->listen_port[i] = paste_port_listener_port(w->port, i);
 	w->now_ms = now_ms();
 	w->next_sweep_ms = w->now_ms + SWEEP_MS;
 	return 0;
@@ -194,7 +202,6 @@ int server_worker_start(struct worker *w)
 int server_worker_pass(struct worker *w, int timeout_ms)
 {
 	struct server *s = w->srv;
-	const struct server_proto *proto = s->cfg.proto;
 	struct paste_event *evs;
 	int own = poll_timeout(w);
 	int n = paste_port_poll(w->port, &evs, timeout_ms >= 0 && timeout_ms < own ? timeout_ms : own);
@@ -213,9 +220,11 @@ int server_worker_pass(struct worker *w, int timeout_ms)
 	for (int i = 0; i < n; i++) {
 		const struct paste_event *ev = &evs[i];
 		struct srv_conn *c = paste_port_conn_data(w->port, ev->conn);
+		const struct server_proto *proto = s->lis[ev->listener].proto;
 		switch (ev->type) {
 		case PASTE_EV_ACCEPT:
 			c->last_ms = w->now_ms;
+			c->lis = (uint8_t)ev->listener;
 			list_add(w, ev->conn);
 			proto->accept(w, ev->conn, c);
 			break;
@@ -229,6 +238,9 @@ int server_worker_pass(struct worker *w, int timeout_ms)
 			break;
 		}
 	}
+	for (uint32_t i = 0; i < s->nlis; i++)
+		if (s->lis[i].proto->pass)
+			s->lis[i].proto->pass(w, s->proto_state[i]);
 	if (w->now_ms >= w->next_sweep_ms)
 		sweep(w);
 	return n < 0 ? 0 : n;
@@ -245,7 +257,8 @@ void server_worker_stop(struct worker *w)
 	/* Connections still open at shutdown get no CLOSED event. */
 	while (w->nopen) {
 		uint32_t conn = w->open[w->nopen - 1];
-		w->srv->cfg.proto->closed(w, conn, paste_port_conn_data(w->port, conn));
+		struct srv_conn *c = paste_port_conn_data(w->port, conn);
+		w->srv->lis[c->lis].proto->closed(w, conn, c);
 		list_del(w, conn);
 	}
 	paste_port_close(w->port);
@@ -319,8 +332,9 @@ int server_close(struct server *s, int code)
 {
 	if (!s)
 		return code;
-	if (s->proto_open)
-		s->cfg.proto->close(s);
+	for (uint32_t i = s->nlis; i-- > 0;)
+		if (s->proto_open[i])
+			s->lis[i].proto->close(s, s->proto_state[i]);
 	for (uint32_t i = 0; s->workers && i < s->cfg.threads; i++) {
 		paste_persist_close(s->workers[i].persist);
 		free(s->workers[i].open);
@@ -349,9 +363,22 @@ int server_open(struct server **out, const struct server_config *cfg)
 		return 1;
 	}
 	s->cfg = *cfg;
-	s->conn_size = server_conn_size(cfg->proto, cfg->proto_cfg);
+	if (cfg->nlisten) {
+		s->nlis = cfg->nlisten < PASTE_PORT_MAX_LISTEN ? cfg->nlisten : PASTE_PORT_MAX_LISTEN;
+		memcpy(s->lis, cfg->listen, sizeof(s->lis));
+	} else {
+		s->nlis = 1;
+		s->lis[0] = (struct server_listener){ NULL, cfg->port, cfg->proto, cfg->proto_cfg };
+	}
+	for (uint32_t i = 0; i < s->nlis; i++) {   /* a slot fits any listener's connection */
+		uint32_t size = server_conn_size(s->lis[i].proto, s->lis[i].proto_cfg);
+		if (size > s->conn_size)
+			s->conn_size = size;
+	}
 	struct paste_error err = { 0 };
 	struct paste_store_config sc = { .size = cfg->store_size, .buf_size = cfg->buf_size };
+	if (access(cfg->store_path, F_OK) != 0)
+		sc.node_size = cfg->node_size;    /* creating: whatever an existing store has is kept */
 	if (cfg->threads > 2 && access(cfg->store_path, F_OK) != 0)
 		sc.log_lanes = cfg->threads;      /* a new store gets a lane per thread */
 	if (paste_store_open(&s->store, cfg->store_path, &sc, PASTE_STORE_CREATE, &err)) {
@@ -398,13 +425,15 @@ int server_ready(struct server *s)
 {
 	if (s->started)
 		return 0;
-	struct paste_error err = { 0 };
-	if (s->cfg.proto->open(s, &err)) {
-		if (err.msg[0])
-			fprintf(stderr, "%s: %s\n", s->cfg.name, err.msg);
-		return 1;
+	for (uint32_t i = 0; i < s->nlis; i++) {
+		struct paste_error err = { 0 };
+		if (s->lis[i].proto->open(s, s->lis[i].proto_cfg, &s->proto_state[i], &err)) {
+			if (err.msg[0])
+				fprintf(stderr, "%s: %s\n", s->cfg.name, err.msg);
+			return 1;
+		}
+		s->proto_open[i] = true;
 	}
-	s->proto_open = true;
 	paste_store_start(s->store);
 	s->started = true;
 	return 0;
@@ -439,7 +468,8 @@ int server_run(struct server *s)
 	/* A port belongs to the thread that opens it (SINGLE_ISSUER rings), so
 	 * each worker opens its own, one after the other: with --port 0 the
 	 * first one picks the port and the rest join it with SO_REUSEPORT. */
-	s->listen_port = cfg->port;
+	for (uint32_t i = 0; i < s->nlis; i++)
+		s->listen_port[i] = s->lis[i].port;
 	sem_init(&s->opened, 0, 0);
 	for (uint32_t i = 0; i < cfg->threads; i++) {
 		pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]);
@@ -457,9 +487,20 @@ int server_run(struct server *s)
 		cfg->engine == PASTE_ENGINE_URING ? "uring" : "epoll", cfg->mode, cfg->threads,
 		paste_durability_name(s->durability), paste_persist_flush_insn(s->workers[0].persist),
 		cfg->mode_note);
-	if (cfg->proto->banner)
-		cfg->proto->banner(s);
-	fprintf(stderr, "%s: listening on %s:%u\n", cfg->name, cfg->host, s->listen_port);
+	for (uint32_t i = 0; i < s->nlis; i++)
+		if (s->lis[i].proto->banner)
+			s->lis[i].proto->banner(s, s->proto_state[i]);
+	if (!cfg->nlisten) {
+		fprintf(stderr, "%s: listening on %s:%u\n", cfg->name, cfg->host, s->listen_port[0]);
+	} else {
+		/* One line per listener, then "ready": a supervisor (or a test)
+		 * waits for the last line and knows every port. */
+		for (uint32_t i = 0; i < s->nlis; i++)
+			fprintf(stderr, "%s: %s listening on %s:%u\n", cfg->name,
+				s->lis[i].label ? s->lis[i].label : s->lis[i].proto->name, cfg->host,
+				s->listen_port[i]);
+		fprintf(stderr, "%s: ready\n", cfg->name);
+	}
 
 	sigdelset(&set, SIGUSR1);
 	int sig;

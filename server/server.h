@@ -51,6 +51,7 @@ enum srv_timer {
  * line, per open connection. */
 struct srv_conn {
 	uint8_t timer;      /* enum srv_timer, set by the protocol */
+	uint8_t lis;        /* the listener it came through: which protocol (server) */
 	uint64_t last_ms;   /* batch clock at the accept or the last DATA (server) */
 	uint64_t since_ms;  /* batch clock when the current request began (protocol) */
 };
@@ -69,19 +70,24 @@ static inline void *srv_service_part(void *proto_part, uint32_t proto_size)
 }
 
 /* A protocol: what the server calls. Per event one indirect call (data,
- * accept, closed); the rest is rare. */
+ * accept, closed); the rest is rare. A server may run several protocols,
+ * one per listener (pkvs: HTTP and RESP); each has its own state, which
+ * its callbacks find with srv_proto_state. */
 struct server_proto {
 	const char *name;
 	uint32_t conn_size;                          /* protocol part of a slot */
 	/* The service part of a slot, from the protocol's configuration. */
 	uint32_t (*service_conn_size)(const void *proto_cfg);
-	/* Process-wide state (s->proto_state), after the workers' persist
-	 * objects exist and before the store starts (log recovery takes its
-	 * buffers first) and before any worker runs. Returns 0 or a negative
-	 * errno with err->msg set. */
-	int (*open)(struct server *s, struct paste_error *err);
-	void (*close)(struct server *s);             /* after every worker stopped */
-	void (*banner)(struct server *s);            /* start-up lines of its own, if any */
+	/* Process-wide state (*state, found later with srv_proto_state) from
+	 * proto_cfg, after the workers' persist objects exist and before the
+	 * store starts (log recovery takes its buffers first) and before any
+	 * worker runs. Returns 0 or a negative errno with err->msg set. */
+	int (*open)(struct server *s, const void *proto_cfg, void **state, struct paste_error *err);
+	void (*close)(struct server *s, void *state);   /* after every worker stopped */
+	void (*banner)(struct server *s, void *state);  /* start-up lines of its own, if any */
+	/* Optional: once per pass, after the batch's events (pkvs: release
+	 * what became durable, checkpoint when due). */
+	void (*pass)(struct worker *w, void *state);
 	void (*accept)(struct worker *w, uint32_t conn, struct srv_conn *c);
 	void (*data)(struct worker *w, const struct paste_event *ev, struct srv_conn *c);
 	/* The connection is gone (or the server stops with it open): release
@@ -103,6 +109,7 @@ struct server_config {
 	const char *store_path;
 	uint64_t store_size;
 	uint32_t buf_size;
+	uint64_t node_size;          /* B+tree node area when creating (paste_store_config) */
 	enum paste_durability durability;
 	uint64_t pm_latency_ns;
 	uint32_t ring_bufs;
@@ -110,11 +117,25 @@ struct server_config {
 	bool busy_poll;
 	int cpu;                     /* pin thread i to CPU cpu+i; -1: no pinning */
 	uint32_t defer_accept_s;     /* paste_port_config.defer_accept_s */
+	/* paste_port_config's batch-wait knobs (uring; 0: the port's default) */
+	uint32_t min_wait_us, want_div;
+	bool no_min_wait;
 	uint64_t header_to_ms, body_to_ms, idle_to_ms;   /* 0: disabled */
 	const char *mode;            /* for the start-up line: "rpc", "wal" */
 	const char *mode_note;       /* appended to it (", copy mode"), or "" */
+	/* One listener on `port` with this protocol (phttpd) ... */
 	const struct server_proto *proto;
 	const void *proto_cfg;
+	/* ... or, when nlisten > 0, these listeners on host instead, each
+	 * with its protocol (pkvs: HTTP and RESP), served by the same ports:
+	 * one submission per pass for all of them. */
+	uint32_t nlisten;
+	struct server_listener {
+		const char *label;       /* "http", "resp": the listening line */
+		uint16_t port;           /* 0: a free one */
+		const struct server_proto *proto;
+		const void *proto_cfg;
+	} listen[PASTE_PORT_MAX_LISTEN];
 };
 
 /* Counters other threads read (/stats): written by their worker only, so
@@ -164,17 +185,28 @@ struct server {
 	struct paste_store *store;
 	struct worker *workers;
 	uint32_t conn_size;            /* bytes per conn_data slot, all three parts */
-	void *proto_state;             /* the protocol's, from its open */
-	bool proto_open, started;
+	/* The listeners (cfg.listen, or the one cfg.proto on cfg.port), each
+	 * protocol's state from its open, and the bound ports. */
+	uint32_t nlis;
+	struct server_listener lis[PASTE_PORT_MAX_LISTEN];
+	void *proto_state[PASTE_PORT_MAX_LISTEN];
+	bool proto_open[PASTE_PORT_MAX_LISTEN];
+	bool started;
 	atomic_int stop;               /* main tells the workers to return */
 	atomic_int exit_code;          /* a worker's run-time failure: 1 */
-	uint16_t listen_port;          /* the bound port, for the next worker */
+	uint16_t listen_port[PASTE_PORT_MAX_LISTEN];   /* bound ports, for the next worker */
 	sem_t opened;                  /* a worker opened its port (or failed) */
 	struct paste_error open_err;
 };
 
 /* Bytes per conn_data slot for this protocol and configuration. */
 uint32_t server_conn_size(const struct server_proto *proto, const void *proto_cfg);
+
+/* The state of the protocol connection c belongs to (its open's *state). */
+static inline void *srv_proto_state(const struct worker *w, const struct srv_conn *c)
+{
+	return w->srv->proto_state[c->lis];
+}
 
 /* Open the store (created if missing), check it against the config, open
  * one persist object per thread. Returns 0, or the exit status (1: run-time

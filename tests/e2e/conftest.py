@@ -13,6 +13,7 @@ test helpers. Helpers are plain functions and classes so test files import
 them with `from conftest import ...` (pytest puts this directory on
 sys.path); the names from paste_proc are re-exported here.
 """
+import fcntl
 import hashlib
 import os
 import resource
@@ -163,7 +164,7 @@ def pytest_runtest_makereport(item, call):
     funcargs = getattr(item, "funcargs", {})
     factory = funcargs.get("phttpd") or funcargs.get("pkvs")
     if rep.failed and isinstance(factory, ServerFactory) and factory.servers:
-        rep.sections.append(("phttpd stderr", factory.stderr_report()))
+        rep.sections.append(("server stderr", factory.stderr_report()))
 
 
 @pytest.fixture
@@ -266,3 +267,14 @@ def check_records(port, expected, host="127.0.0.1"):
             if r.status != 200 or got != want:
                 bad.append((lsn, r.status, len(r.body)))
     return bad
+
+
+def copy_image(image, dest, whole_fences=True):
+    """Copy the persistence shim's crash image (phttpd-shim, pkvs-shim).
+    With whole_fences, hold flock(LOCK_SH): the shim applies a fence under
+    LOCK_EX, so the copy is the image at one instant between two fences;
+    without, the copy may catch fences midway."""
+    with open(image, "rb") as f:
+        if whole_fences:
+            fcntl.flock(f, fcntl.LOCK_SH)
+        shutil.copyfile(image, dest)

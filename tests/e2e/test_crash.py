@@ -8,12 +8,10 @@
     every record acknowledged before the copy began.
 (c) damaged stores: flipped data bits, a corrupt superblock, a truncated file.
 """
-import fcntl
 import json
 import os
 import random
 import re
-import shutil
 import struct
 import sys
 import threading
@@ -22,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HERE, HttpConn, check_records, file_sha256, post_all, run_tool, sha256
+from conftest import (HERE, HttpConn, check_records, copy_image, file_sha256, post_all,
+                      run_tool, sha256)
 
 sys.path.insert(0, str(HERE.parent.parent / "bench"))
 import walclient  # noqa: E402  (bench/walclient.py: run_load, HttpConn)
@@ -149,15 +148,6 @@ class AckingLoad:
             t.join(15)
 
 
-def copy_image(image, dest, whole_fences):
-    """Copy the shim's image. With whole_fences, hold flock(LOCK_SH) so no
-    fence is half applied in the copy; without, the copy may catch a fence
-    midway, which is a legitimate crash too."""
-    with open(image, "rb") as f:
-        if whole_fences:
-            fcntl.flock(f, fcntl.LOCK_SH)
-        shutil.copyfile(image, dest)
-
 
 @pytest.mark.parametrize("durability", ["emulated", "fsync"])
 def test_shim_crash_images(phttpd, engine, durability):
@@ -239,9 +229,12 @@ def find_superblock_crc(sb):
     return None
 
 
+STORE_VERSION = 2   # include/paste.h: PASTE_STORE_VERSION
+
+
 def version_offset(sb):
     for off in range(8, 64, 4):
-        if struct.unpack_from("<I", sb, off)[0] == 1:
+        if struct.unpack_from("<I", sb, off)[0] == STORE_VERSION:
             return off
     return None
 
@@ -375,7 +368,7 @@ def test_bad_magic_refused(phttpd):
 def test_other_version_refused(phttpd):
     store, _ = make_store(phttpd, 2)
     off = version_offset(Path(store).read_bytes()[:64])
-    assert off is not None, "no u32 field equal to version 1 in the superblock's first 64 bytes"
+    assert off is not None, f"no u32 field equal to version {STORE_VERSION} in the superblock's first 64 bytes"
     _edit_superblock(store, lambda sb, _: struct.pack_into("<I", sb, off, 99))
     _refuses(phttpd, store, r"version")
 

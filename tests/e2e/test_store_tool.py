@@ -1,7 +1,10 @@
-"""paste-store info|check|dump on real stores written by phttpd."""
+"""paste-store info|check|dump|upgrade on real stores written by phttpd,
+and on a version-1 store built here byte by byte."""
 import json
 import os
 import re
+import struct
+import time
 
 import pytest
 
@@ -46,7 +49,7 @@ def store_with_records(phttpd):
 def test_help():
     cp = run_tool("--help")
     assert cp.returncode == 0, cp
-    for word in ("--store", "info", "check", "dump"):
+    for word in ("--store", "info", "check", "dump", "upgrade", "--tree"):
         assert word in cp.stdout + cp.stderr, f"--help does not mention {word}"
 
 
@@ -132,3 +135,117 @@ def test_check_refuses_a_live_store(phttpd):
     cp = run_tool("--store", srv.store, "check")
     assert cp.returncode == 0, cp.stdout + cp.stderr
     assert "in use" not in run_tool("--store", srv.store, "info").stdout
+
+
+@pytest.fixture
+def fresh_kv_store(pkvs):
+    """A store pkvs created (it has a node area; phttpd's have none)."""
+    srv = pkvs.start(["--store-size", "16M", "--buf-size", "4096", "--ring-bufs", "256"],
+                     store_size="16M")
+    srv.stop(keep_store=True)
+    return srv.store
+
+
+def test_fresh_store_has_an_empty_tree(fresh_kv_store):
+    info = run_tool("--store", fresh_kv_store, "info")
+    assert info.returncode == 0, info.stderr
+    assert re.search(r"node area:\s+\d+ bytes", info.stdout), info.stdout
+    assert re.search(r"tree:\s+0 keys", info.stdout), info.stdout
+    check = run_tool("--store", fresh_kv_store, "check")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "reference counts consistent" in check.stdout, check.stdout
+    cp = run_tool("--store", fresh_kv_store, "dump", "--tree")
+    assert cp.returncode == 0 and cp.stdout == "", cp
+    cp = run_tool("--store", fresh_kv_store, "info", "--tree")
+    assert cp.returncode == 2, cp
+
+
+def test_phttpd_store_has_no_tree(store_with_records):
+    """phttpd creates its stores without a node area (every buffer serves
+    the log); the tools say so and still check the log."""
+    store, records = store_with_records
+    info = run_tool("--store", store, "info").stdout
+    assert re.search(r"node area:\s+none", info), info
+    check = run_tool("--store", store, "check")
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+# --------------------------------------------------------------------------
+# Version 1 -> 2
+# --------------------------------------------------------------------------
+
+def crc32c(data, crc=0):
+    crc ^= 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF
+
+
+def write_v1_store(path, size=16 << 20, buf_size=2048, lanes=2, log_size=1 << 20):
+    """A store as the version-1 build formatted it: superblock (96 bytes,
+    CRC32C of the first 92 at 92), zeroed checkpoints and log, buffers."""
+    ckpt_offset = 4096
+    log_offset = ckpt_offset + 4096
+    lane_size = log_size // lanes
+    buf_offset = log_offset + lanes * lane_size
+    nbufs = (size - buf_offset) // buf_size
+    sb = b"PASTESTO" + struct.pack("<IIIII", 1, 96, buf_size, nbufs, lanes)
+    sb += struct.pack("<QQQQQ", size, ckpt_offset, log_offset, lane_size, buf_offset)
+    sb += os.urandom(16) + struct.pack("<Q", time.time_ns())
+    assert len(sb) == 92
+    sb += struct.pack("<I", crc32c(sb))
+    with open(path, "wb") as f:
+        f.write(sb.ljust(4096, b"\0"))
+        f.truncate(size)
+    return nbufs
+
+
+def test_version1_refused_then_upgraded(phttpd, tmp_path):
+    store = str(tmp_path / "v1.store")
+    nbufs = write_v1_store(store)
+    before = file_sha256(store)
+    # Refused, saying how to upgrade, by the tool and by the server.
+    for cmd in ("info", "check", "dump"):
+        cp = run_tool("--store", store, cmd)
+        assert cp.returncode == 2, cp
+        assert "version 1" in cp.stderr and f"paste-store --store {store} upgrade" in cp.stderr, cp.stderr
+    rc, err = phttpd.start_failing(mode="wal", store=store)
+    assert rc != 0 and "upgrade" in err and store in err, err
+    assert file_sha256(store) == before, "a refused open modified the store"
+    # The upgrade, then the store works as before (same buffers).
+    cp = run_tool("--store", store, "upgrade")
+    assert cp.returncode == 0 and "upgraded" in cp.stdout, cp
+    info = run_tool("--store", store, "info")
+    assert info.returncode == 0, info.stderr
+    assert "version 2" in info.stdout and "node area:   none" in info.stdout, info.stdout
+    assert f"{nbufs} x 2048 bytes" in info.stdout, info.stdout
+    srv = phttpd.start("uring", mode="wal", store=store)
+    records = post_all(srv.port, [os.urandom(n) for n in (5, 500, 5000)])
+    srv.stop()
+    assert records_in(run_tool("--store", store, "info").stdout) == 3
+    assert run_tool("--store", store, "check").returncode == 0
+    # Again: nothing to do, and said so.
+    cp = run_tool("--store", store, "upgrade")
+    assert cp.returncode == 0 and "already" in cp.stderr, cp
+
+
+def test_upgrade_refuses_what_is_not_version1(fresh_store, tmp_path):
+    before = file_sha256(fresh_store)
+    cp = run_tool("--store", fresh_store, "upgrade")
+    assert cp.returncode == 0 and "already layout version 2" in cp.stderr, cp
+    assert file_sha256(fresh_store) == before
+    junk = tmp_path / "junk"
+    junk.write_bytes(os.urandom(1 << 16))
+    cp = run_tool("--store", junk, "upgrade")
+    assert cp.returncode == 2 and "magic" in cp.stderr, cp
+    damaged = str(tmp_path / "damaged-v1.store")
+    write_v1_store(damaged)
+    with open(damaged, "r+b") as f:
+        f.seek(70)
+        f.write(b"\xff")
+    before = file_sha256(damaged)
+    cp = run_tool("--store", damaged, "upgrade")
+    assert cp.returncode == 2 and "checksum" in cp.stderr, cp
+    assert file_sha256(damaged) == before

@@ -13,36 +13,22 @@
  * Without io_uring only the epoll and API parts run, and the exit status
  * is 77 (meson's skip).
  */
-#include <arpa/inet.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include "check.h"
-#include "paste.h"
+#include "port_fixture.h"
 
-static char store_path[64];
 static struct paste_store *st;
 static uint32_t bs;
 
-/* ---- helpers (after test_port.c) ---------------------------------- */
+/* ---- helpers (the store, ports, clients: port_fixture.h) ------------ */
 
 static int client(uint16_t port)
 {
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
-	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		close(fd);
-		return -1;
-	}
+	int fd = pf_client(port);
 	/* non-blocking: a large body is written between polls, never
 	 * blocking the thread that must read it */
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	if (fd >= 0)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	return fd;
 }
 
@@ -57,12 +43,9 @@ static bool rig_open(struct rig *r, enum paste_engine e)
 {
 	memset(r, 0, sizeof(*r));
 	r->fd = -1;
-	struct paste_port_config c = { .engine = e, .ring_bufs = 64, .max_conns = 16, .store = st };
-	struct paste_error err = { 0 };
-	if (paste_port_open(&r->pt, &c, &err)) {
-		fprintf(stderr, "port open: %s\n", err.msg);
+	r->pt = pf_open_port(st, e, 64, 16);
+	if (!r->pt)
 		return false;
-	}
 	r->fd = client(paste_port_local_port(r->pt));
 	CHECK(r->fd >= 0);
 	for (int i = 0; i < 100 && r->fd >= 0; i++) {
@@ -854,16 +837,11 @@ static void test_api(void)
 
 int main(void)
 {
-	struct paste_error err;
-	bool uring = paste_uring_probe(&err) == 0;
-	if (!uring)
-		printf("skipping the uring tests: %s\n", err.msg);
-	snprintf(store_path, sizeof(store_path), "/dev/shm/paste-test-body-%d", getpid());
-	struct paste_store_config c = { .size = 16 << 20 };
-	if (paste_store_open(&st, store_path, &c, PASTE_STORE_CREATE | PASTE_STORE_EXCL, &err)) {
-		fprintf(stderr, "%s\n", err.msg);
+	bool uring = pf_uring_usable();
+	struct pf_store s;
+	if (pf_store_open(&s, "/dev/shm", "body", 16 << 20))
 		return 1;
-	}
+	st = s.st;
 	paste_store_start(st);
 	bs = paste_store_geom(st)->buf_size;
 	test_api();
@@ -880,8 +858,6 @@ int main(void)
 		test_hold_after_copy();
 		test_random_vs_reference();
 	}
-	paste_store_close(st);
-	unlink(store_path);
-	int r = check_done();
-	return r ? r : uring ? 0 : 77;   /* 77: meson's "skipped" */
+	pf_store_close(&s);
+	return pf_done(uring);
 }

@@ -13,22 +13,13 @@
  * Each case opens a store of its own: the failed state lasts until close.
  * Without io_uring the epoll half runs and the exit status is 77 (skip).
  */
-#include <arpa/inet.h>
 #include <dirent.h>
-#include <errno.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include "check.h"
-#include "paste.h"
+#include "port_fixture.h"
 
 struct fix {
-	char path[64];
-	struct paste_store *st;
+	struct pf_store s;            /* its own store, removed at close */
+	struct paste_store *st;       /* s.st */
 	struct paste_persist *p;
 	struct paste_port *pt;
 	uint32_t nfree;               /* free buffers before the port opened */
@@ -44,15 +35,13 @@ static const char *engine_name(enum paste_engine e)
 
 static int fix_open(struct fix *f, enum paste_engine e, enum paste_durability mode, int busy_poll)
 {
-	static int n;
 	memset(f, 0, sizeof(*f));
-	snprintf(f->path, sizeof(f->path), "%s/paste-test-pfail-%d-%d",
-		 mode == PASTE_DUR_FSYNC ? "/var/tmp" : "/dev/shm", getpid(), n++);
-	struct paste_store_config sc = { .size = 8 << 20 };
+	if (pf_store_open(&f->s, mode == PASTE_DUR_FSYNC ? "/var/tmp" : "/dev/shm", "pfail", 8 << 20))
+		return -1;
+	f->st = f->s.st;
 	struct paste_persist_config pc = { .mode = mode };
 	struct paste_error err = { 0 };
-	if (paste_store_open(&f->st, f->path, &sc, PASTE_STORE_CREATE | PASTE_STORE_EXCL, &err) ||
-	    paste_persist_open(&f->p, f->st, &pc, &err)) {
+	if (paste_persist_open(&f->p, f->st, &pc, &err)) {
 		fprintf(stderr, "%s\n", err.msg);
 		return -1;
 	}
@@ -60,10 +49,8 @@ static int fix_open(struct fix *f, enum paste_engine e, enum paste_durability mo
 	f->nfree = paste_store_nfree(f->st);
 	struct paste_port_config c = { .engine = e, .ring_bufs = 16, .max_conns = 16, .store = f->st,
 				       .persist = f->p, .busy_poll = busy_poll };
-	if (paste_port_open(&f->pt, &c, &err)) {
-		fprintf(stderr, "%s\n", err.msg);
+	if (!(f->pt = pf_port_open(&c)))
 		return -1;
-	}
 	memset(f->data_slot, 0xff, sizeof(f->data_slot));
 	return 0;
 }
@@ -73,8 +60,7 @@ static void fix_close(struct fix *f)
 	paste_port_close(f->pt);
 	CHECK_EQ(paste_store_nfree(f->st), f->nfree);   /* nothing leaked */
 	paste_persist_close(f->p);
-	paste_store_close(f->st);
-	unlink(f->path);
+	pf_store_close(&f->s);
 }
 
 static int fix_poll(struct fix *f, int ms)
@@ -92,22 +78,10 @@ static int fix_poll(struct fix *f, int ms)
 	return n;
 }
 
-static int client(struct fix *f)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(paste_port_local_port(f->pt)) };
-	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* Connect and send one byte b; returns the fd, the slot in *slot. */
 static int connect_send(struct fix *f, char b, uint32_t *slot)
 {
-	int fd = client(f);
+	int fd = pf_client(paste_port_local_port(f->pt));
 	if (fd < 0 || write(fd, &b, 1) != 1)
 		return -1;
 	for (int i = 0; i < 200 && f->data_slot[(int)b] == UINT32_MAX; i++)
@@ -369,7 +343,7 @@ static int sync_fd(struct fix *f)
 		if (n <= 0 || fd == paste_store_fd(f->st))
 			continue;
 		target[n] = 0;
-		if (!strcmp(target, f->path))
+		if (!strcmp(target, f->s.path))
 			found = fd;
 	}
 	if (d)
@@ -428,7 +402,7 @@ static void test_store_removed(enum paste_engine e)
 	int ca = connect_send(&f, 'a', &sa);
 	CHECK(ca >= 0);
 	fix_poll(&f, 0);
-	unlink(f.path);
+	unlink(f.s.path);
 	for (int i = 0; i < 300 && !paste_store_failed(f.st, NULL); i++)
 		fix_poll(&f, 10);
 	CHECK_EQ(paste_store_failed(f.st, NULL), -ENOENT);
@@ -440,10 +414,7 @@ static void test_store_removed(enum paste_engine e)
 
 int main(void)
 {
-	struct paste_error err;
-	bool uring = paste_uring_probe(&err) == 0;
-	if (!uring)
-		printf("skipping the uring tests: %s\n", err.msg);
+	bool uring = pf_uring_usable();
 	enum paste_engine engines[2] = { PASTE_ENGINE_EPOLL, PASTE_ENGINE_URING };
 	for (int i = 0; i < (uring ? 2 : 1); i++) {
 		for (int m = 0; m < 2; m++) {
@@ -462,6 +433,5 @@ int main(void)
 		test_foreign_commit();
 		test_fail_commit_inflight();
 	}
-	int r = check_done();
-	return r ? r : uring ? 0 : 77;   /* 77: meson's "skipped" */
+	return pf_done(uring);
 }

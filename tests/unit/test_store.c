@@ -1,4 +1,5 @@
-/* test_store.c - packet store: format, validation, allocator, bounds. */
+/* test_store.c - packet store: format, validation, allocator, bounds, and
+ * the version-1 -> 2 upgrade. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -6,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,11 +16,13 @@
 
 #define MIB (1ull << 20)
 
-/* Superblock byte offsets (layout version 1, see lib/store.c). */
+/* Superblock byte offsets (layout version 2, see lib/store.c). */
 #define SB_VERSION 8
+#define SB_HDRSIZE 12
 #define SB_NBUFS   20
 #define SB_UUID    68
-#define SB_CRC     92
+#define SB_CRC     108
+#define SB_V1_CRC  92   /* version 1: 92 bytes, then the CRC */
 
 static char dir[64];
 static char path[128];
@@ -91,8 +95,15 @@ static void test_create_roundtrip(void)
 	CHECK_EQ(g->log_offset, 8192);
 	/* auto log: 64 B x 2048 buffers is under 1 MiB, so 1 MiB over 2 lanes */
 	CHECK_EQ(g->lane_size, 512 * 1024);
-	CHECK_EQ(g->buf_offset, 8192 + MIB);
-	CHECK_EQ(g->nbufs, (4 * MIB - 8192 - MIB) / 2048);
+	/* auto node area: 1/8 of the file, between the lanes and the buffers */
+	CHECK_EQ(g->node_offset, 8192 + MIB);
+	CHECK_EQ(g->node_size, 512 * 1024);
+	CHECK_EQ(g->meta_offset, g->node_offset);
+	CHECK_EQ(g->buf_offset, 8192 + MIB + 512 * 1024);
+	CHECK_EQ(g->nbufs, (4 * MIB - 8192 - MIB - 512 * 1024) / 2048);
+	uint32_t pages = 0;
+	CHECK(paste_store_nodes(st, &pages) == paste_store_base(st) + g->node_offset);
+	CHECK_EQ(pages, 128);
 	CHECK(g->uuid[0] || g->uuid[1]);
 	CHECK(strcmp(paste_store_path(st), path) == 0);
 	CHECK(paste_store_fd(st) >= 0);
@@ -176,13 +187,37 @@ static void test_create_config_errors(void)
 	expect_create_error(&(struct paste_store_config){ .size = MIB }, "too small");
 	expect_create_error(&(struct paste_store_config){ .size = 4 * MIB + 100 }, "multiple of 4096");
 	expect_create_error(&(struct paste_store_config){ .size = 4 * MIB, .log_size = 8 * MIB }, "exceeds");
-	/* Just big enough: 1 MiB log + 8 KiB + 64 buffers. */
+	expect_create_error(&(struct paste_store_config){ .size = 4 * MIB, .node_size = 5000 }, "node area");
+	expect_create_error(&(struct paste_store_config){ .size = 4 * MIB, .node_size = 8192 }, "node area");
+	expect_create_error(&(struct paste_store_config){ .size = 4 * MIB, .node_size = 8 * MIB }, "node area");
+	expect_create_error(&(struct paste_store_config){ .size = 4 * MIB, .node_size = 3 * MIB }, "too small");
+	/* Just big enough: 1 MiB log + 8 KiB + 64 buffers (the auto node
+	 * area gives way to the buffers). */
 	struct paste_store *st = NULL;
 	struct paste_store_config edge = { .size = MIB + 8192 + 64 * 2048, .log_lanes = 2 };
 	unlink(path);
 	CHECK_EQ(paste_store_open(&st, path, &edge, PASTE_STORE_CREATE, NULL), 0);
-	if (st)
+	if (st) {
 		CHECK_EQ(paste_store_geom(st)->nbufs, 64);
+		CHECK_EQ(paste_store_geom(st)->node_size, 0);
+		CHECK(paste_store_nodes(st, NULL) == NULL);
+	}
+	paste_store_close(st);
+	/* An explicit node area, and none. */
+	struct paste_store_config nodes = { .size = 4 * MIB, .node_size = 3 * 4096 };
+	unlink(path);
+	CHECK_EQ(paste_store_open(&st, path, &nodes, PASTE_STORE_CREATE, NULL), 0);
+	if (st)
+		CHECK_EQ(paste_store_geom(st)->node_size, 3 * 4096);
+	paste_store_close(st);
+	nodes.node_size = PASTE_STORE_NO_NODES;
+	unlink(path);
+	CHECK_EQ(paste_store_open(&st, path, &nodes, PASTE_STORE_CREATE, NULL), 0);
+	if (st) {
+		CHECK_EQ(paste_store_geom(st)->node_size, 0);
+		CHECK_EQ(paste_store_geom(st)->meta_offset, 0);
+		CHECK_EQ(paste_store_geom(st)->buf_offset, paste_store_geom(st)->node_offset);
+	}
 	paste_store_close(st);
 	/* Auto log grows past 1 MiB with the buffer count: 64 B per buffer
 	 * per lane, so each lane can name every buffer. */
@@ -227,9 +262,9 @@ static void test_validation_errors(void)
 	expect_open_error(NULL, -EINVAL, "not a paste store (bad magic)");
 
 	paste_store_close(create_small());
-	uint32_t v2 = 2;
-	poke(path, SB_VERSION, &v2, 4);
-	expect_open_error(NULL, -EPROTO, "layout version 2, this build reads 1");
+	uint32_t v3 = 3;
+	poke(path, SB_VERSION, &v3, 4);
+	expect_open_error(NULL, -EPROTO, "layout version 3, this build reads 2");
 
 	paste_store_close(create_small());
 	uint8_t x = 0x5a;
@@ -262,6 +297,10 @@ static void test_geometry_mismatch(void)
 			  "geometry mismatch: store has 2 log lanes, asked for 4");
 	expect_open_error(&(struct paste_store_config){ .log_size = 2 * MIB }, -EINVAL,
 			  "geometry mismatch: store has a 1048576-byte log, asked for 2097152");
+	expect_open_error(&(struct paste_store_config){ .node_size = 8192 * 4 }, -EINVAL,
+			  "geometry mismatch: store has a 524288-byte node area, asked for 32768");
+	expect_open_error(&(struct paste_store_config){ .node_size = PASTE_STORE_NO_NODES }, -EINVAL,
+			  "geometry mismatch: store has a 524288-byte node area, asked for none");
 	/* Matching values are fine. */
 	struct paste_store *st = NULL;
 	struct paste_store_config same = small;
@@ -606,6 +645,114 @@ static void test_threads(void)
 	paste_store_close(st);
 }
 
+/* Rewrite the superblock of the (closed) version-2 store at path as the
+ * previous build wrote it: a store without a node area has version 1's
+ * layout, and the first 92 bytes of its superblock are version 1's;
+ * version 1 put its CRC at 92 (header size 96). */
+static void to_v1(void)
+{
+	uint8_t sb[112];
+	int fd = open(path, O_RDWR);
+	CHECK_EQ(pread(fd, sb, sizeof(sb), 0), (ssize_t)sizeof(sb));
+	uint32_t one = 1, hs = 96;
+	memcpy(sb + SB_VERSION, &one, 4);
+	memcpy(sb + SB_HDRSIZE, &hs, 4);
+	memset(sb + SB_V1_CRC, 0, sizeof(sb) - SB_V1_CRC);
+	uint32_t crc = paste_crc32c(0, sb, SB_V1_CRC);
+	memcpy(sb + SB_V1_CRC, &crc, 4);
+	CHECK_EQ(pwrite(fd, sb, sizeof(sb), 0), (ssize_t)sizeof(sb));
+	close(fd);
+}
+
+static struct paste_store *create_no_nodes(void)
+{
+	struct paste_store_config c = { .size = 4 * MIB, .log_lanes = 2, .node_size = PASTE_STORE_NO_NODES };
+	struct paste_store *st = NULL;
+	unlink(path);
+	CHECK_EQ(paste_store_open(&st, path, &c, PASTE_STORE_CREATE, NULL), 0);
+	return st;
+}
+
+static void test_upgrade_v1(void)
+{
+	struct paste_persist *p = NULL;
+	struct paste_wal *w = NULL;
+	struct paste_error err = {0};
+	struct paste_persist_config pc = { .mode = PASTE_DUR_EMULATED };
+	/* A store with a log record, then made version 1. */
+	struct paste_store *st = create_no_nodes();
+	if (!st)
+		return;
+	uint64_t lsn = 0;
+	uint32_t buf_before = paste_store_geom(st)->nbufs;
+	uint64_t bo_before = paste_store_geom(st)->buf_offset;
+	CHECK_EQ(paste_persist_open(&p, st, &pc, &err), 0);
+	CHECK_EQ(paste_wal_open(&w, st, p, &err), 0);
+	paste_store_start(st);
+	uint32_t b;
+	CHECK_EQ(paste_store_alloc(st, &b, 1), 1);
+	memcpy(paste_store_buf(st, b), "kept across the upgrade", 23);
+	struct paste_extent e = { b, 0, 23 };
+	CHECK_EQ(paste_wal_append(w, 0, p, &e, 1, &lsn), 0);
+	CHECK_EQ(paste_persist_fence(p), 0);
+	paste_wal_close(w);
+	paste_persist_close(p);
+	paste_store_close(st);
+	to_v1();
+
+	/* Refused, saying how to upgrade, file untouched. */
+	expect_open_error(NULL, -EPROTO, "layout version 1, this build reads 2");
+	CHECK_EQ(paste_store_open(&st, path, NULL, 0, &err), -EPROTO);
+	CHECK(strstr(err.msg, "paste-store --store") != NULL && strstr(err.msg, "upgrade") != NULL);
+	/* Not while someone holds it. */
+	struct paste_store *holder = NULL;
+	CHECK_EQ(paste_store_open(&holder, path, NULL, PASTE_STORE_RDONLY, &err), -EPROTO);
+	int lock_fd = open(path, O_RDONLY);
+	CHECK_EQ(flock(lock_fd, LOCK_SH), 0);
+	CHECK_EQ(paste_store_upgrade(path, &err), -EBUSY);
+	close(lock_fd);
+	/* The upgrade: same records, same buffers, no node area. */
+	CHECK_EQ(paste_store_upgrade(path, &err), 0);
+	CHECK_EQ(paste_store_upgrade(path, &err), -EALREADY);
+	CHECK_EQ(paste_store_open(&st, path, NULL, 0, &err), 0);
+	if (!st)
+		return;
+	const struct paste_store_geom *g = paste_store_geom(st);
+	CHECK_EQ(g->version, 2);
+	CHECK_EQ(g->node_size, 0);
+	CHECK_EQ(g->nbufs, buf_before);
+	CHECK_EQ(g->buf_offset, bo_before);
+	CHECK_EQ(paste_wal_open(&w, st, NULL, &err), 0);
+	const struct paste_extent *ext;
+	uint32_t n, len;
+	CHECK_EQ(paste_wal_lookup(w, lsn, &ext, &n, &len), 0);
+	CHECK(n == 1 && len == 23 && memcmp(paste_store_buf(st, ext[0].buf), "kept across the upgrade", 23) == 0);
+	CHECK_EQ(paste_wal_check(w, &err), 0);
+	paste_wal_close(w);
+	paste_store_close(st);
+
+	/* What is not a sound version-1 store is left alone. */
+	paste_store_close(create_no_nodes());
+	to_v1();
+	uint8_t x = 0x5a;
+	poke(path, SB_UUID, &x, 1);
+	size_t blen;
+	uint8_t *before = read_file(path, &blen);
+	CHECK_EQ(paste_store_upgrade(path, &err), -EBADMSG);
+	CHECK(strstr(err.msg, "checksum") != NULL);
+	CHECK(file_equals(path, before, blen));
+	free(before);
+	poke(path, 0, "NOTPASTE", 8);
+	CHECK_EQ(paste_store_upgrade(path, &err), -EINVAL);
+	uint32_t v7 = 7;
+	paste_store_close(create_small());
+	poke(path, SB_VERSION, &v7, 4);
+	CHECK_EQ(paste_store_upgrade(path, &err), -EPROTO);
+	char missing[160];
+	snprintf(missing, sizeof(missing), "%s/none.store", dir);
+	CHECK_EQ(paste_store_upgrade(missing, &err), -ENOENT);
+}
+
 int main(void)
 {
 	strcpy(dir, "/dev/shm/paste-test-store-XXXXXX");
@@ -627,6 +774,7 @@ int main(void)
 	test_in_use();
 	test_open_rereads_disk();
 	test_threads();
+	test_upgrade_v1();
 	unlink(path);
 	rmdir(dir);
 	return check_done();

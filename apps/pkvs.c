@@ -1,0 +1,129 @@
+/*
+ * pkvs.c - the persistent key-value server: main() only. One B+tree in
+ * the packet store (services/kv.c), served in one thread over two front
+ * ends on two ports of one paste port:
+ *
+ *   server/http.c + services/kv_http.c   PUT/GET/HEAD/DELETE /kv/<key>, GET /kv?...
+ *   server/resp.c + services/kv_resp.c   the Redis protocol (RESP2, RESP3)
+ *
+ * Scale out by sharding: several pkvs behind twemproxy (README, "Growing
+ * to several instances").
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+#include "kv.h"
+#include "kv_resp.h"
+#include "options.h"
+#include "resp.h"
+#include "server.h"
+
+#define PKVS_DEFAULT_STORE "/dev/shm/pkvs.store"
+#define MAX_TIMEOUT 1000000u
+
+static const struct opt_choice engines[] = {
+	{ "uring", PASTE_ENGINE_URING }, { "epoll", PASTE_ENGINE_EPOLL }, { NULL, 0 },
+};
+static const struct opt_choice durabilities[] = {
+	{ "auto", PASTE_DUR_AUTO }, { "pmem", PASTE_DUR_PMEM }, { "emulated", PASTE_DUR_EMULATED },
+	{ "fsync", PASTE_DUR_FSYNC }, { "none", PASTE_DUR_NONE }, { NULL, 0 },
+};
+
+/* "off", or a port number. */
+static int parse_port(const char *name, const char *v, bool *on, uint16_t *port)
+{
+	if (!strcmp(v, "off")) {
+		*on = false;
+		return 0;
+	}
+	uint64_t p;
+	if (opt_u64("pkvs", name, v, 0, 65535, false, &p))
+		return -1;
+	*on = true;
+	*port = (uint16_t)p;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct server_config sc = {
+		.name = "pkvs", .host = "127.0.0.1", .threads = 1,
+		.store_path = PKVS_DEFAULT_STORE, .ring_bufs = 4096, .max_conns = 4096,
+		.cpu = -1, .header_to_ms = 60000, .body_to_ms = 60000, .idle_to_ms = 0,
+		.mode = "kv", .mode_note = "",
+	};
+	static struct kv_handle kvh = { .cfg = { .max_value = 0 } };
+	struct http_config hc = { .max_body = 1ull << 30, .service = &kv_http_service,
+				  .service_cfg = &kvh };
+	/* Bulks up to Redis's 512 MiB are read: one over the value limit is
+	 * streamed, dropped and refused with an error, not a closed connection. */
+	struct resp_config rc = { .parser = { .max_bulk = 512ull << 20 },
+				  .service = &kv_resp_service, .service_cfg = &kvh,
+				  .server_name = "pkvs", .version = "7.0.0" };
+	const char *http_port = "8080", *resp_port = "6379";
+	uint64_t max_value = 0;
+	const struct opt opts[] = {
+		OPT_STR_("host", "ADDR", &sc.host, "listen address (default 127.0.0.1; ::1 works)"),
+		OPT_STR_("http-port", "N|off", &http_port, "HTTP front end port (default 8080; 0 picks a free one)"),
+		OPT_STR_("resp-port", "N|off", &resp_port, "Redis-protocol port (default 6379; 0 picks a free one)"),
+		OPT_CHOICE_("engine", "E", &sc.engine, engines, "uring (default) or epoll"),
+		OPT_STR_("store", "PATH", &sc.store_path, "packet store file (default " PKVS_DEFAULT_STORE ")"),
+		OPT_SIZE_("store-size", "SIZE", &sc.store_size, 1ull << 40,
+			  "size when creating the store (default 256M; K/M/G)"),
+		OPT_NUM_("buf-size", "N", &sc.buf_size, 0, 65536,
+			 "buffer bytes when creating (default 2048); values up to 63 buffers"),
+		OPT_SIZE_("node-size", "SIZE", &sc.node_size, 1ull << 40,
+			  "tree node area when creating (default 1/8 of the store; ~64 B per small key, x2 for checkpoints)"),
+		OPT_CHOICE_("durability", "MODE", &sc.durability, durabilities,
+			    "auto (default), pmem, emulated, fsync or none"),
+		OPT_NUM_("pm-latency", "NS", &sc.pm_latency_ns, 0, 1000000000,
+			 "emulated PM: busy wait per fence (the paper: 10000)"),
+		OPT_FLAG_("copy", &kvh.cfg.copy, "copy values into fresh buffers instead of holding them"),
+		OPT_SIZE_("max-value", "SIZE", &max_value, 1ull << 40,
+			  "largest value (default and cap: 63 store buffers)"),
+		OPT_NUM_("checkpoint-records", "N", &kvh.cfg.tree.ckpt_records, 0, 1u << 30,
+			 "checkpoint the tree after N log records (default 65536)"),
+		OPT_NUM_("checkpoint-ms", "MS", &kvh.cfg.tree.ckpt_ms, 0, 3600000,
+			 "... or MS after the first change since the last one (default 1000)"),
+		OPT_NUM_("max-conns", "N", &sc.max_conns, 1, 1u << 20, "connection slots (default 4096)"),
+		OPT_NUM_("ring-bufs", "N", &sc.ring_bufs, 1, 1u << 20, "receive buffers posted (default 4096)"),
+		OPT_SECS_("header-timeout", "S", &sc.header_to_ms, MAX_TIMEOUT,
+			  "a command or request head must arrive within S s (default 60; 0 off)"),
+		OPT_SECS_("body-timeout", "S", &sc.body_to_ms, MAX_TIMEOUT,
+			  "at most S s between the bytes of a value (default 60; 0 off)"),
+		OPT_SECS_("idle-timeout", "S", &sc.idle_to_ms, MAX_TIMEOUT,
+			  "close connections idle for S s (default 0: never, as Redis)"),
+		OPT_FLAG_("busy-poll", &sc.busy_poll, "never sleep in the kernel"),
+		OPT_NUM_("cpu", "N", &sc.cpu, 0, 4095, "pin the server thread to CPU N"),
+	};
+	int r = opt_parse(sc.name, opts, (int)(sizeof(opts) / sizeof(opts[0])),
+			  "One thread serves both front ends (the tree has one owner); run several\n"
+			  "pkvs behind twemproxy (nutcracker) to use more cores or machines.\n"
+			  "exit status: 0 clean stop, 1 run-time failure (a failed store included), 2 bad usage\n",
+			  argc, argv);
+	if (r)
+		return r > 0 ? 0 : 2;
+	bool http_on, resp_on;
+	uint16_t hp = 0, rp = 0;
+	if (parse_port("http-port", http_port, &http_on, &hp) ||
+	    parse_port("resp-port", resp_port, &resp_on, &rp))
+		return 2;
+	if (!http_on && !resp_on) {
+		fprintf(stderr, "pkvs: --http-port off and --resp-port off: nothing to serve\n");
+		return 2;
+	}
+	kvh.cfg.max_value = max_value;
+	if (http_on)
+		sc.listen[sc.nlisten++] = (struct server_listener){ "http", hp, &http_proto, &hc };
+	if (resp_on)
+		sc.listen[sc.nlisten++] = (struct server_listener){ "resp", rp, &resp_proto, &rc };
+
+	struct server *s;
+	int code = server_open(&s, &sc);
+	if (code)
+		return code;
+	return server_close(s, server_run(s));
+}

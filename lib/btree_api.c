@@ -1,0 +1,366 @@
+/* btree_api.c - the B+tree's calls: set, del, clear (log, then apply),
+ * get, cursors, open and close. The tree itself (pages, copy-on-write,
+ * splits and merges) is lib/btree.c, whose top comment has the formats
+ * and the crash-consistency argument. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include "btree_internal.h"
+
+/* ---- the API -------------------------------------------------------------- */
+
+static int key_ok(const void *key, uint32_t klen)
+{
+	if (!key || klen == 0)
+		return -EINVAL;
+	return klen > PASTE_BTREE_MAX_KEY ? -ENAMETOOLONG : 0;
+}
+
+/* Room for one change: pages, and slots to queue the replaced value's
+ * references. A checkpoint frees the pending pages. */
+static int ensure_room(struct paste_btree *t, uint64_t releases)
+{
+	int f = paste_store_failed(t->st, NULL);
+	if (f)
+		return f;
+	if (bt_pages_spare(t) < bt_pages_needed(t)) {
+		int rc = paste_btree_checkpoint(t);
+		if (rc < 0)
+			return rc;
+		if (bt_pages_spare(t) < bt_pages_needed(t))
+			return -ENOSPC;
+	}
+	if (t->rel_cap - (t->rel_tail - t->rel_head) < releases) {
+		size_t cap = t->rel_cap ? t->rel_cap : 1024, n = t->rel_tail - t->rel_head;
+		while (cap - n < releases)
+			cap *= 2;
+		struct bt_release *v = malloc(cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++)
+			v[i] = t->rel[(t->rel_head + i) & (t->rel_cap - 1)];
+		free(t->rel);
+		t->rel = v;
+		t->rel_cap = cap;
+		t->rel_head = 0;
+		t->rel_tail = n;
+	}
+	return 0;
+}
+
+int paste_btree_set(struct paste_btree *t, const void *key, uint32_t klen,
+		    const struct paste_extent *val, uint32_t n, uint64_t *lsn)
+{
+	int rc = key_ok(key, klen);
+	if (!t || rc)
+		return t ? rc : -EINVAL;
+	if (n > PASTE_BTREE_MAX_EXTENTS)
+		return -E2BIG;
+	if (n && !val)
+		return -EINVAL;
+	uint64_t vlen = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (val[i].buf >= t->g->nbufs || val[i].off > t->g->buf_size ||
+		    val[i].len > t->g->buf_size - val[i].off)
+			return -EINVAL;
+		vlen += val[i].len;
+	}
+	if (vlen > UINT32_MAX)
+		return -EINVAL;
+	if (BT_REC_HDR + klen > t->g->buf_size)
+		return -ENAMETOOLONG;   /* 512-byte buffers: keys up to 500 bytes */
+	if (!t->p)
+		return -EROFS;
+	if ((rc = ensure_room(t, PASTE_BTREE_MAX_EXTENTS)) < 0)
+		return rc;
+	uint64_t l;
+	if ((rc = bt_append(t, PASTE_BTREE_SET, key, klen, val, n, (uint32_t)vlen, &l)) < 0)
+		return rc;
+	struct paste_btree_record r = { .op = PASTE_BTREE_SET, .key = key, .klen = klen,
+					.val = val, .n = n, .vlen = (uint32_t)vlen };
+	bt_apply(t, &r, l);
+	if (lsn)
+		*lsn = l;
+	return 0;
+}
+
+int paste_btree_del(struct paste_btree *t, const void *key, uint32_t klen, uint64_t *lsn)
+{
+	int rc = key_ok(key, klen);
+	if (!t || rc)
+		return t ? rc : -EINVAL;
+	struct bt_path path;
+	if (!t->root || !bt_descend(t, key, klen, &path))
+		return -ENOENT;
+	if (!t->p)
+		return -EROFS;
+	if ((rc = ensure_room(t, PASTE_BTREE_MAX_EXTENTS)) < 0)
+		return rc;
+	uint64_t l;
+	if ((rc = bt_append(t, PASTE_BTREE_DEL, key, klen, NULL, 0, 0, &l)) < 0)
+		return rc;
+	struct paste_btree_record r = { .op = PASTE_BTREE_DEL, .key = key, .klen = klen };
+	bt_apply(t, &r, l);
+	if (lsn)
+		*lsn = l;
+	return 0;
+}
+
+/* Value extents in the tree (what a clear queues for release). */
+static uint64_t count_extents(struct paste_btree *t)
+{
+	uint64_t n = 0;
+	for (uint32_t no = BT_FIRST_PAGE; no < t->hwm; no++) {
+		uint8_t *pg = bt_pg(t, no);
+		if ((t->ps[no] & PS_STATE) != PS_USED || bt_h(pg)->type != BT_LEAF)
+			continue;
+		for (uint32_t i = 0; i < bt_h(pg)->nkeys; i++)
+			n += bt_entry(pg, i)[2];
+	}
+	return n;
+}
+
+int paste_btree_clear(struct paste_btree *t, uint64_t *lsn)
+{
+	if (!t)
+		return -EINVAL;
+	if (!t->p)
+		return -EROFS;
+	int rc = ensure_room(t, count_extents(t));
+	if (rc < 0)
+		return rc;
+	uint64_t l;
+	if ((rc = bt_append(t, PASTE_BTREE_CLEAR, NULL, 0, NULL, 0, 0, &l)) < 0)
+		return rc;
+	struct paste_btree_record r = { .op = PASTE_BTREE_CLEAR };
+	bt_apply(t, &r, l);
+	if (lsn)
+		*lsn = l;
+	return 0;
+}
+
+static void value_out(uint8_t *e, struct paste_extent *ext, uint32_t *n, uint32_t *len)
+{
+	if (ext)
+		memcpy(ext, e + BT_FIX, BT_EXT * e[2]);
+	if (n)
+		*n = e[2];
+	if (len)
+		*len = ld32(e + 4);
+}
+
+int paste_btree_get(struct paste_btree *t, const void *key, uint32_t klen,
+		    struct paste_extent *ext, uint32_t *n, uint32_t *len)
+{
+	int rc = key_ok(key, klen);
+	if (!t || rc)
+		return t ? rc : -EINVAL;
+	struct bt_path path;
+	if (!t->root || !bt_descend(t, key, klen, &path))
+		return -ENOENT;
+	value_out(bt_entry(bt_pg(t, path.page[path.depth - 1]), path.idx[path.depth - 1]), ext, n, len);
+	return 0;
+}
+
+uint64_t paste_btree_count(const struct paste_btree *t)
+{
+	return t ? t->nkeys : 0;
+}
+
+/* ---- cursors ---------------------------------------------------------------- */
+
+/* Move c from the end of a leaf to the first entry of the next one, or
+ * mark it done: up to the first ancestor with a child to the right, then
+ * down its leftmost path. */
+static void cursor_next_leaf(struct paste_btree_cursor *c)
+{
+	struct paste_btree *t = c->t;
+	uint32_t d = c->depth - 1;
+	for (;;) {
+		if (d == 0) {
+			c->done = true;
+			return;
+		}
+		d--;
+		if (c->idx[d] < bt_h(bt_pg(t, c->page[d]))->nkeys) {
+			c->idx[d]++;
+			break;
+		}
+	}
+	for (; d + 1 < c->depth; d++) {
+		c->page[d + 1] = bt_child(bt_pg(t, c->page[d]), c->idx[d]);
+		c->idx[d + 1] = 0;
+	}
+	if (bt_h(bt_pg(t, c->page[d]))->nkeys == 0)
+		c->done = true;   /* only an empty root leaf, which the tree never keeps */
+}
+
+static void cursor_seek(struct paste_btree_cursor *c)
+{
+	struct paste_btree *t = c->t;
+	c->positioned = true;
+	c->mods = t->mods;
+	c->done = !t->root;
+	if (c->done)
+		return;
+	struct bt_path path;
+	bool found = bt_descend(t, c->key, c->klen, &path);
+	c->depth = path.depth;
+	memcpy(c->page, path.page, sizeof(path.page[0]) * path.depth);
+	memcpy(c->idx, path.idx, sizeof(path.idx[0]) * path.depth);
+	if (found && c->have_key)
+		c->idx[c->depth - 1]++;
+	if (c->idx[c->depth - 1] >= bt_h(bt_pg(t, c->page[c->depth - 1]))->nkeys)
+		cursor_next_leaf(c);
+}
+
+void paste_btree_cursor_init(struct paste_btree_cursor *c, struct paste_btree *t,
+			     const void *start, uint32_t slen)
+{
+	c->t = t;
+	c->positioned = c->have_key = c->done = false;
+	c->depth = 0;
+	c->klen = start ? (slen < PASTE_BTREE_MAX_KEY ? slen : PASTE_BTREE_MAX_KEY) : 0;
+	if (c->klen)
+		memcpy(c->key, start, c->klen);
+}
+
+int paste_btree_cursor_next(struct paste_btree_cursor *c, const uint8_t **key, uint32_t *klen,
+			    struct paste_extent *ext, uint32_t *n, uint32_t *len)
+{
+	if (!c || !c->t)
+		return -EINVAL;
+	if (!c->positioned || c->mods != c->t->mods)
+		cursor_seek(c);
+	if (c->done)
+		return 0;
+	uint32_t d = c->depth - 1;
+	uint8_t *e = bt_entry(bt_pg(c->t, c->page[d]), c->idx[d]);
+	c->klen = ld16(e);
+	memcpy(c->key, bt_ekey(BT_LEAF, e), c->klen);
+	c->have_key = true;
+	value_out(e, ext, n, len);
+	if (key)
+		*key = c->key;
+	if (klen)
+		*klen = c->klen;
+	if (++c->idx[d] >= bt_h(bt_pg(c->t, c->page[d]))->nkeys)
+		cursor_next_leaf(c);
+	return 1;
+}
+
+/* ---- open and close ---------------------------------------------------------- */
+
+static void tree_free(struct paste_btree *t)
+{
+	if (t->private_len)
+		munmap(t->nodes, t->private_len);
+	for (int i = 0; i < 4; i++)
+		free(t->wide[i]);
+	free(t->ps);
+	free(t->free_stack);
+	free(t->pending);
+	free(t->dirty);
+	free(t->rel);
+	free(t);
+}
+
+int paste_btree_open(struct paste_btree **out, struct paste_store *st, struct paste_wal *w,
+		     struct paste_persist *p, const struct paste_btree_config *cfg,
+		     struct paste_error *err)
+{
+	struct paste_btree_config none = { 0 };
+	paste_error_set(err, 0, "%s", "");
+	if (!out || !st || !w)
+		return paste_error_set(err, -EINVAL, "paste_btree_open: no store or log given");
+	*out = NULL;
+	if (!cfg)
+		cfg = &none;
+	const struct paste_store_geom *g = paste_store_geom(st);
+	const char *path = paste_store_path(st);
+	uint32_t npages = 0;
+	uint8_t *nodes = paste_store_nodes(st, &npages);
+	if (!nodes)
+		return paste_error_set(err, -ENODEV, "%s: the store has no node area for a B+tree "
+				       "(upgraded from layout version 1, or created without one): "
+				       "create a new store with a node area to use the tree", path);
+	if (cfg->lane >= g->log_lanes)
+		return paste_error_set(err, -EINVAL, "%s: log lane %u for the tree, the store has %u",
+				       path, cfg->lane, g->log_lanes);
+	if (cfg->ckpt_log_pct > 90)
+		return paste_error_set(err, -EINVAL, "%s: ckpt_log_pct %u is over 90", path, cfg->ckpt_log_pct);
+	struct paste_btree *t = calloc(1, sizeof(*t));
+	if (!t)
+		return paste_error_set(err, -ENOMEM, "out of memory for the tree");
+	t->st = st;
+	t->w = w;
+	t->p = p;
+	t->g = g;
+	t->cfg = *cfg;
+	if (!t->cfg.ckpt_records)
+		t->cfg.ckpt_records = 65536;
+	if (!t->cfg.ckpt_ms)
+		t->cfg.ckpt_ms = 1000;
+	if (!t->cfg.ckpt_log_pct)
+		t->cfg.ckpt_log_pct = 50;
+	t->npages = npages;
+	t->hbuf = PASTE_NO_BUF;
+	t->ps = calloc(npages, 1);
+	t->free_stack = malloc(sizeof(uint32_t) * npages);
+	t->pending = malloc(sizeof(uint32_t) * npages);
+	t->dirty = malloc(sizeof(uint32_t) * npages);
+	bool ok = t->ps && t->free_stack && t->pending && t->dirty;
+	for (int i = 0; i < 4 && ok; i++)
+		ok = (t->wide[i] = malloc(sizeof(struct bt_wide))) != NULL;
+	if (!ok) {
+		tree_free(t);
+		return paste_error_set(err, -ENOMEM, "out of memory for the tree's page tables "
+				       "(%u pages)", npages);
+	}
+	if (p) {
+		t->nodes = nodes;
+	} else {
+		/* Read-only: recovery's replay writes into a private copy of
+		 * the node area; the file is never written. */
+		void *m = mmap(NULL, g->node_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE,
+			       paste_store_fd(st), (off_t)g->node_offset);
+		if (m == MAP_FAILED) {
+			int e = errno;
+			tree_free(t);
+			return paste_error_set(err, -e, "%s: cannot map the node area privately: %s",
+					       path, strerror(e));
+		}
+		t->nodes = m;
+		t->private_len = g->node_size;
+	}
+	int rc = bt_recover(t, err);
+	if (rc == 0 && p) {
+		/* Records the checkpoint covers but a crash kept from being
+		 * truncated: drop them now (no buffer is handed out yet). */
+		struct paste_wal_info wi;
+		paste_wal_info(w, &wi);
+		if (wi.records && wi.first_lsn <= t->ckpt_lsn) {
+			int64_t r = paste_wal_truncate(w, t->ckpt_lsn, p);
+			if (r < 0)
+				rc = paste_error_set(err, (int)r, "%s: cannot truncate the log to the tree's "
+						     "checkpoint: %s", path, strerror((int)-r));
+		}
+	}
+	if (rc < 0) {
+		tree_free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+void paste_btree_close(struct paste_btree *t)
+{
+	if (!t)
+		return;
+	bt_release_due(t, !t->p);
+	if (t->hbuf != PASTE_NO_BUF)
+		paste_store_unref(t->st, t->hbuf, false);
+	tree_free(t);
+}

@@ -1,0 +1,297 @@
+/* btree_ckpt.c - the tree's log records, the references that wait for a
+ * change to be durable, and checkpoints (formats and the argument: the top
+ * of lib/btree.c).
+ *
+ * A checkpoint, in order:
+ *   1. CRC32C and flush every page written in this generation that is
+ *      still in the tree; fence. The pages, and every log record appended
+ *      so far (they were flushed through the same persist object), are
+ *      durable.
+ *   2. Write the meta slot that does not hold the newest meta (seq + 1,
+ *      root, height, checkpoint LSN = the last record applied, generation,
+ *      counts, CRC), flush it, fence. Until this fence completes the older
+ *      meta is the one in force, and its pages are untouched (never
+ *      written, pending ones not reused).
+ *   3. Only now: pages replaced in this generation become free, and the
+ *      next generation starts.
+ *   4. Truncate the log to the checkpoint LSN (paste_wal_truncate persists
+ *      its own lane checkpoints before it drops a reference).
+ * A failed fence (the store failed) returns before the next step: step 2
+ * never runs unless step 1's fence succeeded, so no meta can name a page
+ * that was not durable, and the DRAM state (slot, generation, pending
+ * pages) stays as it was.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "btree_internal.h"
+
+uint64_t bt_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- records ---------------------------------------------------------- */
+
+int paste_btree_record_parse(const struct paste_store *st, const struct paste_extent *ext,
+			     uint32_t n, struct paste_btree_record *r)
+{
+	if (!st || !ext || !r || n == 0 || n > PASTE_WAL_MAX_EXTENTS)
+		return -EINVAL;
+	const struct paste_store_geom *g = paste_store_geom(st);
+	uint64_t vlen = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (ext[i].buf >= g->nbufs || ext[i].off > g->buf_size || ext[i].len > g->buf_size - ext[i].off)
+			return -EINVAL;
+		if (i)
+			vlen += ext[i].len;
+	}
+	struct paste_extent h = ext[0];
+	if (h.len < BT_REC_HDR)
+		return -EINVAL;
+	const uint8_t *b = paste_store_buf(st, h.buf) + h.off;
+	uint8_t hdr[BT_REC_HDR];
+	memcpy(hdr, b, sizeof(hdr));
+	uint32_t magic = ld32(hdr), klen = ld16(hdr + 6), vl = ld32(hdr + 8);
+	uint8_t op = hdr[4], nval = hdr[5];
+	if (magic != BT_REC_MAGIC || h.len != BT_REC_HDR + klen || nval != n - 1 || vl != vlen)
+		return -EINVAL;
+	if (op == PASTE_BTREE_SET) {
+		if (klen == 0 || klen > PASTE_BTREE_MAX_KEY)
+			return -EINVAL;
+	} else if (op == PASTE_BTREE_DEL) {
+		if (klen == 0 || klen > PASTE_BTREE_MAX_KEY || n != 1)
+			return -EINVAL;
+	} else if (op == PASTE_BTREE_CLEAR) {
+		if (klen || n != 1)
+			return -EINVAL;
+	} else {
+		return -EINVAL;
+	}
+	*r = (struct paste_btree_record){ .op = (enum paste_btree_op)op, .key = b + BT_REC_HDR,
+		.klen = klen, .val = ext + 1, .n = n - 1, .vlen = vl, .header = h };
+	return 0;
+}
+
+/* Bytes a log record of n extents takes in its lane (lib/wal.c's format). */
+static uint32_t wal_rec_bytes(uint32_t n)
+{
+	return (36u + 12u * n + 63u) & ~63u;
+}
+
+/* Log one change: its header densely into the header buffer (a fresh one
+ * when the current one is full), then one log record, header + value. A
+ * full lane or a store out of buffers checkpoints once and tries again. */
+int bt_append(struct paste_btree *t, uint8_t op, const uint8_t *key, uint32_t klen,
+	      const struct paste_extent *val, uint32_t n, uint32_t vlen, uint64_t *lsn)
+{
+	struct paste_extent ext[PASTE_WAL_MAX_EXTENTS];
+	uint32_t hsize = BT_REC_HDR + klen, bs = t->g->buf_size;
+	for (int attempt = 0;; attempt++) {
+		if (t->hbuf == PASTE_NO_BUF || t->hoff + hsize > bs) {
+			if (t->hbuf != PASTE_NO_BUF)
+				paste_store_unref(t->st, t->hbuf, false);   /* its records hold it */
+			t->hbuf = PASTE_NO_BUF;
+			uint32_t b;
+			if (paste_store_alloc(t->st, &b, 1) != 1) {
+				int rc = attempt ? -ENOSPC : paste_btree_checkpoint(t);
+				if (rc < 0)
+					return rc;
+				continue;
+			}
+			t->hbuf = b;
+			t->hoff = 0;
+		}
+		uint8_t *h = paste_store_buf(t->st, t->hbuf) + t->hoff;
+		st32(h, BT_REC_MAGIC);
+		h[4] = op;
+		h[5] = (uint8_t)n;
+		st16(h + 6, (uint16_t)klen);
+		st32(h + 8, vlen);
+		if (klen)
+			memcpy(h + BT_REC_HDR, key, klen);
+		ext[0] = (struct paste_extent){ t->hbuf, t->hoff, hsize };
+		if (n)
+			memcpy(ext + 1, val, sizeof(*val) * n);
+		int rc = paste_wal_append(t->w, t->cfg.lane, t->p, ext, n + 1, lsn);
+		if (rc == -ENOSPC && !attempt) {
+			if ((rc = paste_btree_checkpoint(t)) < 0)
+				return rc;
+			continue;
+		}
+		if (rc < 0)
+			return rc;
+		t->hoff += (hsize + 7u) & ~7u;
+		if (!t->recs_since++)
+			t->first_rec_ns = bt_now_ns();
+		t->log_since += wal_rec_bytes(n + 1);
+		return 0;
+	}
+}
+
+/* ---- references released once durable ------------------------------------ */
+
+/* Drop the references of a value the current change replaced: at once
+ * while replaying (replayed records are durable) or read-only, else once
+ * this persist epoch (the record's) is durable. ensure_room made room. */
+void bt_release_later(struct paste_btree *t, const struct paste_extent *ext, uint32_t n)
+{
+	if (t->replaying || !t->p) {
+		for (uint32_t i = 0; i < n; i++)
+			paste_store_unref(t->st, ext[i].buf, false);
+		return;
+	}
+	uint64_t e = paste_persist_epoch(t->p);
+	for (uint32_t i = 0; i < n; i++) {
+		if (t->rel_tail - t->rel_head >= t->rel_cap)
+			abort();   /* ensure_room reserved the slots */
+		t->rel[t->rel_tail++ & (t->rel_cap - 1)] = (struct bt_release){ e, ext[i].buf };
+	}
+}
+
+/* Epochs in the ring never go down: stop at the first not durable. */
+void bt_release_due(struct paste_btree *t, bool all)
+{
+	uint64_t d = t->p ? paste_persist_durable(t->p) : UINT64_MAX;
+	while (t->rel_head < t->rel_tail) {
+		const struct bt_release *r = &t->rel[t->rel_head & (t->rel_cap - 1)];
+		if (!all && r->epoch > d)
+			break;
+		paste_store_unref(t->st, r->buf, false);
+		t->rel_head++;
+	}
+}
+
+/* ---- meta slots and checkpoints --------------------------------------------- */
+
+/* Slot s as a valid meta for this store, or -EBADMSG (or -ENODATA when the
+ * slot is all zeros: never written). */
+int bt_meta_read(const struct paste_btree *t, int slot, struct bt_meta *m)
+{
+	memcpy(m, bt_pg(t, (uint32_t)slot), sizeof(*m));
+	static const struct bt_meta zero;
+	if (memcmp(m, &zero, sizeof(*m)) == 0)
+		return -ENODATA;
+	if (m->magic != BT_META_MAGIC ||
+	    m->crc != paste_crc32c(0, (const uint8_t *)m + 8, sizeof(*m) - 8))
+		return -EBADMSG;
+	bool empty = m->root == 0;
+	if (m->page_size != BT_PAGE || m->node_pages != t->npages ||
+	    m->uuid[0] != t->g->uuid[0] || m->uuid[1] != t->g->uuid[1] ||
+	    m->hwm < BT_FIRST_PAGE || m->hwm > t->npages || m->gen == 0 || m->gen > UINT64_MAX / 2 ||
+	    (empty ? m->height || m->nkeys || m->npages
+		   : m->root < BT_FIRST_PAGE || m->root >= m->hwm || m->height == 0 ||
+		     m->height > BT_MAXH || m->npages == 0 || m->npages > m->hwm))
+		return -EBADMSG;
+	return 0;
+}
+
+int paste_btree_checkpoint(struct paste_btree *t)
+{
+	if (!t)
+		return -EINVAL;
+	if (!t->p)
+		return -EROFS;
+	int rc = paste_store_failed(t->st, NULL);
+	if (rc)
+		return rc;
+	if (!t->ndirty && !t->npending && t->last_lsn <= t->ckpt_lsn)
+		return 0;   /* nothing new since the last one */
+	/* 1. This generation's pages, then a fence. */
+	for (uint32_t i = 0; i < t->ndirty; i++) {
+		uint32_t no = t->dirty[i];
+		if ((t->ps[no] & PS_STATE) != PS_USED)
+			continue;
+		uint8_t *pg = bt_pg(t, no);
+		bt_h(pg)->crc = paste_crc32c(0, pg + 4, BT_PAGE - 4);
+		paste_persist_flush(t->p, pg, BT_PAGE);
+	}
+	if ((rc = paste_persist_fence(t->p)) < 0)
+		return rc;
+	/* 2. The other meta slot, then a fence. */
+	int slot = t->meta_slot == 0 ? 1 : 0;
+	struct bt_meta m = {
+		.magic = BT_META_MAGIC, .seq = t->meta_seq + 1, .gen = t->gen,
+		.ckpt_lsn = t->last_lsn, .nkeys = t->nkeys, .root = t->root, .height = t->height,
+		.hwm = t->hwm, .npages = t->used, .node_pages = t->npages, .page_size = BT_PAGE,
+		.uuid = { t->g->uuid[0], t->g->uuid[1] },
+	};
+	m.crc = paste_crc32c(0, (const uint8_t *)&m + 8, sizeof(m) - 8);
+	uint8_t *at = bt_pg(t, (uint32_t)slot);
+	memcpy(at, &m, sizeof(m));
+	paste_persist_flush(t->p, at, sizeof(m));
+	if ((rc = paste_persist_fence(t->p)) < 0)
+		return rc;
+	/* 3. Committed: the replaced pages are free, a new generation. */
+	t->meta_slot = slot;
+	t->meta_seq = m.seq;
+	t->ckpt_lsn = m.ckpt_lsn;
+	for (uint32_t i = 0; i < t->npending; i++) {
+		uint32_t no = t->pending[i];
+		t->ps[no] = PS_FREE | (t->ps[no] & PS_LISTED);
+		t->free_stack[t->nfree++] = no;
+	}
+	t->npending = 0;
+	for (uint32_t i = 0; i < t->ndirty; i++)
+		t->ps[t->dirty[i]] &= (uint8_t)~PS_LISTED;
+	t->ndirty = 0;
+	t->gen++;
+	t->recs_since = t->log_since = 0;
+	t->checkpoints++;
+	/* 4. The log up to the checkpoint. */
+	int64_t r = paste_wal_truncate(t->w, t->ckpt_lsn, t->p);
+	return r < 0 ? (int)r : 0;
+}
+
+static bool checkpoint_due(const struct paste_btree *t)
+{
+	if (t->recs_since >= t->cfg.ckpt_records)
+		return true;
+	if (t->log_since * 100 >= t->g->lane_size * t->cfg.ckpt_log_pct)
+		return true;
+	if (t->npending && bt_pages_spare(t) < t->npages / 8)
+		return true;
+	return t->recs_since && bt_now_ns() - t->first_rec_ns >= t->cfg.ckpt_ms * 1000000ull;
+}
+
+int paste_btree_maintain(struct paste_btree *t)
+{
+	if (!t)
+		return -EINVAL;
+	bt_release_due(t, false);
+	if (!t->p || !checkpoint_due(t))
+		return 0;
+	int rc = paste_btree_checkpoint(t);
+	return rc < 0 ? rc : 1;
+}
+
+void paste_btree_info(const struct paste_btree *t, struct paste_btree_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!t)
+		return;
+	out->keys = t->nkeys;
+	out->height = t->height;
+	out->pages_used = t->used;
+	out->pages_total = t->npages - BT_FIRST_PAGE;
+	out->pages_free = bt_pages_spare(t);
+	out->pages_pending = t->npending;
+	out->pages_dirty = 0;
+	for (uint32_t i = 0; i < t->ndirty; i++)
+		out->pages_dirty += (t->ps[t->dirty[i]] & PS_STATE) == PS_USED;
+	out->ckpt_seq = t->meta_seq;
+	out->ckpt_lsn = t->ckpt_lsn;
+	out->ckpt_gen = t->gen - 1;
+	out->last_lsn = t->last_lsn;
+	out->checkpoints = t->checkpoints;
+	out->records_since = t->recs_since;
+	out->releases_waiting = t->rel_tail - t->rel_head;
+	out->replayed = t->replayed;
+	out->replay_skipped = t->skipped;
+	out->recovery_ns = t->recovery_ns;
+	out->walk_ns = t->walk_ns;
+	out->header_buf = t->hbuf;
+}

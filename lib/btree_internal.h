@@ -1,0 +1,262 @@
+/* btree_internal.h - what the B+tree's files share: the on-store formats
+ * (node pages, meta slots, log record headers) and the in-DRAM tree.
+ * Not API. The formats and the crash-consistency argument are described
+ * at the top of lib/btree.c and in docs/design.md ("The B+tree").
+ *
+ *   lib/btree_page.c     one page: slotted layout, entries, search, the
+ *                        "wide" node used for splits and merges, validation
+ *   lib/btree.c          pages, copy-on-write, splits and merges, applying
+ *                        a change
+ *   lib/btree_api.c      set/del/clear (log, then apply), get, cursors,
+ *                        open and close
+ *   lib/btree_ckpt.c     log records, deferred buffer releases, checkpoint,
+ *                        maintain, info
+ *   lib/btree_recover.c  recovery at open (meta, walk, replay) and check
+ */
+#ifndef PASTE_BTREE_INTERNAL_H
+#define PASTE_BTREE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include "paste.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the store format is little-endian");
+
+#define BT_PAGE        PASTE_STORE_NODE_PAGE   /* 4096 */
+#define BT_HDR         32u                     /* page header */
+#define BT_CAP         (BT_PAGE - BT_HDR)      /* slots + entries of one page */
+#define BT_UNDERFLOW   (BT_CAP / 4)            /* a non-root node below this merges or borrows */
+#define BT_PAGE_MAGIC  0x5442u                 /* "BT" */
+#define BT_LEAF        1u
+#define BT_INNER       2u
+#define BT_FIRST_PAGE  2u                      /* pages 0 and 1 are the meta slots */
+#define BT_MAXH        PASTE_BTREE_MAX_HEIGHT
+#define BT_FIX         8u                      /* fixed part of a leaf or inner entry */
+#define BT_EXT         12u                     /* one struct paste_extent on the store */
+#define BT_MAX_LEAF_ENTRY  (BT_FIX + BT_EXT * PASTE_BTREE_MAX_EXTENTS + PASTE_BTREE_MAX_KEY)
+#define BT_MAX_INNER_ENTRY (BT_FIX + PASTE_BTREE_MAX_KEY)
+
+#define BT_META_MAGIC  0x4d544250u             /* "PBTM" */
+#define BT_META_SIZE   128u
+#define BT_REC_MAGIC   0x52544250u             /* "PBTR" */
+#define BT_REC_HDR     12u                     /* record header before the key */
+
+/* Page header (node area page, 4096-aligned in the mapping). */
+struct bt_hdr {
+	uint32_t crc;       /* CRC32C of bytes [4, 4096), written at checkpoint */
+	uint16_t magic;     /* BT_PAGE_MAGIC */
+	uint8_t  type;      /* BT_LEAF or BT_INNER */
+	uint8_t  level;     /* 0 = leaf; an inner node is one above its children */
+	uint64_t gen;       /* checkpoint generation it was written in */
+	uint32_t pageno;    /* its own page number */
+	uint16_t nkeys;     /* entries */
+	uint16_t top;       /* lowest entry byte: entries lie in [top, 4096) */
+	uint32_t child0;    /* inner: the leftmost child (keys below entry 0's) */
+	uint16_t frag;      /* bytes of holes in [top, 4096) */
+	uint16_t zero;
+};
+_Static_assert(sizeof(struct bt_hdr) == BT_HDR, "page header is 32 bytes");
+
+/* Meta slot (node pages 0 and 1, at offset 0 of the page). */
+struct bt_meta {
+	uint32_t magic, crc;     /* crc: CRC32C of bytes [8, BT_META_SIZE) */
+	uint64_t seq;            /* higher wins */
+	uint64_t gen;            /* generation of this checkpoint: its pages have gen <= it */
+	uint64_t ckpt_lsn;       /* every tree record with LSN <= it is in this tree */
+	uint64_t nkeys;
+	uint32_t root;           /* 0: empty tree */
+	uint32_t height;         /* 0: empty, 1: the root is a leaf */
+	uint32_t hwm;            /* pages [2, hwm) may be in use */
+	uint32_t npages;         /* pages in the tree */
+	uint32_t node_pages;     /* size of the node area when written */
+	uint32_t page_size;      /* BT_PAGE */
+	uint64_t uuid[2];        /* the store's: a node area copied from elsewhere is refused */
+	uint8_t zero[BT_META_SIZE - 80];
+};
+_Static_assert(sizeof(struct bt_meta) == BT_META_SIZE, "meta slot is 128 bytes");
+
+/* Page states in DRAM. */
+enum { PS_FREE = 0, PS_USED = 1, PS_PENDING = 2, PS_STATE = 3, PS_LISTED = 0x80 };
+
+/* A node being rebuilt (split, merge, redistribution): entries as byte
+ * strings of one page's format, without the page limit. */
+#define BT_WMAX  1024u
+#define BT_WDATA (4u * BT_PAGE)
+struct bt_wide {
+	uint8_t type, level;
+	uint32_t child0;
+	uint32_t n;
+	uint32_t bytes;          /* sum of (2 + entry size): what a page would need */
+	uint32_t used;           /* of data */
+	uint32_t off[BT_WMAX];
+	uint16_t len[BT_WMAX];
+	uint8_t data[BT_WDATA];
+};
+
+/* Root-to-leaf path of a descent: page[d] at depth d, idx[d] the child
+ * index taken (inner) or the entry index (leaf). */
+struct bt_path {
+	uint32_t page[BT_MAXH];
+	uint16_t idx[BT_MAXH];
+	uint32_t depth;
+};
+
+/* A buffer reference to drop once persist epoch `epoch` is durable. */
+struct bt_release {
+	uint64_t epoch;
+	uint32_t buf;
+};
+
+struct paste_btree {
+	struct paste_store *st;
+	struct paste_wal *w;
+	struct paste_persist *p;      /* NULL: read-only */
+	const struct paste_store_geom *g;
+	struct paste_btree_config cfg;
+	uint8_t *nodes;               /* the node area: the shared mapping, or (read-only)
+				       * a private copy-on-write mapping of it */
+	size_t private_len;           /* > 0: nodes is our private mapping */
+	uint32_t npages;
+
+	/* the tree */
+	uint32_t root, height;
+	uint64_t nkeys;
+	uint64_t gen;                 /* generation being written: committed + 1 */
+	uint64_t last_lsn;            /* newest record applied */
+	uint64_t mods;                /* changes applied: cursors re-seek when it moved */
+	bool replaying;               /* recovery: replaced values are released at once */
+
+	/* the committed checkpoint */
+	int meta_slot;                /* slot with the newest valid meta, -1: none */
+	uint64_t meta_seq, ckpt_lsn;
+
+	/* pages */
+	uint8_t *ps;                  /* per page: PS_* */
+	uint32_t *free_stack, nfree;
+	uint32_t hwm;                 /* pages >= hwm were never used since the checkpoint */
+	uint32_t *pending, npending;  /* freed in gen; the committed tree still has them */
+	uint32_t *dirty, ndirty;      /* written in gen (PS_LISTED) */
+	uint32_t used;                /* pages in the tree */
+
+	/* references to drop once the change that replaced them is durable */
+	struct bt_release *rel;
+	size_t rel_head, rel_tail, rel_cap;   /* ring, cap a power of two */
+
+	/* header buffer: record headers are copied into it densely */
+	uint32_t hbuf, hoff;
+
+	/* checkpoint triggers and statistics */
+	uint64_t recs_since, log_since, first_rec_ns;
+	uint64_t checkpoints, replayed, skipped, recovery_ns, walk_ns;
+	char note[160];               /* what recovery said */
+
+	/* scratch: the node being fixed, its sibling, a combination, the parent */
+	struct bt_wide *wide[4];
+	uint8_t entry[BT_MAX_LEAF_ENTRY];
+};
+
+/* ---- little helpers ---- */
+
+static inline uint16_t ld16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+static inline uint32_t ld32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline void st16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+static inline void st32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+
+static inline uint8_t *bt_pg(const struct paste_btree *t, uint32_t no)
+{
+	return t->nodes + (size_t)no * BT_PAGE;
+}
+
+static inline struct bt_hdr *bt_h(uint8_t *pg)
+{
+	return (struct bt_hdr *)(void *)pg;
+}
+
+static inline uint16_t *bt_slots(uint8_t *pg)
+{
+	return (uint16_t *)(void *)(pg + BT_HDR);
+}
+
+/* Entry layouts (any byte offset; read with ld*):
+ *   leaf:  klen u16, nexts u8, flags u8 (0), vlen u32, nexts x extent, key
+ *   inner: klen u16, zero u16, child u32, key */
+static inline uint32_t bt_esize(uint8_t type, const uint8_t *e)
+{
+	return BT_FIX + ld16(e) + (type == BT_LEAF ? BT_EXT * e[2] : 0u);
+}
+
+static inline const uint8_t *bt_ekey(uint8_t type, const uint8_t *e)
+{
+	return e + BT_FIX + (type == BT_LEAF ? BT_EXT * e[2] : 0u);
+}
+
+static inline uint8_t *bt_entry(uint8_t *pg, uint32_t i)
+{
+	return pg + bt_slots(pg)[i];
+}
+
+/* Bytes of a page's capacity in use (slots + entries). */
+static inline uint32_t bt_used(uint8_t *pg)
+{
+	const struct bt_hdr *h = bt_h(pg);
+	return 2u * h->nkeys + (BT_PAGE - h->top) - h->frag;
+}
+
+/* Child i of an inner page (0..nkeys). */
+static inline uint32_t bt_child(uint8_t *pg, uint32_t i)
+{
+	return i == 0 ? bt_h(pg)->child0 : ld32(bt_entry(pg, i - 1) + 4);
+}
+
+static inline void bt_set_child(uint8_t *pg, uint32_t i, uint32_t child)
+{
+	if (i == 0)
+		bt_h(pg)->child0 = child;
+	else
+		st32(bt_entry(pg, i - 1) + 4, child);
+}
+
+/* ---- lib/btree_page.c ---- */
+int bt_keycmp(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen);
+/* Leaf: first index with key >= k (*found when equal). Inner: the child
+ * index to descend into (number of separators <= k). */
+uint32_t bt_search(uint8_t *pg, const uint8_t *k, uint32_t klen, bool *found);
+uint32_t bt_leaf_entry(uint8_t *out, const uint8_t *key, uint32_t klen,
+		       const struct paste_extent *ext, uint32_t n, uint32_t vlen);
+uint32_t bt_inner_entry(uint8_t *out, const uint8_t *key, uint32_t klen, uint32_t child);
+void bt_page_init(uint8_t *pg, uint32_t no, uint8_t type, uint8_t level, uint64_t gen);
+bool bt_page_insert(uint8_t *pg, uint32_t i, const uint8_t *e, uint32_t size);
+void bt_page_remove(uint8_t *pg, uint32_t i);
+void bt_wide_load(struct bt_wide *w, uint8_t *pg);
+void bt_wide_insert(struct bt_wide *w, uint32_t i, const uint8_t *e, uint32_t size);
+void bt_wide_remove(struct bt_wide *w, uint32_t i);
+void bt_wide_append(struct bt_wide *w, const struct bt_wide *from, uint32_t lo, uint32_t hi);
+static inline uint8_t *bt_wentry(struct bt_wide *w, uint32_t i) { return w->data + w->off[i]; }
+void bt_wide_store(const struct bt_wide *w, uint32_t lo, uint32_t hi, uint32_t child0,
+		   uint8_t *pg, uint32_t no, uint64_t gen);
+uint32_t bt_wide_split(const struct bt_wide *w);
+uint32_t bt_separator(uint8_t *out, const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen);
+const char *bt_page_check(uint8_t *pg, uint32_t no, const struct paste_store_geom *g);
+
+/* ---- lib/btree.c ---- */
+bool bt_descend(struct paste_btree *t, const uint8_t *key, uint32_t klen, struct bt_path *path);
+uint32_t bt_page_alloc(struct paste_btree *t);
+void bt_page_free(struct paste_btree *t, uint32_t no);
+uint32_t bt_pages_spare(const struct paste_btree *t);
+uint32_t bt_pages_needed(const struct paste_btree *t);
+int bt_apply(struct paste_btree *t, const struct paste_btree_record *r, uint64_t lsn);
+
+/* ---- lib/btree_ckpt.c ---- */
+void bt_release_later(struct paste_btree *t, const struct paste_extent *ext, uint32_t n);
+void bt_release_due(struct paste_btree *t, bool all_durable);
+int bt_append(struct paste_btree *t, uint8_t op, const uint8_t *key, uint32_t klen,
+	      const struct paste_extent *val, uint32_t n, uint32_t vlen, uint64_t *lsn);
+int bt_meta_read(const struct paste_btree *t, int slot, struct bt_meta *m);
+uint64_t bt_now_ns(void);
+
+/* ---- lib/btree_recover.c ---- */
+int bt_recover(struct paste_btree *t, struct paste_error *err);
+
+#endif

@@ -1,0 +1,316 @@
+/* btree_recover.c - the tree at open (newest valid meta, a checked walk of
+ * the checkpointed tree, buffer references, the free-page set, replay of
+ * the log after the checkpoint) and paste_btree_check. Formats: the top of
+ * lib/btree.c.
+ *
+ * Cost of recovery: one pass over the checkpointed tree's pages (CRC32C of
+ * each and the page's own checks: slots, entries, key order, extents) plus
+ * one paste_store_ref per value extent, ~2.3 us per page in all; then ~1 us
+ * per replayed record. With a checkpoint at least every ckpt_records
+ * records the replay is bounded by the interval, not by history. Measured
+ * here (tests/unit/test_btree_recover.c prints it; 2 shared vCPUs,
+ * /dev/shm): 1 M keys of 16 bytes with one-extent values (16 481 pages,
+ * height 4) recover in 36 ms from a checkpoint alone, and in 57 ms with a
+ * tail of 20 000 records (walk 37 ms, replay 20 ms): far below 1 s.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "btree_internal.h"
+
+/* Append "; "-separated sentences to err->msg while they fit. */
+__attribute__((format(printf, 2, 3)))
+static void note(struct paste_error *err, const char *fmt, ...)
+{
+	if (!err)
+		return;
+	size_t used = strnlen(err->msg, sizeof(err->msg));
+	if (used + 3 >= sizeof(err->msg))
+		return;
+	if (used) {
+		memcpy(err->msg + used, "; ", 3);
+		used += 2;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err->msg + used, sizeof(err->msg) - used, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- the walk ---------------------------------------------------------- */
+
+struct walk {
+	struct paste_btree *t;
+	uint8_t *seen;           /* per page: reached */
+	uint32_t *bufrefs;       /* check: tree extents naming each buffer */
+	uint64_t max_gen;        /* no page may be newer */
+	uint64_t crc_below;      /* pages of a generation below this must match their CRC */
+	uint64_t keys;
+	uint32_t pages, maxno;
+	int problems;
+	struct paste_error *err;
+};
+
+struct frame {
+	uint32_t no, next;
+	const uint8_t *lo, *hi;   /* bounds: lo <= key < hi; NULL: none */
+	uint32_t lolen, hilen;
+};
+
+/* Check page no reached from a parent of generation pgen at the given
+ * level within [lo, hi). True when it may be walked into. */
+static bool visit(struct walk *wk, uint32_t no, uint32_t level, uint64_t pgen, bool root,
+		  const struct frame *b)
+{
+	struct paste_btree *t = wk->t;
+	const char *why = NULL;
+	if (no < BT_FIRST_PAGE || no >= t->npages)
+		why = "page number out of the node area";
+	else if (wk->seen[no])
+		why = "page reached twice";
+	uint8_t *pg = why ? NULL : bt_pg(t, no);
+	const struct bt_hdr *h = pg ? bt_h(pg) : NULL;
+	if (!why) {
+		wk->seen[no] = 1;
+		if (h->gen < wk->crc_below && h->crc != paste_crc32c(0, pg + 4, BT_PAGE - 4))
+			why = "page checksum mismatch";
+	}
+	if (!why)
+		why = bt_page_check(pg, no, t->g);
+	if (!why && (h->gen > pgen || h->gen > wk->max_gen))
+		why = "page newer than its parent or the checkpoint";
+	if (!why && h->level != level)
+		why = "page at the wrong level";
+	if (!why && h->nkeys == 0 && !(root && h->type == BT_LEAF))
+		why = "empty node";
+	if (!why && h->nkeys) {
+		const uint8_t *first = bt_entry(pg, 0), *last = bt_entry(pg, h->nkeys - 1u);
+		if ((b->lo && bt_keycmp(bt_ekey(h->type, first), ld16(first), b->lo, b->lolen) < 0) ||
+		    (b->hi && bt_keycmp(bt_ekey(h->type, last), ld16(last), b->hi, b->hilen) >= 0))
+			why = "keys outside the parent's separators";
+	}
+	if (why) {
+		if (!wk->problems++)
+			note(wk->err, "page %u: %s", no, why);
+		return false;
+	}
+	wk->pages++;
+	if (no > wk->maxno)
+		wk->maxno = no;
+	if (h->type == BT_LEAF) {
+		wk->keys += h->nkeys;
+		for (uint32_t i = 0; wk->bufrefs && i < h->nkeys; i++) {
+			const uint8_t *e = bt_entry(pg, i);
+			for (uint32_t x = 0; x < e[2]; x++)
+				wk->bufrefs[ld32(e + BT_FIX + BT_EXT * x)]++;
+		}
+	}
+	return true;
+}
+
+/* Depth-first over the tree from root (height levels), every page checked
+ * by visit(); a page that fails is not entered. */
+static void walk(struct walk *wk, uint32_t root, uint32_t height)
+{
+	struct frame st[BT_MAXH];
+	struct frame top = { .no = root };
+	int sp = -1;
+	if (!root || height == 0 || height > BT_MAXH)
+		return;
+	if (visit(wk, root, height - 1, wk->max_gen, true, &top))
+		st[++sp] = top;
+	while (sp >= 0) {
+		struct frame *f = &st[sp];
+		uint8_t *pg = bt_pg(wk->t, f->no);
+		const struct bt_hdr *h = bt_h(pg);
+		if (h->type == BT_LEAF || f->next > h->nkeys) {
+			sp--;
+			continue;
+		}
+		uint32_t i = f->next++;
+		struct frame c = { .no = bt_child(pg, i), .lo = f->lo, .lolen = f->lolen,
+				   .hi = f->hi, .hilen = f->hilen };
+		if (i > 0) {
+			const uint8_t *e = bt_entry(pg, i - 1);
+			c.lo = e + BT_FIX;
+			c.lolen = ld16(e);
+		}
+		if (i < h->nkeys) {
+			const uint8_t *e = bt_entry(pg, i);
+			c.hi = e + BT_FIX;
+			c.hilen = ld16(e);
+		}
+		if (visit(wk, c.no, h->level - 1u, h->gen, false, &c))
+			st[++sp] = c;
+	}
+}
+
+/* ---- recovery ---------------------------------------------------------- */
+
+static int replay_one(void *arg, uint64_t lsn, uint32_t lane, const struct paste_extent *ext,
+		      uint32_t n, uint32_t len, uint32_t crc)
+{
+	struct paste_btree *t = arg;
+	struct paste_btree_record r;
+	(void)lane;
+	(void)len;
+	(void)crc;
+	if (lsn <= t->ckpt_lsn)
+		return 0;   /* in the checkpoint already (its truncation did not happen) */
+	if (paste_btree_record_parse(t->st, ext, n, &r) < 0) {
+		t->skipped++;
+		return 0;
+	}
+	if (bt_pages_spare(t) < bt_pages_needed(t))
+		return -ENOSPC;
+	bt_apply(t, &r, lsn);   /* a DEL of an absent key changes nothing */
+	t->replayed++;
+	return 0;
+}
+
+int bt_recover(struct paste_btree *t, struct paste_error *err)
+{
+	const char *path = paste_store_path(t->st);
+	uint64_t t0 = bt_now_ns();
+	struct bt_meta m[2];
+	int mr[2], best = -1;
+	for (int s = 0; s < 2; s++) {
+		mr[s] = bt_meta_read(t, s, &m[s]);
+		if (mr[s] == 0 && (best < 0 || m[s].seq > m[best].seq))
+			best = s;
+	}
+	if (best < 0 && mr[0] == -EBADMSG && mr[1] == -EBADMSG)
+		return paste_error_set(err, -EBADMSG, "%s: both B+tree meta slots are damaged (one "
+				       "write can tear only one): the tree cannot be recovered", path);
+	for (int s = 0; s < 2; s++)
+		if (mr[s] == -EBADMSG)
+			note(err, "B+tree meta slot %d is torn or damaged: ignored (%s)", s,
+			     best >= 0 ? "the other one is used" : "the tree starts empty and the log is replayed");
+	t->meta_slot = best;
+	t->hwm = BT_FIRST_PAGE;
+	t->gen = 1;
+	if (best >= 0) {
+		const struct bt_meta *b = &m[best];
+		t->meta_seq = b->seq;
+		t->ckpt_lsn = t->last_lsn = b->ckpt_lsn;
+		t->gen = b->gen + 1;
+		t->root = b->root;
+		t->height = b->height;
+		t->nkeys = b->nkeys;
+		t->hwm = b->hwm;
+	}
+	struct walk wk = { .t = t, .seen = t->ps, .max_gen = t->gen - 1, .crc_below = UINT64_MAX,
+			   .err = err };
+	walk(&wk, t->root, t->height);
+	const char *why = NULL;
+	if (wk.problems)
+		why = "a page failed its checks";
+	else if (wk.keys != t->nkeys || (t->root && wk.pages != m[best].npages))
+		why = "the key or page count differs from the meta slot";
+	else if (t->root && wk.maxno >= t->hwm)
+		why = "a page lies above the meta slot's high-water mark";
+	if (why) {
+		char detail[sizeof(err->msg)] = "";
+		if (err)
+			memcpy(detail, err->msg, sizeof(detail));
+		return paste_error_set(err, -EBADMSG, "%s: the B+tree is damaged (%s%s%.160s) in the "
+				       "checkpoint of meta slot %d (lsn %llu): not opened", path, why,
+				       detail[0] ? ": " : "", detail, best, (unsigned long long)t->ckpt_lsn);
+	}
+	/* One reference per value extent, then the free set: every page the
+	 * checkpointed tree does not have (lowest first). */
+	for (uint32_t no = BT_FIRST_PAGE; no < t->hwm; no++) {
+		uint8_t *pg = bt_pg(t, no);
+		if (!t->ps[no] || bt_h(pg)->type != BT_LEAF)
+			continue;
+		for (uint32_t i = 0; i < bt_h(pg)->nkeys; i++) {
+			const uint8_t *e = bt_entry(pg, i);
+			for (uint32_t x = 0; x < e[2]; x++)
+				paste_store_ref(t->st, ld32(e + BT_FIX + BT_EXT * x));
+		}
+	}
+	for (uint32_t no = t->hwm; no-- > BT_FIRST_PAGE;)
+		if (!t->ps[no])
+			t->free_stack[t->nfree++] = no;
+	t->used = wk.pages;
+	t->walk_ns = bt_now_ns() - t0;
+	t->replaying = true;
+	int rc = paste_wal_foreach(t->w, replay_one, t);
+	t->replaying = false;
+	t->recovery_ns = bt_now_ns() - t0;
+	if (rc < 0) {
+		/* Give back what the tree holds: nobody will release it. */
+		struct paste_extent ext;
+		for (uint32_t no = BT_FIRST_PAGE; no < t->hwm; no++) {
+			uint8_t *pg = bt_pg(t, no);
+			if ((t->ps[no] & PS_STATE) != PS_USED || bt_h(pg)->type != BT_LEAF)
+				continue;
+			for (uint32_t i = 0; i < bt_h(pg)->nkeys; i++) {
+				const uint8_t *e = bt_entry(pg, i);
+				for (uint32_t x = 0; x < e[2]; x++) {
+					memcpy(&ext, e + BT_FIX + BT_EXT * x, BT_EXT);
+					paste_store_unref(t->st, ext.buf, true);
+				}
+			}
+		}
+		return paste_error_set(err, rc, "%s: replaying the log into the B+tree: %s (the node "
+				       "area is too small for the records after the checkpoint)",
+				       path, strerror(-rc));
+	}
+	return 0;
+}
+
+/* ---- check ------------------------------------------------------------- */
+
+int paste_btree_check(struct paste_btree *t, struct paste_error *err)
+{
+	paste_error_set(err, 0, "%s", "");
+	if (!t)
+		return paste_error_set(err, -EINVAL, "paste_btree_check: no tree given");
+	uint32_t nbufs = t->g->nbufs;
+	struct walk wk = { .t = t, .max_gen = t->gen, .crc_below = t->gen, .err = err };
+	wk.seen = calloc(t->npages, 1);
+	wk.bufrefs = calloc(nbufs, sizeof(uint32_t));
+	if (!wk.seen || !wk.bufrefs) {
+		free(wk.seen);
+		free(wk.bufrefs);
+		return paste_error_set(err, -ENOMEM, "paste_btree_check: out of memory");
+	}
+	walk(&wk, t->root, t->height);
+	int problems = wk.problems;
+	if (!t->root && t->height)
+		problems++, note(err, "empty tree of height %u", t->height);
+	if (wk.keys != t->nkeys && !wk.problems)
+		problems++, note(err, "%llu keys in the pages, %llu counted", (unsigned long long)wk.keys,
+				 (unsigned long long)t->nkeys);
+	if (wk.pages != t->used && !wk.problems)
+		problems++, note(err, "%u pages in the tree, %u counted", wk.pages, t->used);
+	uint32_t bad_state = 0, first_bad = 0;
+	for (uint32_t no = BT_FIRST_PAGE; no < t->npages; no++) {
+		uint8_t s = t->ps[no] & PS_STATE;
+		if ((wk.seen[no] != 0) != (s == PS_USED) || (no >= t->hwm && s != PS_FREE))
+			if (!bad_state++)
+				first_bad = no;
+	}
+	if (bad_state && !wk.problems)
+		problems++, note(err, "%u pages whose state disagrees with the tree (first: %u)",
+				 bad_state, first_bad);
+	uint32_t short_refs = 0, first_short = 0;
+	for (uint32_t b = 0; b < nbufs; b++)
+		if (wk.bufrefs[b] > paste_store_refcount(t->st, b) && !short_refs++)
+			first_short = b;
+	if (short_refs)
+		problems++, note(err, "%u buffers hold fewer references than the tree names them "
+				 "(first: buffer %u, named %u times, %u references)", short_refs,
+				 first_short, wk.bufrefs[first_short],
+				 paste_store_refcount(t->st, first_short));
+	if (t->meta_slot >= 0) {
+		struct bt_meta m;
+		if (bt_meta_read(t, t->meta_slot, &m) != 0 || m.seq != t->meta_seq)
+			problems++, note(err, "meta slot %d does not hold the last checkpoint", t->meta_slot);
+	}
+	free(wk.seen);
+	free(wk.bufrefs);
+	return problems;
+}

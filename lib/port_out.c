@@ -1,0 +1,222 @@
+/*
+ * port_out.c - the port's output side, shared by both engines: per
+ * connection output queues (copied bytes and pinned store buffers, in
+ * order, turned into iovecs for the engine's send), and the send API that
+ * fills them (paste_port_send, paste_port_send_store, paste_port_close_conn).
+ * When the queued output may leave is the pass's business (lib/port.c: the
+ * durability gate and port_flush_dirty); how it leaves is the engine's
+ * (its kick hook).
+ *
+ * Nothing here allocates per request: a queue grows to the largest batch
+ * its connection ever had and is reused.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "port_internal.h"
+
+static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	uint32_t n = *cap ? *cap : 8;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(*p, (size_t)n * elem);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+static void outq_reset(struct outq *q)
+{
+	q->nbytes = q->nsegs = q->seg_done = q->seg_off = 0;
+}
+
+static void outq_unpin(struct paste_port *pt, struct outq *q)
+{
+	for (uint32_t i = q->seg_done; i < q->nsegs; i++)
+		if (q->segs[i].buf != PASTE_NO_BUF)
+			paste_store_unref(pt->store, q->segs[i].buf, false);
+	outq_reset(q);
+}
+
+void port_output_reset(struct conn *c)
+{
+	outq_reset(&c->pending);
+	outq_reset(&c->inflight);
+}
+
+void port_output_free(struct conn *c)
+{
+	free(c->pending.bytes); free(c->pending.segs);
+	free(c->inflight.bytes); free(c->inflight.segs);
+	free(c->iov);
+}
+
+bool port_output_idle(const struct conn *c)
+{
+	return !c->send_inflight && c->pending.nsegs == 0 &&
+	       c->inflight.seg_done == c->inflight.nsegs;
+}
+
+uint32_t port_output_start(struct paste_port *pt, struct conn *c)
+{
+	if (c->inflight.seg_done < c->inflight.nsegs)
+		return port_output_iov(pt, c);
+	if (c->pending.nsegs == 0)
+		return 0;
+	struct outq t = c->inflight;
+	c->inflight = c->pending;
+	c->pending = t;
+	outq_reset(&c->pending);
+	return port_output_iov(pt, c);
+}
+
+uint32_t port_output_iov(struct paste_port *pt, struct conn *c)
+{
+	struct outq *q = &c->inflight;
+	uint32_t n = q->nsegs - q->seg_done;
+	if (n > IOV_MAX)
+		n = IOV_MAX;
+	if (grow((void **)&c->iov, &c->cap_iov, n, sizeof(*c->iov)))
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct out_seg *s = &q->segs[q->seg_done + i];
+		uint8_t *base = s->buf == PASTE_NO_BUF ? (uint8_t *)q->bytes
+						       : paste_store_buf(pt->store, s->buf);
+		uint32_t skip = i == 0 ? q->seg_off : 0;
+		c->iov[i].iov_base = base + s->off + skip;
+		c->iov[i].iov_len = s->len - skip;
+	}
+	memset(&c->msg, 0, sizeof(c->msg));
+	c->msg.msg_iov = c->iov;
+	c->msg.msg_iovlen = n;
+	return n;
+}
+
+bool port_output_advance(struct paste_port *pt, struct conn *c, size_t n)
+{
+	struct outq *q = &c->inflight;
+	pt->st.bytes_out += n;
+	while (q->seg_done < q->nsegs) {
+		struct out_seg *s = &q->segs[q->seg_done];
+		size_t left = s->len - q->seg_off;
+		if (n < left) {
+			q->seg_off += n;
+			return false;
+		}
+		n -= left;
+		if (s->buf != PASTE_NO_BUF)
+			paste_store_unref(pt->store, s->buf, false);
+		q->seg_done++;
+		q->seg_off = 0;
+	}
+	outq_reset(q);
+	return true;
+}
+
+void port_output_discard_pending(struct paste_port *pt, struct conn *c)
+{
+	outq_unpin(pt, &c->pending);
+}
+
+void port_output_discard(struct paste_port *pt, struct conn *c)
+{
+	outq_unpin(pt, &c->pending);
+	outq_unpin(pt, &c->inflight);
+}
+
+void port_mark_dirty(struct paste_port *pt, uint32_t slot)
+{
+	struct conn *c = &pt->conns[slot];
+	if (!c->on_dirty) {
+		c->on_dirty = true;
+		pt->dirty[pt->ndirty++] = slot;
+	}
+}
+
+static struct conn *live_conn(struct paste_port *pt, uint32_t slot)
+{
+	if (slot >= pt->cfg.max_conns)
+		return NULL;
+	struct conn *c = &pt->conns[slot];
+	return c->state == CONN_OPEN ? c : NULL;
+}
+
+static struct out_seg *push_seg(struct conn *c)
+{
+	struct outq *q = &c->pending;
+	if (grow((void **)&q->segs, &q->cap_segs, q->nsegs + 1, sizeof(*q->segs)))
+		return NULL;
+	return &q->segs[q->nsegs++];
+}
+
+int paste_port_send(struct paste_port *pt, uint32_t slot, const void *p, size_t n, int flags)
+{
+	struct conn *c = live_conn(pt, slot);
+	if (!c || c->close_wanted)
+		return -ENOTCONN;
+	if ((flags & PASTE_SEND_DURABLE) && paste_store_failed(pt->store, NULL))
+		return -EIO;       /* it could never be acknowledged */
+	if (n == 0)
+		return 0;
+	struct outq *q = &c->pending;
+	if (n > UINT32_MAX - q->nbytes)
+		return -E2BIG;
+	uint32_t need = q->nbytes + (uint32_t)n;
+	if (grow((void **)&q->bytes, &q->cap_bytes, need, 1))
+		return -ENOMEM;
+	struct out_seg *last = q->nsegs ? &q->segs[q->nsegs - 1] : NULL;
+	if (last && last->buf == PASTE_NO_BUF && last->off + last->len == q->nbytes) {
+		last->len += (uint32_t)n;     /* contiguous copy: one iovec */
+	} else {
+		struct out_seg *s = push_seg(c);
+		if (!s)
+			return -ENOMEM;
+		*s = (struct out_seg){ PASTE_NO_BUF, q->nbytes, (uint32_t)n };
+	}
+	memcpy(q->bytes + q->nbytes, p, n);
+	q->nbytes = need;
+	if (flags & PASTE_SEND_DURABLE)
+		c->need_epoch = pt->epoch;
+	port_mark_dirty(pt, slot);
+	return 0;
+}
+
+int paste_port_send_store(struct paste_port *pt, uint32_t slot, uint32_t buf,
+			  uint32_t off, uint32_t len, int flags)
+{
+	struct conn *c = live_conn(pt, slot);
+	if (!c || c->close_wanted)
+		return -ENOTCONN;
+	if ((flags & PASTE_SEND_DURABLE) && paste_store_failed(pt->store, NULL))
+		return -EIO;
+	const struct paste_store_geom *g = paste_store_geom(pt->store);
+	if (buf >= g->nbufs || off > g->buf_size || len > g->buf_size - off)
+		return -EINVAL;
+	if (len == 0)
+		return 0;
+	struct out_seg *s = push_seg(c);
+	if (!s)
+		return -ENOMEM;
+	paste_store_ref(pt->store, buf);  /* pinned until the kernel is done */
+	*s = (struct out_seg){ buf, off, len };
+	if (flags & PASTE_SEND_DURABLE)
+		c->need_epoch = pt->epoch;
+	port_mark_dirty(pt, slot);
+	return 0;
+}
+
+void paste_port_close_conn(struct paste_port *pt, uint32_t slot)
+{
+	struct conn *c = live_conn(pt, slot);
+	if (!c)
+		return;
+	c->close_wanted = true;
+	port_mark_dirty(pt, slot);
+}

@@ -1,0 +1,535 @@
+/*
+ * resp.c - the Redis protocol: framing (lib/resp.c), replies, HELLO, QUIT,
+ * protocol errors, the failed store, and dispatch to a command set
+ * (resp.h).
+ *
+ * Per command on the hot path: one parse where the bytes landed (no copy
+ * unless the command is split across reads), one indirect call, one
+ * atomic load (has the store failed?), and the replies' memcpy into the
+ * connection's output buffer. Pipelined commands in one read are handled
+ * in a loop. Nothing is allocated per command; a connection that splits
+ * a command gets a reassembly buffer, kept for its next one.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "resp.h"
+
+#define ARGV_CAP 65536u
+
+struct resp_proto_state {
+	const struct resp_config *cfg;
+	const struct resp_service *svc;
+	void *ss;
+	struct paste_resp_arg *argv;   /* per process: one thread parses at a time per worker */
+	char *scratch;                 /* inline arguments with quotes */
+	uint32_t scratch_cap;
+	uint32_t nworkers;
+};
+
+/* ------------------------------------------------------------------ replies */
+
+static void set_dead(struct resp_ctx *x)
+{
+	x->r->state = R_DEAD;
+	x->c->timer = SRV_T_NONE;
+}
+
+void resp_close(struct resp_ctx *x)
+{
+	set_dead(x);
+	paste_port_close_conn(x->w->port, x->conn);
+}
+
+/* The store failed: say so once and close (the client must not send more). */
+static void reply_failed(struct resp_ctx *x)
+{
+	char line[320];
+	server_store_failed(x->w);
+	int n = snprintf(line, sizeof(line), "-ERR store failed: %s\r\n",
+			 x->w->fail_why ? x->w->fail_why : "I/O error");
+	if (n > (int)sizeof(line) - 1)
+		n = (int)sizeof(line) - 1;
+	for (int i = 0; i < n - 2; i++)       /* one line, whatever the sentence holds */
+		if (line[i] == '\r' || line[i] == '\n')
+			line[i] = ' ';
+	paste_port_send(x->w->port, x->conn, line, (size_t)n, 0);
+	resp_close(x);
+}
+
+int resp_send(struct resp_ctx *x, const void *p, size_t n)
+{
+	if (x->r->state == R_DEAD)
+		return -EIO;
+	int r = paste_port_send(x->w->port, x->conn, p, n, PASTE_SEND_DURABLE);
+	if (r == -EIO) {
+		reply_failed(x);
+		return r;
+	}
+	return 0;
+}
+
+/* Writer -> send, for the fixed-size replies (a 64-byte line suffices). */
+#define SEND_WITH(call)                                            \
+	do {                                                       \
+		char b_[64];                                       \
+		int n_ = (call);                                   \
+		return n_ < 0 ? n_ : resp_send(x, b_, (size_t)n_); \
+	} while (0)
+
+int resp_ok(struct resp_ctx *x) { return resp_send(x, "+OK\r\n", 5); }
+int resp_int(struct resp_ctx *x, int64_t v) { SEND_WITH(paste_resp_put_int(b_, sizeof(b_), v)); }
+int resp_null(struct resp_ctx *x) { SEND_WITH(paste_resp_put_null(b_, sizeof(b_), x->r->proto)); }
+int resp_array(struct resp_ctx *x, uint64_t n) { SEND_WITH(paste_resp_put_array(b_, sizeof(b_), n)); }
+int resp_map(struct resp_ctx *x, uint64_t n) { SEND_WITH(paste_resp_put_map(b_, sizeof(b_), x->r->proto, n)); }
+int resp_set(struct resp_ctx *x, uint64_t n) { SEND_WITH(paste_resp_put_set(b_, sizeof(b_), x->r->proto, n)); }
+int resp_bool(struct resp_ctx *x, bool v) { SEND_WITH(paste_resp_put_bool(b_, sizeof(b_), x->r->proto, v)); }
+int resp_bulk_head(struct resp_ctx *x, uint64_t n) { SEND_WITH(paste_resp_put_bulk_head(b_, sizeof(b_), n)); }
+int resp_bulk_end(struct resp_ctx *x) { return resp_send(x, "\r\n", 2); }
+
+int resp_simple(struct resp_ctx *x, const char *s)
+{
+	char b[512];
+	int n = paste_resp_put_simple(b, sizeof(b), s);
+	return n < 0 ? n : resp_send(x, b, (size_t)n);
+}
+
+int resp_bulk(struct resp_ctx *x, const void *p, size_t n)
+{
+	int r = resp_bulk_head(x, n);
+	if (r == 0 && n)
+		r = resp_send(x, p, n);
+	return r ? r : resp_bulk_end(x);
+}
+
+int resp_error(struct resp_ctx *x, const char *fmt, ...)
+{
+	char msg[448], b[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	int n = paste_resp_put_error(b, sizeof(b), msg);
+	return n < 0 ? n : resp_send(x, b, (size_t)n);
+}
+
+/* An argument in an error message: printable, at most 128 bytes. */
+static void arg_text(const struct paste_resp_arg *a, char *out, size_t cap)
+{
+	size_t n = a->p ? a->len : 0, k = 0;
+	for (size_t i = 0; i < n && k + 1 < cap && i < 128; i++) {
+		char c = a->p[i];
+		out[k++] = c >= 0x20 && c < 0x7f ? c : '?';
+	}
+	out[k] = 0;
+}
+
+int resp_arity_error(struct resp_ctx *x, const struct paste_resp_arg *cmd)
+{
+	char name[132];
+	arg_text(cmd, name, sizeof(name));
+	for (char *p = name; *p; p++)
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
+	return resp_error(x, "ERR wrong number of arguments for '%s' command", name);
+}
+
+/* ------------------------------------------------------ the protocol's own */
+
+/* HELLO [protover [AUTH u p] [SETNAME name]]: the server's map, in the
+ * protocol asked for. redis-py 8 refuses a server whose HELLO 3 reply is
+ * not a map with proto 3. */
+static void hello(struct resp_ctx *x, const struct resp_proto_state *ps,
+		  const struct paste_resp_arg *argv, uint32_t argc)
+{
+	uint8_t proto = x->r->proto ? x->r->proto : 2;
+	uint32_t i = 1;
+	if (argc > 1) {
+		int64_t v;
+		if (paste_resp_arg_i64(&argv[1], &v)) {
+			resp_error(x, "ERR Protocol version is not an integer or out of range");
+			return;
+		}
+		if (v != 2 && v != 3) {
+			resp_error(x, "NOPROTO unsupported protocol version");
+			return;
+		}
+		proto = (uint8_t)v;
+		i = 2;
+	}
+	for (; i < argc; i++) {
+		if (paste_resp_arg_eq(&argv[i], "SETNAME") && i + 1 < argc) {
+			free(x->r->name);
+			x->r->name = strndup(argv[i + 1].p, argv[i + 1].len);
+			i++;
+		} else if (paste_resp_arg_eq(&argv[i], "AUTH") && i + 2 < argc) {
+			resp_error(x, "WRONGPASS this server has no users or passwords; send HELLO without AUTH");
+			return;
+		} else {
+			char a[132];
+			arg_text(&argv[i], a, sizeof(a));
+			resp_error(x, "ERR Syntax error in HELLO option '%s'", a);
+			return;
+		}
+	}
+	x->r->proto = proto;
+	const char *name = ps->cfg->server_name ? ps->cfg->server_name : "paste";
+	const char *version = ps->cfg->version ? ps->cfg->version : "0";
+	resp_map(x, 7);
+	resp_bulk(x, "server", 6);
+	resp_bulk(x, name, strlen(name));
+	resp_bulk(x, "version", 7);
+	resp_bulk(x, version, strlen(version));
+	resp_bulk(x, "proto", 5);
+	resp_int(x, proto);
+	resp_bulk(x, "id", 2);
+	resp_int(x, (int64_t)x->conn + 1);
+	resp_bulk(x, "mode", 4);
+	resp_bulk(x, "standalone", 10);
+	resp_bulk(x, "role", 4);
+	resp_bulk(x, "master", 6);
+	resp_bulk(x, "modules", 7);
+	resp_array(x, 0);
+}
+
+static void run_command(struct resp_ctx *x, const struct resp_proto_state *ps,
+			const struct paste_resp_arg *argv, uint32_t argc)
+{
+	srv_bump(&x->w->requests);
+	if (paste_resp_arg_eq(&argv[0], "QUIT")) {
+		resp_ok(x);
+		resp_close(x);
+	} else if (paste_resp_arg_eq(&argv[0], "HELLO")) {
+		hello(x, ps, argv, argc);
+	} else if (server_store_failed(x->w)) {
+		reply_failed(x);
+	} else {
+		ps->svc->command(x, argv, argc);
+	}
+}
+
+static void proto_error(struct resp_ctx *x, int code)
+{
+	char b[128];
+	int n = paste_resp_put_proto_error(b, sizeof(b), &x->r->ps, code);
+	if (n > 0)
+		paste_port_send(x->w->port, x->conn, b, (size_t)n, 0);
+	resp_close(x);
+}
+
+/* ------------------------------------------------------------ framing */
+
+static int buf_append(struct resp_conn *r, const uint8_t *p, uint32_t n)
+{
+	if (r->len + n > r->cap) {
+		uint32_t cap = r->cap ? r->cap : 512;
+		while (cap < r->len + n)
+			cap *= 2;
+		char *q = realloc(r->buf, cap);
+		if (!q)
+			return -ENOMEM;
+		r->buf = q;
+		r->cap = cap;
+	}
+	memcpy(r->buf + r->len, p, n);
+	r->len += n;
+	return 0;
+}
+
+static void ctx_init(struct resp_ctx *x, struct worker *w, uint32_t conn, struct srv_conn *c,
+		     const struct resp_proto_state *ps)
+{
+	x->w = w;
+	x->conn = conn;
+	x->c = c;
+	x->r = srv_proto_part(c);
+	x->sc = srv_service_part(x->r, sizeof(struct resp_conn));
+	x->ss = ps->ss;
+	x->ev = NULL;
+}
+
+static void stream_begin(struct resp_ctx *x, const struct resp_proto_state *ps,
+			 struct paste_resp_cmd *cmd)
+{
+	struct resp_conn *r = x->r;
+	const char *why = "value too long for this command";
+	srv_bump(&x->w->requests);
+	r->stream_left = cmd->argv[cmd->argc - 1].len;
+	r->refused = server_store_failed(x->w) || !ps->svc->stream_begin ||
+		     ps->svc->stream_begin(x, cmd->argv, cmd->argc, &why) != 0;
+	if (r->refused) {
+		/* Read and drop the bytes, then say why (a failed store:
+		 * answered and closed at once). */
+		if (server_store_failed(x->w)) {
+			reply_failed(x);
+			return;
+		}
+		char b[256];
+		int n = snprintf(b, sizeof(b), "-ERR %s\r\n", why);
+		resp_send(x, b, (size_t)n);
+	}
+	r->state = r->stream_left ? R_STREAM : R_CRLF;
+	x->c->timer = SRV_T_BODY;
+}
+
+/* R_SMALL is complete: parse the gathered command with streaming off
+ * (it is all here) and run it. */
+static void run_gathered(struct resp_ctx *x, const struct resp_proto_state *ps)
+{
+	struct resp_conn *r = x->r;
+	struct paste_resp_config pc = r->ps.cfg;
+	pc.stream_min = PASTE_RESP_NO_STREAM;
+	struct paste_resp_parser tmp;
+	paste_resp_parser_init(&tmp, &pc);
+	struct paste_resp_cmd cmd = { .argv = ps->argv, .argv_cap = ARGV_CAP,
+				      .scratch = ps->scratch, .scratch_cap = ps->scratch_cap };
+	int res = paste_resp_parse(&tmp, r->buf, r->len, &cmd);
+	r->len = 0;
+	r->state = R_CMD;
+	x->c->timer = SRV_T_IDLE;
+	x->ev = NULL;
+	if (res < 0) {
+		r->ps.bad = tmp.bad;
+		proto_error(x, res);
+	} else if (res == PASTE_RESP_CMD && cmd.argc) {
+		run_command(x, ps, cmd.argv, cmd.argc);
+	}
+}
+
+static void resp_data(struct worker *w, const struct paste_event *ev, struct srv_conn *c)
+{
+	const struct resp_proto_state *ps = srv_proto_state(w, c);
+	struct resp_ctx x;
+	ctx_init(&x, w, ev->conn, c, ps);
+	struct resp_conn *r = x.r;
+	uint32_t pos = 0;
+	while (pos < ev->len && r->state != R_DEAD) {
+		const char *at = (const char *)ev->data + pos;
+		uint32_t avail = ev->len - pos;
+		if (r->state == R_STREAM) {
+			uint32_t take = avail < r->stream_left ? avail : (uint32_t)r->stream_left;
+			if (!r->refused)
+				ps->svc->stream_data(&x, ev, pos, take);
+			r->stream_left -= take;
+			pos += take;
+			if (!r->stream_left)
+				r->state = R_CRLF;
+			continue;
+		}
+		if (r->state == R_SMALL) {
+			uint32_t take = avail < r->stream_left ? avail : (uint32_t)r->stream_left;
+			if (buf_append(r, (const uint8_t *)at, take)) {
+				resp_error(&x, "ERR out of memory");
+				resp_close(&x);
+				return;
+			}
+			pos += take;
+			r->stream_left -= take;
+			if (r->stream_left)
+				continue;
+			run_gathered(&x, ps);
+			continue;
+		}
+		if (r->state == R_CRLF) {
+			int k = paste_resp_stream_crlf(&r->ps, at, avail);
+			if (k < 0) {
+				if (!r->refused && ps->svc->closed)
+					ps->svc->closed(&x);
+				proto_error(&x, k);
+				return;
+			}
+			if (k == 0) {
+				pos = ev->len;
+				continue;
+			}
+			pos += (uint32_t)k;
+			r->state = R_CMD;
+			c->timer = SRV_T_IDLE;
+			if (!r->refused)
+				ps->svc->stream_end(&x);
+			continue;
+		}
+		struct paste_resp_cmd cmd = { .argv = ps->argv, .argv_cap = ARGV_CAP,
+					      .scratch = ps->scratch, .scratch_cap = ps->scratch_cap };
+		int res;
+		uint32_t old = r->len;
+		if (!old) {                       /* zero copy: parse where it landed */
+			res = paste_resp_parse(&r->ps, at, avail, &cmd);
+			x.ev = ev;
+		} else {                          /* a command split across reads */
+			if (buf_append(r, (const uint8_t *)at, avail)) {
+				resp_error(&x, "ERR out of memory");
+				resp_close(&x);
+				return;
+			}
+			res = paste_resp_parse(&r->ps, r->buf, r->len, &cmd);
+			x.ev = NULL;
+		}
+		if (res < 0) {
+			proto_error(&x, res);
+			return;
+		}
+		if (res == PASTE_RESP_MORE) {
+			if (!old && buf_append(r, (const uint8_t *)at, avail)) {
+				resp_error(&x, "ERR out of memory");
+				resp_close(&x);
+				return;
+			}
+			if (!old) {
+				c->timer = SRV_T_HEAD;   /* the header timeout starts */
+				c->since_ms = w->now_ms;
+			}
+			pos = ev->len;
+			continue;
+		}
+		/* Bytes of this event the command (or the streamed head) used. */
+		uint32_t used = cmd.used - old;
+		pos += used;
+		r->len = 0;
+		if (res == PASTE_RESP_STREAM) {
+			uint64_t blen = cmd.argv[cmd.argc - 1].len;
+			if (blen < r->ps.cfg.stream_min) {
+				/* Short, only split across reads: gather the whole
+				 * command (head, bulk, CRLF) and run it as one. */
+				if (!old && buf_append(r, (const uint8_t *)at, used)) {
+					resp_error(&x, "ERR out of memory");
+					resp_close(&x);
+					return;
+				}
+				r->len = cmd.used;
+				r->stream_left = blen + 2;
+				r->state = R_SMALL;
+				continue;
+			}
+			stream_begin(&x, ps, &cmd);
+			continue;
+		}
+		c->timer = SRV_T_IDLE;
+		if (cmd.argc)
+			run_command(&x, ps, cmd.argv, cmd.argc);
+	}
+}
+
+static void resp_accept(struct worker *w, uint32_t conn, struct srv_conn *c)
+{
+	(void)conn;
+	const struct resp_proto_state *ps = srv_proto_state(w, c);
+	struct resp_conn *r = srv_proto_part(c);
+	paste_resp_parser_init(&r->ps, &ps->cfg->parser);
+	r->proto = 2;
+}
+
+static void resp_closed(struct worker *w, uint32_t conn, struct srv_conn *c)
+{
+	const struct resp_proto_state *ps = srv_proto_state(w, c);
+	struct resp_ctx x;
+	ctx_init(&x, w, conn, c, ps);
+	if (ps->svc->closed)
+		ps->svc->closed(&x);
+	free(x.r->buf);
+	free(x.r->name);
+	x.r->buf = x.r->name = NULL;
+	x.r->len = x.r->cap = 0;
+	set_dead(&x);
+}
+
+/* A command or a value that stalls: an error and a close. An idle
+ * connection is closed without a word (Redis's `timeout`). */
+static void resp_timeout(struct worker *w, uint32_t conn, struct srv_conn *c)
+{
+	const struct resp_proto_state *ps = srv_proto_state(w, c);
+	struct resp_ctx x;
+	ctx_init(&x, w, conn, c, ps);
+	if (c->timer != SRV_T_IDLE) {
+		if (ps->svc->closed)
+			ps->svc->closed(&x);
+		paste_port_send(w->port, conn, "-ERR timeout reading the command\r\n", 34, 0);
+	}
+	resp_close(&x);
+}
+
+/* The client name lives in the protocol part; services reach it here. */
+static uint32_t resp_service_conn_size(const void *cfg)
+{
+	return ((const struct resp_config *)cfg)->service->conn_size;
+}
+
+static int resp_open(struct server *s, const void *cfg_, void **state, struct paste_error *err)
+{
+	const struct resp_config *cfg = cfg_;
+	struct resp_proto_state *ps = calloc(1, sizeof(*ps));
+	uint32_t scratch = cfg->parser.max_inline ? cfg->parser.max_inline : PASTE_RESP_DEFAULT_MAX_INLINE;
+	if (ps) {
+		ps->argv = calloc(ARGV_CAP, sizeof(*ps->argv));
+		ps->scratch = malloc(scratch);
+	}
+	if (!ps || !ps->argv || !ps->scratch) {
+		if (ps) {
+			free(ps->argv);
+			free(ps->scratch);
+		}
+		free(ps);
+		return paste_error_set(err, -ENOMEM, "out of memory");
+	}
+	if (s->cfg.threads != 1) {
+		free(ps->argv);
+		free(ps->scratch);
+		free(ps);
+		return paste_error_set(err, -EINVAL, "the Redis protocol runs in one thread (--threads 1)");
+	}
+	ps->scratch_cap = scratch;
+	ps->cfg = cfg;
+	ps->svc = cfg->service;
+	int r = ps->svc->open ? ps->svc->open(s, cfg->service_cfg, &ps->ss, err) : 0;
+	if (r) {
+		free(ps->argv);
+		free(ps->scratch);
+		free(ps);
+		return r;
+	}
+	*state = ps;
+	return 0;
+}
+
+static void resp_close_proto(struct server *s, void *state)
+{
+	struct resp_proto_state *ps = state;
+	if (!ps)
+		return;
+	if (ps->svc->close)
+		ps->svc->close(s, ps->ss);
+	free(ps->argv);
+	free(ps->scratch);
+	free(ps);
+}
+
+static void resp_banner(struct server *s, void *state)
+{
+	struct resp_proto_state *ps = state;
+	if (ps->svc->banner)
+		ps->svc->banner(s, ps->ss);
+}
+
+static void resp_pass(struct worker *w, void *state)
+{
+	struct resp_proto_state *ps = state;
+	if (ps->svc->pass)
+		ps->svc->pass(w, ps->ss);
+}
+
+const struct server_proto resp_proto = {
+	.name = "resp",
+	.conn_size = sizeof(struct resp_conn),
+	.service_conn_size = resp_service_conn_size,
+	.open = resp_open,
+	.close = resp_close_proto,
+	.banner = resp_banner,
+	.pass = resp_pass,
+	.accept = resp_accept,
+	.data = resp_data,
+	.closed = resp_closed,
+	.timeout = resp_timeout,
+};

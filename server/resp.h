@@ -1,0 +1,121 @@
+/*
+ * resp.h - the Redis protocol (RESP2, RESP3 after HELLO 3) over the server
+ * layer, and the interface a command set implements (struct resp_service).
+ *
+ * The protocol frames commands with lib/resp.c (where they landed; a
+ * command split across reads is reassembled in a per-connection buffer;
+ * pipelining; inline commands), answers what is its own (protocol errors
+ * with a close, HELLO, QUIT, the failed store), and hands every other
+ * command to the service:
+ *
+ *   whole command          -> command(x, argv, argc)    reply with resp_*()
+ *   last bulk streams      -> stream_begin(x, argv, argc) then
+ *                             stream_data(x, ev, off, n)... stream_end(x)
+ *   connection end         -> closed(x)
+ *   every event-loop pass  -> pass(w, state)
+ *
+ * Replies leave in order per connection and PASTE_SEND_DURABLE: each
+ * waits for the batch's barrier, so no reply reveals a change (or the
+ * absence of one) that is not durable yet, and an acknowledgement is sent
+ * only for data that is.
+ */
+#ifndef PASTE_SERVER_RESP_H
+#define PASTE_SERVER_RESP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "paste.h"
+#include "server.h"
+
+/* R_SMALL: a command whose last bulk the parser streams but which is
+ * short (under stream_min: it was only split across reads): gathered
+ * whole in the reassembly buffer and run as one command. */
+enum resp_state { R_CMD = 0, R_STREAM, R_CRLF, R_SMALL, R_DEAD };
+
+/* The protocol part of a connection (zeroed at accept). */
+struct resp_conn {
+	struct paste_resp_parser ps;
+	uint8_t state;            /* enum resp_state */
+	uint8_t proto;            /* 2, or 3 after HELLO 3 */
+	bool refused;             /* the streaming bulk is read and dropped */
+	uint64_t stream_left;     /* R_STREAM: bulk bytes still to come */
+	uint32_t len, cap;        /* reassembly of a command split across reads */
+	char *buf;
+	char *name;               /* CLIENT SETNAME (malloc'd), or NULL */
+};
+
+struct resp_ctx {
+	struct worker *w;
+	uint32_t conn;
+	struct srv_conn *c;
+	struct resp_conn *r;
+	void *sc;                 /* the service's part of the slot */
+	void *ss;                 /* the service's process-wide state */
+	/* Where the arguments of a whole command point: into ev's bytes
+	 * (ev != NULL: an argument inside ev->data[0..ev->len) may be held
+	 * zero copy with paste_body_feed(ev, arg.p - ev->data, arg.len)), or
+	 * into the reassembly buffer or the parser's scratch (ev == NULL:
+	 * copy what must outlive the call). */
+	const struct paste_event *ev;
+};
+
+struct resp_service {
+	const char *name;
+	uint32_t conn_size;
+	int (*open)(struct server *s, const void *cfg, void **state, struct paste_error *err);
+	void (*close)(struct server *s, void *state);
+	void (*banner)(struct server *s, void *state);
+	void (*pass)(struct worker *w, void *state);
+	/* argc >= 1; argv[0] is the command name. */
+	void (*command)(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc);
+	/* The command's last argument (argv[argc - 1], p == NULL) is a bulk of
+	 * argv[argc - 1].len bytes that will arrive through stream_data.
+	 * Return 0 to take them, or a negative errno to refuse: the bytes are
+	 * then read and dropped, and once they are in, the reply is
+	 * "-ERR <message>" with the message the service put in *why. */
+	int (*stream_begin)(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc,
+			    const char **why);
+	void (*stream_data)(struct resp_ctx *x, const struct paste_event *ev, uint32_t off,
+			    uint32_t len);
+	/* The bulk and its CRLF are in: reply. */
+	void (*stream_end)(struct resp_ctx *x);
+	/* Release what the connection holds (a half-streamed value).
+	 * Idempotent: may be called more than once. */
+	void (*closed)(struct resp_ctx *x);
+};
+
+struct resp_config {
+	struct paste_resp_config parser;   /* limits (0: defaults) */
+	const struct resp_service *service;
+	const void *service_cfg;
+	const char *server_name;           /* HELLO's "server" */
+	const char *version;               /* HELLO's "version" */
+};
+
+extern const struct server_proto resp_proto;
+
+/* Replies (durable-gated, in order). Each returns 0, or -EIO when the
+ * store failed (then the connection is answered the failure and closed;
+ * stop replying). */
+int resp_send(struct resp_ctx *x, const void *p, size_t n);
+int resp_ok(struct resp_ctx *x);
+int resp_simple(struct resp_ctx *x, const char *s);
+/* "-<msg>\r\n": msg starts with the error code ("ERR ...", "WRONGTYPE ..."). */
+int resp_error(struct resp_ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int resp_int(struct resp_ctx *x, int64_t v);
+int resp_bulk(struct resp_ctx *x, const void *p, size_t n);
+int resp_null(struct resp_ctx *x);
+int resp_array(struct resp_ctx *x, uint64_t n);
+int resp_map(struct resp_ctx *x, uint64_t n);
+int resp_set(struct resp_ctx *x, uint64_t n);
+int resp_bool(struct resp_ctx *x, bool b);
+/* A bulk whose data is queued by the caller (zero copy): "$n\r\n" now,
+ * resp_bulk_end after the data. */
+int resp_bulk_head(struct resp_ctx *x, uint64_t n);
+int resp_bulk_end(struct resp_ctx *x);
+/* "-ERR wrong number of arguments for '<cmd>' command" */
+int resp_arity_error(struct resp_ctx *x, const struct paste_resp_arg *cmd);
+/* Close after the replies queued so far (QUIT, a stream that cannot go on). */
+void resp_close(struct resp_ctx *x);
+
+#endif

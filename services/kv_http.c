@@ -1,0 +1,364 @@
+/*
+ * kv_http.c - pkvs over HTTP: the key-value store (kv.h) as an
+ * http_service.
+ *
+ *   PUT /kv/<key>      the body is the value: 201 (new key) or 204, once durable
+ *   GET /kv/<key>      200 with the value, sent from the buffers it lives in; 404
+ *   HEAD /kv/<key>     the same without the body
+ *   DELETE /kv/<key>   204, or 404 when absent
+ *   GET /kv?start=<key>&end=<key>&limit=<n>
+ *                      keys in order from start (inclusive) to end (exclusive),
+ *                      at most n (default 100, at most 1000), as JSON:
+ *                      {"keys":[{"key":"a","len":3},...],"more":false}
+ *
+ * Keys are the percent-decoded path after /kv/ (any byte, 1..512 of them):
+ * 400 for an empty key or a bad %-escape, 414 for a longer key. Values
+ * over the store's limit (kv_max_value) get 413 at their head.
+ *
+ * Every reply that depends on the tree is PASTE_SEND_DURABLE, 404s
+ * included: it leaves behind the barrier of any change it could reveal
+ * (kv.h, "Why one thread").
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv.h"
+
+#define LIST_DEFAULT 100u
+#define LIST_MAX 1000u
+
+enum kv_route {
+	KV_NOT_FOUND = 0,
+	KV_PUT,
+	KV_GET,            /* GET or HEAD */
+	KV_DELETE,
+	KV_LIST,
+	KV_BAD_METHOD,
+	KV_BAD_REQUEST,
+	KV_TOO_LONG,       /* 414 */
+};
+
+/* Per connection: what finish needs after the head is gone. */
+struct kv_http_conn {
+	struct paste_body body;
+	uint16_t klen, elen;
+	uint16_t limit;
+	bool has_end;
+	uint8_t key[PASTE_BTREE_MAX_KEY];   /* the key, or the range's start */
+	uint8_t end[PASTE_BTREE_MAX_KEY];
+};
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decode p[0..n) into out (cap bytes): the length, -1 for a bad
+ * escape, -2 when it does not fit. */
+static int pct_decode(const char *p, uint32_t n, uint8_t *out, uint32_t cap)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		int c = (uint8_t)p[i];
+		if (c == '%') {
+			int hi = i + 2 < n ? hexval(p[i + 1]) : -1;
+			int lo = i + 2 < n ? hexval(p[i + 2]) : -1;
+			if (hi < 0 || lo < 0)
+				return -1;
+			c = hi * 16 + lo;
+			i += 2;
+		}
+		if (k == cap)
+			return -2;
+		out[k++] = (uint8_t)c;
+	}
+	return (int)k;
+}
+
+/* start=, end=, limit= in any order, each at most once. */
+static int parse_query(struct kv_http_conn *kc, const char *q, uint32_t n)
+{
+	bool seen_start = false, seen_limit = false;
+	kc->klen = kc->elen = 0;
+	kc->has_end = false;
+	kc->limit = LIST_DEFAULT;
+	while (n) {
+		const char *amp = memchr(q, '&', n);
+		uint32_t len = amp ? (uint32_t)(amp - q) : n;
+		const char *eq = memchr(q, '=', len);
+		if (!eq)
+			return KV_BAD_REQUEST;
+		uint32_t nl = (uint32_t)(eq - q), vl = len - nl - 1;
+		const char *v = eq + 1;
+		if (nl == 5 && !memcmp(q, "start", 5) && !seen_start) {
+			int k = pct_decode(v, vl, kc->key, sizeof(kc->key));
+			if (k < 0)
+				return k == -2 ? KV_TOO_LONG : KV_BAD_REQUEST;
+			kc->klen = (uint16_t)k;
+			seen_start = true;
+		} else if (nl == 3 && !memcmp(q, "end", 3) && !kc->has_end) {
+			int k = pct_decode(v, vl, kc->end, sizeof(kc->end));
+			if (k < 0)
+				return k == -2 ? KV_TOO_LONG : KV_BAD_REQUEST;
+			kc->elen = (uint16_t)k;
+			kc->has_end = true;
+		} else if (nl == 5 && !memcmp(q, "limit", 5) && !seen_limit) {
+			uint32_t lim = 0;
+			if (!vl || vl > 4)
+				return KV_BAD_REQUEST;
+			for (uint32_t i = 0; i < vl; i++) {
+				if (v[i] < '0' || v[i] > '9')
+					return KV_BAD_REQUEST;
+				lim = lim * 10 + (uint32_t)(v[i] - '0');
+			}
+			if (lim < 1 || lim > LIST_MAX)
+				return KV_BAD_REQUEST;
+			kc->limit = (uint16_t)lim;
+			seen_limit = true;
+		} else {
+			return KV_BAD_REQUEST;
+		}
+		if (!amp)
+			break;
+		n -= len + 1;
+		q = amp + 1;
+	}
+	return KV_LIST;
+}
+
+static int kv_http_route(struct http_ctx *x, const struct paste_http_req *req)
+{
+	struct kv_http_conn *kc = x->sc;
+	struct kv *kv = ((struct kv_handle *)x->ss)->kv;
+	const char *t = req->target;
+	uint32_t n = req->target_len;
+	enum paste_http_method m = req->method;
+	if (n >= 3 && !memcmp(t, "/kv", 3) && (n == 3 || t[3] == '?')) {
+		if (m != PASTE_HTTP_GET)
+			return KV_BAD_METHOD;
+		return n == 3 ? parse_query(kc, t, 0) : parse_query(kc, t + 4, n - 4);
+	}
+	if (n < 4 || memcmp(t, "/kv/", 4))
+		return KV_NOT_FOUND;
+	int k = pct_decode(t + 4, n - 4, kc->key, sizeof(kc->key));
+	if (k == -2)
+		return KV_TOO_LONG;
+	if (k <= 0)
+		return KV_BAD_REQUEST;
+	kc->klen = (uint16_t)k;
+	switch (m) {
+	case PASTE_HTTP_PUT:
+		if (req->content_length > kv_max_value(kv) ||
+		    paste_body_begin(&kc->body, &kv->bc, kv->store, req->content_length))
+			return -413;
+		return KV_PUT;
+	case PASTE_HTTP_GET:
+	case PASTE_HTTP_HEAD:
+		return KV_GET;
+	case PASTE_HTTP_DELETE:
+		return KV_DELETE;
+	default:
+		return KV_BAD_METHOD;
+	}
+}
+
+static void kv_http_body(struct http_ctx *x, const struct paste_event *ev, uint32_t off, uint32_t len)
+{
+	if (x->h->route != KV_PUT)
+		return;
+	struct kv_http_conn *kc = x->sc;
+	struct kv *kv = ((struct kv_handle *)x->ss)->kv;
+	paste_body_feed(&kc->body, &kv->bc, x->w->port, ev, off, len);
+}
+
+/* A durable reply, or 503 when the store failed under it. */
+static void reply(struct http_ctx *x, int status, const char *ctype, const void *body, size_t len)
+{
+	if (http_reply(x, status, ctype, body, len, NULL, PASTE_SEND_DURABLE) == -EIO)
+		http_reply_failed(x);
+}
+
+static void reply_errno(struct http_ctx *x, int r)
+{
+	if (server_store_failed(x->w)) {
+		http_reply_failed(x);
+		return;
+	}
+	char msg[96];
+	int status = r == -ENOSPC ? 507 : r == -EFBIG ? 413 : r == -ENAMETOOLONG ? 414 :
+		     r == -EINVAL ? 400 : 500;
+	int n = snprintf(msg, sizeof(msg), "%s\n", status == 507 ? "store full" : strerror(-r));
+	http_reply(x, status, "text/plain", msg, (size_t)n, NULL, 0);
+}
+
+static void finish_put(struct http_ctx *x, struct kv *kv, struct kv_http_conn *kc)
+{
+	bool created = false;
+	int r = kv_set_body(kv, kc->key, kc->klen, &kc->body, &created);
+	if (r) {
+		reply_errno(x, r);
+		return;
+	}
+	reply(x, created ? 201 : 204, NULL, NULL, 0);
+}
+
+static void finish_get(struct http_ctx *x, struct kv *kv, struct kv_http_conn *kc)
+{
+	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+	uint32_t n, len;
+	if (kv_get(kv, kc->key, kc->klen, ext, &n, &len)) {
+		reply(x, 404, "text/plain", "no such key\n", 12);
+		return;
+	}
+	char head[256];
+	int hl = http_reply_head(head, sizeof(head), x->h, 200, "application/octet-stream", len, NULL);
+	bool failed = paste_port_send(x->w->port, x->conn, head, (size_t)hl, PASTE_SEND_DURABLE) == -EIO;
+	if (!failed && !x->h->head_only)
+		failed = kv_send_value(x->w, x->conn, ext, n, 0, len) == -EIO;
+	if (failed)
+		http_reply_failed(x);
+	else if (!x->h->keep_alive)
+		paste_port_close_conn(x->w->port, x->conn);
+}
+
+static void finish_delete(struct http_ctx *x, struct kv *kv, struct kv_http_conn *kc)
+{
+	int r = kv_del(kv, kc->key, kc->klen);
+	if (r < 0)
+		reply_errno(x, r);
+	else if (r == 0)
+		reply(x, 404, "text/plain", "no such key\n", 12);
+	else
+		reply(x, 204, NULL, NULL, 0);
+}
+
+/* JSON string body for a key: every byte outside printable ASCII, and
+ * '"' and '\\', escaped (keys are bytes, not UTF-8). */
+static size_t json_key(char *out, size_t at, const uint8_t *k, uint32_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	out[at++] = '"';
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t c = k[i];
+		if (c == '"' || c == '\\') {
+			out[at++] = '\\';
+			out[at++] = (char)c;
+		} else if (c < 0x20 || c >= 0x7f) {
+			memcpy(out + at, "\\u00", 4);
+			out[at + 4] = hex[c >> 4];
+			out[at + 5] = hex[c & 15];
+			at += 6;
+		} else {
+			out[at++] = (char)c;
+		}
+	}
+	out[at++] = '"';
+	return at;
+}
+
+static void finish_list(struct http_ctx *x, struct kv *kv, struct kv_http_conn *kc)
+{
+	/* Worst case per key: 6 bytes per key byte + ~40; built once. */
+	size_t cap = (size_t)kc->limit * (6 * PASTE_BTREE_MAX_KEY + 48) + 64;
+	char *out = malloc(cap);
+	if (!out) {
+		http_reply_error(x, 503);
+		return;
+	}
+	struct paste_btree_cursor c;
+	paste_btree_cursor_init(&c, kv->tree, kc->key, kc->klen);
+	size_t at = http_put_str(out, 0, cap, "{\"keys\":[");
+	uint32_t count = 0, vn, vlen;
+	const uint8_t *key;
+	uint32_t klen;
+	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+	bool more = false;
+	while (paste_btree_cursor_next(&c, &key, &klen, ext, &vn, &vlen) == 1) {
+		if (kc->has_end && paste_btree_keycmp(key, klen, kc->end, kc->elen) >= 0)
+			break;
+		if (count == kc->limit) {
+			more = true;
+			break;
+		}
+		if (count++)
+			out[at++] = ',';
+		at = http_put_str(out, at, cap, "{\"key\":");
+		at = json_key(out, at, key, klen);
+		at = http_put_str(out, at, cap, ",\"len\":");
+		at = http_put_u64(out, at, cap, vlen);
+		out[at++] = '}';
+	}
+	srv_bump(&kv->n.scans);
+	at = http_put_str(out, at, cap, more ? "],\"more\":true}\n" : "],\"more\":false}\n");
+	reply(x, 200, "application/json", out, at);
+	free(out);
+}
+
+static void kv_http_finish(struct http_ctx *x)
+{
+	struct kv_http_conn *kc = x->sc;
+	struct kv *kv = ((struct kv_handle *)x->ss)->kv;
+	switch (x->h->route) {
+	case KV_PUT:
+		finish_put(x, kv, kc);
+		break;
+	case KV_GET:
+		finish_get(x, kv, kc);
+		break;
+	case KV_DELETE:
+		finish_delete(x, kv, kc);
+		break;
+	case KV_LIST:
+		finish_list(x, kv, kc);
+		break;
+	case KV_BAD_METHOD:
+		http_reply(x, 405, "text/plain", "method not allowed\n", 19,
+			   "Allow: GET, HEAD, PUT, DELETE", 0);
+		break;
+	case KV_BAD_REQUEST:
+		http_reply_error(x, 400);
+		break;
+	case KV_TOO_LONG:
+		http_reply_error(x, 414);
+		break;
+	default:
+		http_reply(x, 404, "text/plain", "not found\n", 10, NULL, 0);
+		break;
+	}
+}
+
+static void kv_http_closed(struct http_ctx *x)
+{
+	struct kv_http_conn *kc = x->sc;
+	struct kv *kv = ((struct kv_handle *)x->ss)->kv;
+	paste_body_release(&kc->body, kv->store);
+}
+
+static size_t kv_http_stats(struct server *s, void *state, char *out, size_t at, size_t cap)
+{
+	(void)s;
+	return kv_stats_json(((struct kv_handle *)state)->kv, out, at, cap);
+}
+
+const struct http_service kv_http_service = {
+	.name = "kv",
+	.conn_size = sizeof(struct kv_http_conn),
+	.open = kv_svc_open,
+	.close = kv_svc_close,
+	.banner = kv_svc_banner,
+	.route = kv_http_route,
+	.body = kv_http_body,
+	.finish = kv_http_finish,
+	.closed = kv_http_closed,
+	.stats = kv_http_stats,
+	.pass = kv_svc_pass,
+};

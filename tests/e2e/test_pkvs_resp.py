@@ -1,0 +1,348 @@
+"""pkvs over the Redis protocol, through real clients: redis-cli (one-shot
+and interactive on a pseudo-terminal), redis-py 8 (RESP3 after HELLO 3, and
+protocol=2), redis-benchmark, and raw sockets for pipelining, inline
+commands and malformed frames.
+
+Every test starts its own pkvs (HTTP and RESP on free ports of 127.0.0.1)
+with a store of its own and stops it, asserting a clean exit.
+"""
+import os
+import pty
+import select
+import subprocess
+import time
+
+import pytest
+import redis
+
+from conftest import RespConn, RespError, http_once, resp_command, tool
+
+ENGINE_ARGS = {"uring": ["--engine", "uring"], "epoll": ["--engine", "epoll"]}
+
+
+def cli(port, *args, stdin=None, timeout=20):
+    """redis-cli -p port args...; returns its stdout (asserts exit 0)."""
+    r = subprocess.run([tool("redis-cli"), "-p", str(port)] + [str(a) for a in args],
+                       input=stdin, capture_output=True, timeout=timeout)
+    assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return r.stdout.decode()
+
+
+def client(srv, protocol=3, **kw):
+    return redis.Redis(host="127.0.0.1", port=srv.resp_port, protocol=protocol,
+                       socket_timeout=10, **kw)
+
+
+# ---------------------------------------------------------------------------
+# redis-cli
+# ---------------------------------------------------------------------------
+
+def test_redis_cli_one_shot(pkvs, engine):
+    srv = pkvs.start(ENGINE_ARGS[engine])
+    p = srv.resp_port
+    assert cli(p, "PING") == "PONG\n"
+    assert cli(p, "SET", "greeting", "hello world") == "OK\n"
+    assert cli(p, "GET", "greeting") == "hello world\n"
+    assert cli(p, "STRLEN", "greeting") == "11\n"
+    assert cli(p, "GETRANGE", "greeting", "0", "4") == "hello\n"
+    assert cli(p, "GETRANGE", "greeting", "-5", "-1") == "world\n"
+    assert cli(p, "EXISTS", "greeting", "nope", "greeting") == "2\n"
+    assert cli(p, "MSET", "a", "1", "b", "2", "c", "3") == "OK\n"
+    assert cli(p, "MGET", "a", "nope", "c") == "1\n\n3\n"
+    assert cli(p, "INCR", "a") == "2\n"
+    assert cli(p, "DECR", "counter") == "-1\n"
+    assert cli(p, "DBSIZE") == "5\n"
+    assert sorted(cli(p, "KEYS", "*").split()) == ["a", "b", "c", "counter", "greeting"]
+    assert sorted(cli(p, "KEYS", "?").split()) == ["a", "b", "c"]
+    assert cli(p, "DEL", "a", "b", "nope") == "2\n"
+    assert cli(p, "UNLINK", "c") == "1\n"
+    assert cli(p, "GET", "a") == "\n"
+    assert cli(p, "ECHO", "x y") == "x y\n"
+    assert cli(p, "SELECT", "0") == "OK\n"
+    assert "ERR" in cli(p, "SELECT", "1")
+    assert cli(p, "FLUSHALL") == "OK\n"
+    assert cli(p, "DBSIZE") == "0\n"
+
+
+def test_redis_cli_info_config_command(pkvs):
+    srv = pkvs.start()
+    p = srv.resp_port
+    cli(p, "SET", "k", "v")
+    info = cli(p, "INFO")
+    for section in ("# Server", "# Persistence", "# Stats", "# Keyspace"):
+        assert section in info, info
+    assert "db0:keys=1," in info, info
+    assert cli(p, "INFO", "keyspace").startswith("# Keyspace")
+    assert cli(p, "CONFIG", "GET", "save").split("\n")[0] == "save"
+    assert cli(p, "CONFIG", "GET", "appendonly").split("\n")[0] == "appendonly"
+    assert int(cli(p, "COMMAND", "COUNT")) >= 25
+    docs = cli(p, "COMMAND", "DOCS", "get")
+    assert "get" in docs.lower()
+    assert "summary" in docs
+    assert cli(p, "CLIENT", "SETNAME", "me") == "OK\n"
+    # One connection: SETNAME then GETNAME.
+    out = cli(p, stdin=b"CLIENT SETNAME tester\nCLIENT GETNAME\n")
+    assert out == "OK\ntester\n", out
+
+
+def test_redis_cli_interactive(pkvs):
+    """redis-cli on a pseudo-terminal: interactive mode asks COMMAND DOCS
+    first (for hints) and must still work."""
+    srv = pkvs.start()
+    pid, fd = pty.fork()
+    if pid == 0:
+        # TERM=dumb: linenoise then prints its prompt and reads lines
+        # without first asking the terminal where its cursor is (ESC[6n),
+        # which nobody here would answer.
+        os.environ["TERM"] = "dumb"
+        os.execv(tool("redis-cli"), ["redis-cli", "-p", str(srv.resp_port)])
+    out = bytearray()
+
+    def expect(token, timeout=10):
+        deadline = time.monotonic() + timeout
+        while token not in out:
+            left = deadline - time.monotonic()
+            assert left > 0, f"redis-cli never printed {token!r}; got {bytes(out)!r}"
+            r, _, _ = select.select([fd], [], [], left)
+            if r:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                out.extend(chunk)
+        assert token in out, bytes(out)
+
+    try:
+        expect(b"> ")
+        os.write(fd, b"SET fruit banana\r")
+        expect(b"OK")
+        del out[:]
+        os.write(fd, b"GET fruit\r")
+        expect(b'"banana"')
+        del out[:]
+        os.write(fd, b"DBSIZE\r")
+        expect(b"(integer) 1")
+        del out[:]
+        os.write(fd, b"NOSUCHCOMMAND a\r")
+        expect(b"unknown command")
+        os.write(fd, b"QUIT\r")
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.WIFEXITED(status), status
+    srv_alive = RespConn(srv.resp_port)
+    assert srv_alive.command("GET", "fruit") == b"banana"
+    srv_alive.close()
+
+
+# ---------------------------------------------------------------------------
+# redis-py 8
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("protocol", [3, 2])
+def test_redis_py(pkvs, engine, protocol):
+    srv = pkvs.start(ENGINE_ARGS[engine])
+    r = client(srv, protocol)
+    assert r.ping() is True
+    assert r.set("k1", b"v1") is True
+    assert r.get("k1") == b"v1"
+    assert r.set("k1", b"new", nx=True) is None
+    assert r.set("k1", b"v2", xx=True) is True
+    assert r.set("k1", b"v3", get=True) == b"v2"
+    assert r.set("absent", b"x", xx=True) is None
+    assert r.exists("absent") == 0
+    assert r.mset({"m1": "a", "m2": "b"}) is True
+    assert r.mget(["m1", "m2", "zz"]) == [b"a", b"b", None]
+    assert r.incr("n") == 1
+    assert r.incr("n") == 2
+    assert r.decr("n") == 1
+    r.set("notint", "abc")
+    with pytest.raises(redis.ResponseError, match="not an integer"):
+        r.incr("notint")
+    assert r.dbsize() == 5
+    assert sorted(r.scan_iter(match="m*", count=1)) == [b"m1", b"m2"]
+    assert sorted(r.scan_iter()) == sorted([b"k1", b"m1", b"m2", b"n", b"notint"])
+    assert r.delete("m1", "m2", "zz") == 2
+    info = r.info()
+    assert info["db0"]["keys"] == 3, info.get("db0")
+    assert "redis_version" in info
+    with pytest.raises(redis.ResponseError, match="(?i)expir|EX"):
+        r.set("t", "v", ex=10)
+    p = r.pipeline(transaction=False)
+    for i in range(200):
+        p.set(f"p{i}", str(i))
+    for i in range(200):
+        p.get(f"p{i}")
+    res = p.execute()
+    assert res[:200] == [True] * 200
+    assert res[200:] == [str(i).encode() for i in range(200)]
+    assert r.flushall() is True
+    assert r.dbsize() == 0
+    r.close()
+
+
+def test_redis_py_resp3_hello_map(pkvs):
+    srv = pkvs.start()
+    with RespConn(srv.resp_port) as c:
+        c.send(b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n")
+        line = c._line()
+        assert line.startswith(b"%"), line
+        c.conn.buf[:0] = line + b"\r\n"
+        hello = c.read_reply()
+        assert hello["proto"] == 3 and hello["server"], hello
+        # RESP3 null for a missing key, not $-1.
+        c.send(resp_command("GET", "missing"))
+        assert c._line() == b"_"
+        assert isinstance(c.command("HELLO", "4"), RespError)
+        hello2 = c.command("HELLO", "2")
+        assert isinstance(hello2, list) and b"proto" in hello2, hello2
+        c.send(resp_command("GET", "missing"))
+        assert c._line() == b"$-1"
+
+
+def test_large_values_and_keys(pkvs, engine):
+    srv = pkvs.start(ENGINE_ARGS[engine] + ["--buf-size", "32768", "--ring-bufs", "1024"],
+                     store_size="256M")
+    r = client(srv)
+    big = os.urandom(1 << 20)
+    assert r.set("big", big) is True
+    assert r.get("big") == big
+    assert r.strlen("big") == len(big)
+    for n in (1, 63, 64, 511, 512):
+        key = bytes([65 + n % 26]) * n
+        assert r.set(key, key[:10]) is True
+        assert r.get(key) == key[:10]
+    with pytest.raises(redis.ResponseError):
+        r.set(b"x" * 513, "v")
+    with pytest.raises(redis.ResponseError, match="too large"):
+        r.set("huge", os.urandom(63 * 32768 + 1))
+    assert r.get("big") == big
+    r.close()
+
+
+# ---------------------------------------------------------------------------
+# Raw frames
+# ---------------------------------------------------------------------------
+
+def test_pipelining_and_inline(pkvs, engine):
+    srv = pkvs.start(ENGINE_ARGS[engine])
+    with RespConn(srv.resp_port) as c:
+        n = 500
+        c.send(b"".join(resp_command("SET", f"key:{i}", f"val:{i}") for i in range(n)) +
+               b"".join(resp_command("GET", f"key:{i}") for i in range(n)))
+        replies = [c.read_reply() for _ in range(2 * n)]
+        assert replies[:n] == ["OK"] * n
+        assert replies[n:] == [f"val:{i}".encode() for i in range(n)]
+        c.send(b"PING\r\n")
+        assert c.read_reply() == "PONG"
+        c.send(b"\r\nSET inline \"a b\\tc\"\r\nGET inline\r\n")
+        assert c.read_reply() == "OK"
+        assert c.read_reply() == b"a b\tc"
+        # A command split into single bytes.
+        for b in resp_command("GET", "inline"):
+            c.send(bytes([b]))
+        assert c.read_reply() == b"a b\tc"
+
+
+def test_argument_errors_keep_the_connection(pkvs):
+    srv = pkvs.start()
+    with RespConn(srv.resp_port) as c:
+        e = c.command("GET")
+        assert isinstance(e, RespError) and "wrong number of arguments" in str(e), e
+        e = c.command("NOSUCH", "a", "b")
+        assert isinstance(e, RespError) and "unknown command" in str(e), e
+        e = c.command("SET", "k", "v", "EX", "10")
+        assert isinstance(e, RespError), e
+        e = c.command("SET", "k", "v", "NX", "XX")
+        assert isinstance(e, RespError) and "syntax error" in str(e), e
+        assert c.command("PING") == "PONG"
+
+
+@pytest.mark.parametrize("frame,message", [
+    (b"*2\r\n$3\r\nGET\r\n:1\r\n", "expected '$', got ':'"),
+    (b"*x\r\n", "invalid multibulk length"),
+    (b"*1\r\n$-5\r\n", "invalid bulk length"),
+    (b"*1\r\n$99999999999\r\n", "invalid bulk length"),
+    (b"SET a \"unterminated\r\n", "unbalanced quotes"),
+    (b"A" * 70000, "too big inline request"),
+])
+def test_malformed_frames_error_and_close(pkvs, engine, frame, message):
+    srv = pkvs.start(ENGINE_ARGS[engine])
+    with RespConn(srv.resp_port) as other:
+        assert other.command("SET", "survivor", "yes") == "OK"
+        with RespConn(srv.resp_port) as bad:
+            bad.send(frame)
+            e = bad.read_reply()
+            assert isinstance(e, RespError) and message in str(e), e
+            assert bad.is_closed()
+        assert other.command("GET", "survivor") == b"yes"
+
+
+def test_quit(pkvs):
+    srv = pkvs.start()
+    with RespConn(srv.resp_port) as c:
+        assert c.command("QUIT") == "OK"
+        assert c.is_closed()
+
+
+# ---------------------------------------------------------------------------
+# redis-benchmark
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("pipeline", [1, 16])
+def test_redis_benchmark(pkvs, engine, pipeline):
+    srv = pkvs.start(ENGINE_ARGS[engine])
+    r = subprocess.run([tool("redis-benchmark"), "-p", str(srv.resp_port), "-q",
+                        "-t", "set,get,incr,mset,ping", "-n", "3000", "-c", "20",
+                        "-d", "1024", "-r", "1000", "-P", str(pipeline)],
+                       capture_output=True, timeout=120)
+    out = r.stdout.decode() + r.stderr.decode()
+    assert r.returncode == 0, out
+    for test in ("PING_INLINE", "PING_MBULK", "SET", "GET", "INCR", "MSET (10 keys)"):
+        assert f"{test}:" in out, out
+    assert "ERR" not in out, out
+    with RespConn(srv.resp_port) as c:
+        assert c.command("DBSIZE") > 0
+        keys = c.command("KEYS", "key:*")
+        assert keys, "redis-benchmark's SETs left no key:* keys"
+        for k in keys[:20]:
+            assert len(c.command("GET", k)) == 1024, k
+        v = c.command("SCAN", "0", "MATCH", "key:*", "COUNT", "10")
+        assert isinstance(v, list) and len(v) == 2
+
+
+# ---------------------------------------------------------------------------
+# One tree behind both front ends; restarts
+# ---------------------------------------------------------------------------
+
+def test_http_and_resp_share_the_tree(pkvs):
+    srv = pkvs.start()
+    with RespConn(srv.resp_port) as c:
+        assert c.command("SET", "shared", "from resp") == "OK"
+        r = http_once(srv.port, "GET", "/kv/shared")
+        assert r.status == 200 and r.body == b"from resp"
+        r = http_once(srv.port, "PUT", "/kv/shared2", b"from http")
+        assert r.status == 201, r
+        assert c.command("GET", "shared2") == b"from http"
+
+
+def test_keys_survive_restart(pkvs, engine):
+    srv = pkvs.start(ENGINE_ARGS[engine] + ["--checkpoint-records", "300"])
+    r = client(srv)
+    expected = {}
+    for i in range(2000):
+        k, v = f"key{i % 700}", os.urandom(1 + i % 300)
+        r.set(k, v)
+        expected[k] = v
+        if i % 7 == 0:
+            r.delete(f"key{(i * 13) % 700}")
+            expected.pop(f"key{(i * 13) % 700}", None)
+    r.close()
+    srv.restart()
+    r = client(srv)
+    assert r.dbsize() == len(expected)
+    for k, v in expected.items():
+        assert r.get(k) == v, k
+    r.close()

@@ -1,0 +1,412 @@
+/* test_btree.c - the B+tree's operations: get/set/del/clear and their
+ * errors, every key size 1..512, splits and merges down to an empty tree,
+ * ordered iteration and range scans (also while the tree changes), and
+ * the references of replaced values, dropped only once durable. */
+#include "btree_fixture.h"
+
+static struct tenv E;
+
+static void setup(const char *name, enum paste_durability mode)
+{
+	memset(&E, 0, sizeof(E));
+	E.scfg = (struct paste_store_config){ .size = 32u << 20, .buf_size = 2048, .log_lanes = 2,
+					      .node_size = 8u << 20 };
+	E.mode = mode;
+	E.npool = 64;
+	tenv_start(&E, name);
+}
+
+static struct paste_extent val(uint32_t i, uint32_t off, uint32_t len)
+{
+	return (struct paste_extent){ E.pool[i % E.npool], off, len };
+}
+
+static void test_basics(void)
+{
+	setup("basics", PASTE_DUR_NONE);
+	struct paste_btree *t = E.t;
+	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS], v[2] = { val(1, 10, 5), val(2, 0, 7) };
+	uint32_t n = 99, len = 99;
+	uint64_t lsn = 0, lsn2 = 0;
+	CHECK_EQ(paste_btree_count(t), 0);
+	CHECK_EQ(paste_btree_get(t, "a", 1, ext, &n, &len), -ENOENT);
+	CHECK_EQ(paste_btree_del(t, "a", 1, &lsn), -ENOENT);
+	CHECK_EQ(lsn, 0);
+	CHECK_EQ(paste_btree_set(t, "a", 1, v, 2, &lsn), 0);
+	CHECK(lsn > 0);
+	CHECK_EQ(paste_btree_get(t, "a", 1, ext, &n, &len), 0);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(len, 12);
+	CHECK(memcmp(ext, v, sizeof(v)) == 0);
+	CHECK_EQ(paste_btree_set(t, "a", 1, v + 1, 1, &lsn2), 0);   /* overwrite */
+	CHECK(lsn2 > lsn);
+	CHECK_EQ(paste_btree_get(t, "a", 1, ext, &n, &len), 0);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(len, 7);
+	CHECK_EQ(paste_btree_count(t), 1);
+	CHECK_EQ(paste_btree_set(t, "empty", 5, NULL, 0, NULL), 0);   /* an empty value */
+	CHECK_EQ(paste_btree_get(t, "empty", 5, ext, &n, &len), 0);
+	CHECK_EQ(n, 0);
+	CHECK_EQ(len, 0);
+	CHECK_EQ(paste_btree_count(t), 2);
+
+	/* Bad arguments change nothing and log nothing. */
+	struct paste_btree_info before, after;
+	paste_btree_info(t, &before);
+	uint8_t big[PASTE_BTREE_MAX_KEY + 1];
+	memset(big, 'x', sizeof(big));
+	CHECK_EQ(paste_btree_set(t, "", 0, v, 1, NULL), -EINVAL);
+	CHECK_EQ(paste_btree_set(t, NULL, 1, v, 1, NULL), -EINVAL);
+	CHECK_EQ(paste_btree_set(t, big, sizeof(big), v, 1, NULL), -ENAMETOOLONG);
+	CHECK_EQ(paste_btree_get(t, big, sizeof(big), ext, &n, &len), -ENAMETOOLONG);
+	CHECK_EQ(paste_btree_del(t, "", 0, NULL), -EINVAL);
+	CHECK_EQ(paste_btree_set(t, "a", 1, v, PASTE_BTREE_MAX_EXTENTS + 1, NULL), -E2BIG);
+	CHECK_EQ(paste_btree_set(t, "a", 1, NULL, 1, NULL), -EINVAL);
+	struct paste_extent bad[3] = { { paste_store_geom(E.st)->nbufs, 0, 1 }, val(0, 2040, 9), val(0, 2049, 0) };
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(paste_btree_set(t, "a", 1, bad + i, 1, NULL), -EINVAL);
+	paste_btree_info(t, &after);
+	CHECK_EQ(after.last_lsn, before.last_lsn);
+	CHECK_EQ(after.keys, 2);
+
+	/* The longest key and the most extents. */
+	struct paste_extent many[PASTE_BTREE_MAX_EXTENTS];
+	for (uint32_t i = 0; i < PASTE_BTREE_MAX_EXTENTS; i++)
+		many[i] = val(i, i, 100 + i);
+	CHECK_EQ(paste_btree_set(t, big, PASTE_BTREE_MAX_KEY, many, PASTE_BTREE_MAX_EXTENTS, NULL), 0);
+	CHECK_EQ(paste_btree_get(t, big, PASTE_BTREE_MAX_KEY, ext, &n, &len), 0);
+	CHECK_EQ(n, PASTE_BTREE_MAX_EXTENTS);
+	CHECK(memcmp(ext, many, sizeof(many)) == 0);
+	CHECK_EQ(paste_btree_del(t, "a", 1, NULL), 0);
+	CHECK_EQ(paste_btree_get(t, "a", 1, ext, &n, &len), -ENOENT);
+	CHECK_EQ(paste_btree_count(t), 2);
+	CHECK_EQ(tree_check(t), 0);
+	CHECK_EQ(paste_btree_maintain(t), 0);
+	CHECK_EQ(audit_refs(&E), 0);
+	CHECK(paste_btree_keycmp("ab", 2, "abc", 3) < 0);
+	CHECK(paste_btree_keycmp("b", 1, "abc", 3) > 0);
+	CHECK_EQ(paste_btree_keycmp("abc", 3, "abc", 3), 0);
+	tenv_finish(&E);
+}
+
+/* Keys of every length 1..512 sharing one prefix ("a", "aa", ...) and of
+ * every length with distinct bytes: order, lookups, then deletion in a
+ * scrambled order with the structure checked as it shrinks. */
+static void key_of(uint8_t *k, uint32_t len, bool prefix)
+{
+	for (uint32_t i = 0; i < len; i++)
+		k[i] = prefix ? 'a' : (uint8_t)(len * 37u + i * 11u);
+	if (!prefix)
+		k[0] = (uint8_t)(len >> 1);   /* distinct first bytes for most lengths */
+}
+
+static void test_key_sizes(void)
+{
+	setup("keysizes", PASTE_DUR_NONE);
+	uint8_t k[PASTE_BTREE_MAX_KEY];
+	for (int prefix = 1; prefix >= 0; prefix--) {
+		for (uint32_t len = 1; len <= PASTE_BTREE_MAX_KEY; len++) {
+			key_of(k, len, prefix);
+			struct paste_extent v = val(len, len % 1000, len);
+			CHECK_EQ(paste_btree_set(E.t, k, len, &v, 1, NULL), 0);
+		}
+	}
+	uint64_t count = paste_btree_count(E.t);
+	CHECK(count >= 2 * PASTE_BTREE_MAX_KEY - 1);   /* two keys may coincide */
+	struct paste_btree_info in;
+	paste_btree_info(E.t, &in);
+	CHECK(in.height >= 2);
+	CHECK_EQ(tree_check(E.t), 0);
+	/* Every key found, with its value; the order strictly rising. */
+	for (uint32_t len = 1; len <= PASTE_BTREE_MAX_KEY; len++) {
+		struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+		uint32_t n, vlen;
+		key_of(k, len, true);
+		CHECK_EQ(paste_btree_get(E.t, k, len, ext, &n, &vlen), 0);
+		CHECK_EQ(vlen, len);
+	}
+	struct paste_btree_cursor c;
+	const uint8_t *key;
+	uint8_t prev[PASTE_BTREE_MAX_KEY];
+	uint32_t klen, plen = 0, seen = 0, bad = 0;
+	paste_btree_cursor_init(&c, E.t, NULL, 0);
+	while (paste_btree_cursor_next(&c, &key, &klen, NULL, NULL, NULL) == 1) {
+		bad += seen && paste_btree_keycmp(prev, plen, key, klen) >= 0;
+		memcpy(prev, key, klen);
+		plen = klen;
+		seen++;
+	}
+	CHECK_EQ(seen, count);
+	CHECK_EQ(bad, 0);
+	/* Delete all, in a scrambled order; check the structure now and then. */
+	uint64_t s = 42;
+	uint32_t order[2 * PASTE_BTREE_MAX_KEY];
+	for (uint32_t i = 0; i < 2 * PASTE_BTREE_MAX_KEY; i++)
+		order[i] = i;
+	for (uint32_t i = 2 * PASTE_BTREE_MAX_KEY - 1; i > 0; i--) {
+		uint32_t j = (uint32_t)(rnd(&s) % (i + 1)), x = order[i];
+		order[i] = order[j];
+		order[j] = x;
+	}
+	uint32_t deleted = 0, checks_bad = 0;
+	for (uint32_t i = 0; i < 2 * PASTE_BTREE_MAX_KEY; i++) {
+		uint32_t len = order[i] % PASTE_BTREE_MAX_KEY + 1;
+		key_of(k, len, order[i] < PASTE_BTREE_MAX_KEY);
+		deleted += paste_btree_del(E.t, k, len, NULL) == 0;
+		if (i % 64 == 0)
+			checks_bad += tree_check(E.t) != 0;
+	}
+	CHECK_EQ(deleted, count);
+	CHECK_EQ(checks_bad, 0);
+	CHECK_EQ(paste_btree_count(E.t), 0);
+	paste_btree_info(E.t, &in);
+	CHECK_EQ(in.height, 0);
+	CHECK_EQ(in.pages_used, 0);
+	CHECK_EQ(paste_btree_maintain(E.t) >= 0, 1);
+	CHECK_EQ(audit_refs(&E), 0);
+	tenv_finish(&E);
+}
+
+/* Many small keys in order (splits at every level), then removed from the
+ * middle outwards (merges and borrowing), with checkpoints in between so
+ * copy-on-write meets splits and merges. */
+static void test_splits_merges(void)
+{
+	setup("splits", PASTE_DUR_NONE);
+	const uint32_t N = 60000;
+	char k[32];
+	uint32_t bad = 0;
+	for (uint32_t i = 0; i < N; i++) {
+		snprintf(k, sizeof(k), "key%08u", i * 7919u % N);
+		struct paste_extent v = val(i, 0, 8);
+		bad += set_str(E.t, k, &v, 1) != 0;
+		if (i % 10000 == 0)
+			bad += paste_btree_checkpoint(E.t) != 0;
+	}
+	CHECK_EQ(bad, 0);
+	struct paste_btree_info in;
+	paste_btree_info(E.t, &in);
+	CHECK_EQ(in.keys, N);
+	CHECK(in.height >= 3);
+	CHECK(in.pages_used > N / 200);
+	CHECK_EQ(tree_check(E.t), 0);
+	uint32_t pages_full = in.pages_used;
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t x = i % 2 ? N / 2 + i / 2 : N / 2 - 1 - i / 2;
+		snprintf(k, sizeof(k), "key%08u", x);
+		bad += paste_btree_del(E.t, k, (uint32_t)strlen(k), NULL) != 0;
+		if (i % 5000 == 0) {
+			bad += tree_check(E.t) != 0;
+			bad += paste_btree_maintain(E.t) < 0;
+		}
+		if (i == N / 2) {
+			paste_btree_info(E.t, &in);
+			CHECK(in.pages_used < pages_full * 2 / 3);   /* merges give pages back */
+		}
+	}
+	CHECK_EQ(bad, 0);
+	paste_btree_info(E.t, &in);
+	CHECK_EQ(in.keys, 0);
+	CHECK_EQ(in.height, 0);
+	CHECK_EQ(in.pages_used, 0);
+	CHECK_EQ(paste_btree_checkpoint(E.t), 0);
+	paste_btree_info(E.t, &in);
+	CHECK_EQ(in.pages_free, in.pages_total);
+	CHECK_EQ(in.releases_waiting, 4999);   /* since the last maintain (NONE: all durable) */
+	CHECK_EQ(paste_btree_maintain(E.t), 0);
+	CHECK_EQ(audit_refs(&E), 0);
+	tenv_finish(&E);
+}
+
+static uint32_t scan(struct paste_btree *t, const char *from, const char *to, char out[][16], uint32_t max)
+{
+	struct paste_btree_cursor c;
+	const uint8_t *key;
+	uint32_t klen, n = 0;
+	paste_btree_cursor_init(&c, t, from, from ? (uint32_t)strlen(from) : 0);
+	while (n < max && paste_btree_cursor_next(&c, &key, &klen, NULL, NULL, NULL) == 1) {
+		if (to && paste_btree_keycmp(key, klen, to, (uint32_t)strlen(to)) >= 0)
+			break;
+		memcpy(out[n], key, klen);
+		out[n++][klen] = 0;
+	}
+	return n;
+}
+
+static void test_cursors(void)
+{
+	setup("cursor", PASTE_DUR_NONE);
+	char out[2000][16], k[16];
+	CHECK_EQ(scan(E.t, NULL, NULL, out, 10), 0);   /* empty tree */
+	for (uint32_t i = 0; i < 1000; i += 2) {   /* even keys k0000 .. k0998 */
+		snprintf(k, sizeof(k), "k%04u", i);
+		struct paste_extent v = val(i, 0, 4);
+		CHECK_EQ(set_str(E.t, k, &v, 1), 0);
+	}
+	CHECK_EQ(scan(E.t, NULL, NULL, out, 2000), 500);
+	CHECK(strcmp(out[0], "k0000") == 0 && strcmp(out[499], "k0998") == 0);
+	CHECK_EQ(scan(E.t, "k0100", "k0200", out, 2000), 50);          /* [from, to) */
+	CHECK(strcmp(out[0], "k0100") == 0 && strcmp(out[49], "k0198") == 0);
+	CHECK_EQ(scan(E.t, "k0101", "k0105", out, 2000), 2);            /* start between keys */
+	CHECK(strcmp(out[0], "k0102") == 0);
+	CHECK_EQ(scan(E.t, "a", NULL, out, 2000), 500);                 /* before all */
+	CHECK_EQ(scan(E.t, "k0998", NULL, out, 2000), 1);
+	CHECK_EQ(scan(E.t, "k0999", NULL, out, 2000), 0);               /* after all */
+	CHECK_EQ(scan(E.t, "k", "k0004", out, 2000), 2);                /* a prefix of them all */
+
+	/* The tree changes under a cursor: it goes on after the last key it
+	 * returned, sees keys inserted ahead, not ones deleted ahead. */
+	struct paste_btree_cursor c;
+	const uint8_t *key;
+	uint32_t klen, got = 0, order_bad = 0;
+	char prev[16] = "";
+	paste_btree_cursor_init(&c, E.t, "k0500", 5);
+	while (paste_btree_cursor_next(&c, &key, &klen, NULL, NULL, NULL) == 1) {
+		char cur[16];
+		memcpy(cur, key, klen);
+		cur[klen] = 0;
+		order_bad += prev[0] && strcmp(prev, cur) >= 0;
+		strcpy(prev, cur);
+		got++;
+		unsigned x = (unsigned)atoi(cur + 1);
+		snprintf(k, sizeof(k), "k%04u", x + 1);          /* an odd key just ahead */
+		struct paste_extent v = val(x, 0, 4);
+		if (x % 4 == 0)
+			CHECK_EQ(set_str(E.t, k, &v, 1), 0);
+		snprintf(k, sizeof(k), "k%04u", x + 4);          /* delete two ahead */
+		if (x % 8 == 0)
+			paste_btree_del(E.t, k, 5, NULL);
+	}
+	CHECK_EQ(order_bad, 0);
+	/* From k0500: 250 even keys, minus the x+4 deleted before being
+	 * reached, plus the odd keys inserted (each of them is reached). */
+	CHECK(got > 250 && got < 400);
+	CHECK_EQ(tree_check(E.t), 0);
+	tenv_finish(&E);
+}
+
+/* The old value's references go only once the change is durable: with
+ * emulated PM, after the barrier and maintain. */
+static void test_release_when_durable(void)
+{
+	setup("release", PASTE_DUR_EMULATED);
+	struct paste_btree *t = E.t;
+	uint32_t b[2];
+	CHECK_EQ(paste_store_alloc(E.st, b, 2), 2);
+	struct paste_extent v1 = { b[0], 0, 100 }, v2 = { b[1], 0, 50 };
+	CHECK_EQ(paste_btree_set(t, "k", 1, &v1, 1, NULL), 0);
+	paste_store_unref(E.st, b[0], false);   /* the caller's reference */
+	CHECK_EQ(paste_store_refcount(E.st, b[0]), 2);   /* the tree's and the record's */
+	CHECK_EQ(paste_persist_fence(E.p), 0);
+	CHECK_EQ(paste_btree_set(t, "k", 1, &v2, 1, NULL), 0);
+	paste_store_unref(E.st, b[1], false);
+	struct paste_btree_info in;
+	paste_btree_info(t, &in);
+	CHECK_EQ(in.releases_waiting, 1);
+	CHECK_EQ(paste_btree_maintain(t), 0);
+	CHECK_EQ(paste_store_refcount(E.st, b[0]), 2);   /* not durable yet: kept */
+	CHECK_EQ(paste_persist_fence(E.p), 0);
+	CHECK_EQ(paste_btree_maintain(t), 0);
+	CHECK_EQ(paste_store_refcount(E.st, b[0]), 1);   /* the record's only */
+	CHECK_EQ(paste_btree_del(t, "k", 1, NULL), 0);
+	CHECK_EQ(paste_store_refcount(E.st, b[1]), 2);
+	CHECK_EQ(paste_persist_fence(E.p), 0);
+	CHECK_EQ(paste_btree_maintain(t), 0);
+	CHECK_EQ(paste_store_refcount(E.st, b[1]), 1);
+	/* A checkpoint truncates the log: the records' references go too. */
+	CHECK_EQ(paste_btree_checkpoint(t), 0);
+	CHECK_EQ(paste_store_refcount(E.st, b[0]), 0);
+	CHECK_EQ(paste_store_refcount(E.st, b[1]), 0);
+	CHECK_EQ(audit_refs(&E), 0);
+
+	/* clear: every value released once durable, pages freed. */
+	for (uint32_t i = 0; i < 3000; i++) {
+		char k[16];
+		snprintf(k, sizeof(k), "c%u", i);
+		struct paste_extent v = val(i, i % 100, 10);
+		CHECK_EQ(set_str(t, k, &v, 1), 0);
+	}
+	CHECK_EQ(paste_persist_fence(E.p), 0);
+	CHECK_EQ(paste_btree_clear(t, NULL), 0);
+	CHECK_EQ(paste_btree_count(t), 0);
+	char none[1][16];
+	CHECK_EQ(scan(t, NULL, NULL, none, 1), 0);
+	paste_btree_info(t, &in);
+	CHECK_EQ(in.releases_waiting, 3000);
+	CHECK_EQ(paste_persist_fence(E.p), 0);
+	CHECK_EQ(paste_btree_maintain(t), 0);
+	paste_btree_info(t, &in);
+	CHECK_EQ(in.releases_waiting, 0);
+	CHECK_EQ(in.pages_used, 0);
+	CHECK_EQ(audit_refs(&E), 0);
+	CHECK_EQ(paste_btree_checkpoint(t), 0);
+	CHECK_EQ(tree_check(t), 0);
+	tenv_finish(&E);
+}
+
+/* fsync mode with the port's group commit in flight: a checkpoint's
+ * fences are synchronous fdatasyncs that cover it, not -EBUSY. */
+static void test_fsync_commit_in_flight(void)
+{
+	setup("fsync", PASTE_DUR_FSYNC);
+	struct paste_extent v = val(0, 0, 10);
+	uint64_t ticket;
+	CHECK_EQ(set_str(E.t, "a", &v, 1), 0);
+	uint64_t e = paste_persist_epoch(E.p);
+	int fd = paste_persist_begin_commit(E.p, &ticket);
+	CHECK(fd >= 0);
+	CHECK_EQ(set_str(E.t, "b", &v, 1), 0);
+	CHECK_EQ(paste_btree_checkpoint(E.t), 0);
+	CHECK(paste_persist_durable(E.p) >= e);
+	CHECK_EQ(paste_persist_end_commit(E.p, ticket, fdatasync(fd) < 0 ? -errno : 0), 0);
+	struct paste_btree_info in;
+	paste_btree_info(E.t, &in);
+	CHECK_EQ(in.checkpoints, 1);
+	CHECK_EQ(in.ckpt_lsn, in.last_lsn);
+	CHECK_EQ(tree_check(E.t), 0);
+	tenv_finish(&E);
+}
+
+static void test_read_only(void)
+{
+	setup("readonly", PASTE_DUR_NONE);
+	struct paste_extent v = val(0, 0, 10);
+	CHECK_EQ(set_str(E.t, "a", &v, 1), 0);
+	CHECK_EQ(paste_btree_checkpoint(E.t), 0);
+	CHECK_EQ(set_str(E.t, "b", &v, 1), 0);
+	tenv_close(&E);
+	struct paste_store *st = NULL;
+	struct paste_wal *w = NULL;
+	struct paste_btree *t = NULL;
+	struct paste_error err = { 0 };
+	CHECK_EQ(paste_store_open(&st, path, NULL, PASTE_STORE_RDONLY, &err), 0);
+	CHECK_EQ(paste_wal_open(&w, st, NULL, &err), 0);
+	CHECK_EQ(paste_btree_open(&t, st, w, NULL, NULL, &err), 0);
+	if (t) {
+		CHECK_EQ(paste_btree_count(t), 2);   /* "b" replayed into a private copy */
+		CHECK_EQ(set_str(t, "c", &v, 1), -EROFS);
+		CHECK_EQ(paste_btree_del(t, "a", 1, NULL), -EROFS);
+		CHECK_EQ(paste_btree_checkpoint(t), -EROFS);
+		CHECK_EQ(tree_check(t), 0);
+	}
+	paste_btree_close(t);
+	paste_wal_close(w);
+	paste_store_close(st);
+	free(E.pool);
+	E.pool = NULL;
+	unlink(path);
+}
+
+int main(void)
+{
+	make_dir("btree");
+	test_basics();
+	test_key_sizes();
+	test_splits_merges();
+	test_cursors();
+	test_release_when_durable();
+	test_fsync_commit_in_flight();
+	test_read_only();
+	rmdir(dir);
+	return check_done();
+}
