@@ -956,6 +956,7 @@ int paste_resp_put_proto_error(char *out, size_t cap, const struct paste_resp_pa
 
 enum paste_engine { PASTE_ENGINE_URING = 0, PASTE_ENGINE_EPOLL };
 #define PASTE_PORT_MAX_LISTEN 4u
+#define PASTE_PORT_LAT_BUCKETS 20u   /* barrier latency: <= 1 us, 2 us, ... 2^18 us, more */
 
 struct paste_port;
 
@@ -1019,6 +1020,11 @@ struct paste_port_stats {
 	uint32_t ring_free;      /* buffers posted in the ring now */
 	uint32_t cached;         /* uring: free store buffers in the port's allocation
 				  * cache (up to 64; the store counts them as in use) */
+	/* Barrier latency (a fence, or a group commit from its start to its
+	 * completion): counts per bucket, bucket i holding latencies of at
+	 * most 2^i microseconds (the last: everything longer), and the sum. */
+	uint64_t barrier_hist[PASTE_PORT_LAT_BUCKETS];
+	uint64_t barrier_ns;
 	uint32_t accept_heavy;   /* uring, defer_accept_s set: 1 while recent passes saw
 				  * >= 1 new connection per 4 reads (short connections):
 				  * passes then wait for one completion, without the

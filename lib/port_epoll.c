@@ -76,7 +76,10 @@ static void epl_kick(struct paste_port *pt, uint32_t slot)
 	if (c->need_epoch) {
 		int r;
 		if (pt->persist && pt->dur != PASTE_DUR_NONE) {
+			uint64_t t0 = port_now_ns();
 			r = paste_persist_fence(pt->persist);
+			if (r >= 0)
+				port_barrier_done(pt, t0);
 			pt->st.fences++;
 			if (pt->dur == PASTE_DUR_FSYNC)
 				pt->st.syscalls++;

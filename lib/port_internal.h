@@ -97,6 +97,7 @@ struct paste_port {
 	bool commit_inflight;
 	uint64_t commit_epoch;         /* durable_epoch once it completes */
 	uint64_t commit_ticket;        /* paste_persist_begin_commit's */
+	uint64_t commit_start_ns;      /* for the barrier histogram */
 
 	/* Listeners: cfg.ports (or cfg.port), one socket each. */
 	uint32_t nlisten;
@@ -216,5 +217,8 @@ void port_fail_gated(struct paste_port *pt);
 /* List conn for the next flush (port_out.c). */
 void port_mark_dirty(struct paste_port *pt, uint32_t slot);
 int port_listen(struct paste_port *pt, struct paste_error *err);
+/* Monotonic nanoseconds (vDSO, ~20 ns) and the barrier histogram. */
+uint64_t port_now_ns(void);
+void port_barrier_done(struct paste_port *pt, uint64_t start_ns);
 
 #endif

@@ -9,7 +9,8 @@ set -euo pipefail
 # proxy): pkvs's end-to-end tests and benchmark.
 pkgs=(build-essential meson ninja-build pkg-config liburing-dev clang
       libclang-rt-14-dev wrk curl python3 python3-pytest linux-perf
-      apache2-utils nginx-light redis-tools redis-server nutcracker)
+      apache2-utils nginx-light redis-tools redis-server nutcracker
+      python3-prometheus-client)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -34,4 +35,10 @@ fi
 # only): pkvs's RESP3 tests; the version users get today.
 if ! python3 -c 'import redis, sys; sys.exit(int(redis.__version__.split(".")[0]) < 8)' 2>/dev/null; then
 	python3 -m pip install -q "redis>=8,<9" || { echo "install-deps: cannot install redis-py 8 for $(command -v python3)" >&2; exit 1; }
+fi
+# The Prometheus client's text parser checks GET /metrics
+# (tests/e2e/test_metrics.py): Debian's package serves Debian's python3;
+# a python3 from elsewhere (pyenv) gets it from PyPI.
+if ! python3 -c 'import prometheus_client' 2>/dev/null; then
+	python3 -m pip install -q prometheus-client || { echo "install-deps: cannot install prometheus-client for $(command -v python3)" >&2; exit 1; }
 fi

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "metrics.h"
 
 #define CONTINUE_100 "HTTP/1.1 100 Continue\r\n\r\n"
 #define FAIL_BODY_MAX 319u   /* "store failed: <why>\n", cut here */
@@ -78,13 +79,20 @@ int http_reply_head(char *out, size_t cap, const struct http_conn *h, int status
 	return (int)n;
 }
 
+int http_send_head(struct http_ctx *x, int status, const char *ctype, uint64_t content_length,
+		   const char *extra, int flags)
+{
+	char buf[512];
+	int n = http_reply_head(buf, sizeof(buf), x->h, status, ctype, content_length, extra);
+	srv_count_status(x->w, status);
+	return paste_port_send(x->w->port, x->conn, buf, (size_t)n, flags);
+}
+
 int http_reply(struct http_ctx *x, int status, const char *ctype, const void *body, size_t len,
 	       const char *extra, int flags)
 {
 	struct paste_port *pt = x->w->port;
-	char buf[512];
-	int n = http_reply_head(buf, sizeof(buf), x->h, status, ctype, len, extra);
-	int r = paste_port_send(pt, x->conn, buf, (size_t)n, flags);
+	int r = http_send_head(x, status, ctype, len, extra, flags);
 	if (r == -EIO && (flags & PASTE_SEND_DURABLE))
 		return r;
 	if (r == 0 && len && !x->h->head_only)
@@ -157,6 +165,22 @@ static void reply_stats(struct http_ctx *x, const struct http_proto_state *hs)
 	http_reply(x, 200, "application/json", body, at, NULL, 0);
 }
 
+/* GET /metrics: the Prometheus text format, built per scrape (~4 KiB). */
+#define METRICS_CAP 16384u
+static void reply_metrics(struct http_ctx *x, const struct http_proto_state *hs)
+{
+	char *body = malloc(METRICS_CAP);
+	if (!body) {
+		http_reply_error(x, 503);
+		return;
+	}
+	size_t at = metrics_server(x->w, body, 0, METRICS_CAP);
+	if (hs->svc->metrics)
+		at = hs->svc->metrics(x->w->srv, hs->ss, body, at, METRICS_CAP);
+	http_reply(x, 200, "text/plain; version=0.0.4; charset=utf-8", body, at, NULL, 0);
+	free(body);
+}
+
 /* A whole request (head and body) is in: answer it. */
 static void finish_request(struct http_ctx *x, const struct http_proto_state *hs)
 {
@@ -164,6 +188,8 @@ static void finish_request(struct http_ctx *x, const struct http_proto_state *hs
 	srv_bump(&x->w->requests);
 	if (h->route == HTTP_ROUTE_STATS) {
 		reply_stats(x, hs);
+	} else if (h->route == HTTP_ROUTE_METRICS) {
+		reply_metrics(x, hs);
 	} else if (server_store_failed(x->w)) {
 		if (hs->svc->closed)
 			hs->svc->closed(x);
@@ -179,10 +205,16 @@ static void finish_request(struct http_ctx *x, const struct http_proto_state *hs
 	paste_http_parser_init(&h->ps, HTTP_MAX_HEAD, hs->cfg->max_body);
 }
 
-static bool is_stats(const struct paste_http_req *req)
+/* The protocol's own routes, answered even when the store failed. */
+static uint16_t own_route(const struct paste_http_req *req)
 {
-	return req->target_len == 6 && !memcmp(req->target, "/stats", 6) &&
-	       (req->method == PASTE_HTTP_GET || req->method == PASTE_HTTP_HEAD);
+	if (req->method != PASTE_HTTP_GET && req->method != PASTE_HTTP_HEAD)
+		return 0;
+	if (req->target_len == 6 && !memcmp(req->target, "/stats", 6))
+		return HTTP_ROUTE_STATS;
+	if (req->target_len == 8 && !memcmp(req->target, "/metrics", 8))
+		return HTTP_ROUTE_METRICS;
+	return 0;
 }
 
 /* body_started: bytes after the head already arrived with it (the client
@@ -195,8 +227,8 @@ static void head_done(struct http_ctx *x, const struct http_proto_state *hs,
 	h->http10 = req->version_minor == 0;
 	h->head_only = req->method == PASTE_HTTP_HEAD;
 	h->body_left = req->content_length;
-	if (is_stats(req)) {
-		h->route = HTTP_ROUTE_STATS;
+	if ((h->route = own_route(req)) != 0) {
+		/* /stats or /metrics */
 	} else if (server_store_failed(x->w)) {
 		http_reply_failed(x);   /* the body, if any, is not read */
 		return;
@@ -267,7 +299,7 @@ static void http_data(struct worker *w, const struct paste_event *ev, struct srv
 			uint32_t take = ev->len - pos;
 			if (take > h->body_left)
 				take = (uint32_t)h->body_left;
-			if (h->route != HTTP_ROUTE_STATS && hs->svc->body)
+			if (h->route < HTTP_ROUTE_METRICS && hs->svc->body)
 				hs->svc->body(&x, ev, pos, take);
 			h->body_left -= take;
 			pos += take;

@@ -24,6 +24,7 @@
 
 #define HTTP_MAX_HEAD 8192u
 #define HTTP_ROUTE_STATS UINT16_MAX   /* h->route of GET /stats (the protocol's own) */
+#define HTTP_ROUTE_METRICS (UINT16_MAX - 1)  /* GET /metrics (the protocol's own) */
 
 enum http_state { H_HEAD = 0, H_BODY, H_DEAD };
 
@@ -65,7 +66,7 @@ struct http_service {
 	void (*banner)(struct server *s, void *state);   /* optional start-up lines */
 	/* A head is complete (req points into the event's bytes or the
 	 * reassembly buffer: valid during this call only). Returns the handler
-	 * id (0 .. HTTP_ROUTE_STATS - 1, stored in x->h->route), or a negative
+	 * id (0 .. HTTP_ROUTE_METRICS - 1, stored in x->h->route), or a negative
 	 * HTTP status answered at once before the connection closes (-413: a
 	 * body this service cannot take). Not called once the store failed. */
 	int (*route)(struct http_ctx *x, const struct paste_http_req *req);
@@ -83,6 +84,9 @@ struct http_service {
 	/* /stats: append the service's JSON members, each followed by ','
 	 * (out[at..cap), like http_put_str); returns the new end. */
 	size_t (*stats)(struct server *s, void *state, char *out, size_t at, size_t cap);
+	/* GET /metrics: append the service's own samples in the Prometheus
+	 * text format (server/metrics.h helpers); returns the new end. */
+	size_t (*metrics)(struct server *s, void *state, char *out, size_t at, size_t cap);
 	/* Optional: once per event-loop pass, after the batch (pkvs: release
 	 * what became durable, checkpoint when due). */
 	void (*pass)(struct worker *w, void *state);
@@ -108,6 +112,11 @@ size_t http_put_u64(char *out, size_t at, size_t cap, uint64_t v);
  * length. */
 int http_reply_head(char *out, size_t cap, const struct http_conn *h, int status,
 		    const char *ctype, uint64_t content_length, const char *extra);
+/* Build, count (GET /metrics) and queue a reply head; the caller queues
+ * the body (a service sending from store buffers). paste_port_send's
+ * result. */
+int http_send_head(struct http_ctx *x, int status, const char *ctype, uint64_t content_length,
+		   const char *extra, int flags);
 /* Head + body (no body for HEAD), then close unless keep-alive. Returns the
  * first failed send's result (0 when all were queued). A DURABLE reply
  * refused with -EIO (the store failed) queues nothing more and does not

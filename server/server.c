@@ -68,6 +68,18 @@ static void publish_stats(struct worker *w, int n)
 	w->snap_stale = n > 0;
 }
 
+const uint16_t srv_status_codes[SRV_NSTATUS - 1] = {
+	200, 201, 204, 400, 404, 405, 408, 411, 413, 414, 417, 431, 500, 501, 503, 505, 507, 100,
+};
+
+void srv_count_status(struct worker *w, int status)
+{
+	uint32_t i = 0;
+	while (i < SRV_NSTATUS - 1 && srv_status_codes[i] != status)
+		i++;
+	srv_bump(&w->status[i]);
+}
+
 void server_totals(struct worker *w, struct server_totals *out)
 {
 	struct server *s = w->srv;
@@ -88,6 +100,8 @@ void server_totals(struct worker *w, struct server_totals *out)
 		out->requests += atomic_load_explicit(&o->requests, memory_order_relaxed);
 		out->timeouts += atomic_load_explicit(&o->timeouts, memory_order_relaxed);
 		out->idle_closes += atomic_load_explicit(&o->idle_closes, memory_order_relaxed);
+		for (uint32_t k = 0; k < SRV_NSTATUS; k++)
+			out->status[k] += atomic_load_explicit(&o->status[k], memory_order_relaxed);
 		if (!ok)
 			continue;
 		t->polls += x.polls; t->events += x.events; t->syscalls += x.syscalls;
@@ -95,6 +109,10 @@ void server_totals(struct worker *w, struct server_totals *out)
 		t->commits += x.commits; t->conns += x.conns; t->held += x.held;
 		t->ring_free += x.ring_free;
 		t->cached += x.cached;
+		t->closes += x.closes; t->bytes_in += x.bytes_in; t->bytes_out += x.bytes_out;
+		for (uint32_t k = 0; k < PASTE_PORT_LAT_BUCKETS; k++)
+			t->barrier_hist[k] += x.barrier_hist[k];
+		t->barrier_ns += x.barrier_ns;
 	}
 	uint32_t held = paste_store_nheld(s->store), port_free = t->ring_free + t->cached;
 	out->bufs_held = held > port_free ? held - port_free : 0;

@@ -152,6 +152,11 @@ static inline void srv_bump(_Atomic uint64_t *c)
 	srv_gauge_add(c, 1);
 }
 
+/* Replies by HTTP status, for GET /metrics: the codes the servers here
+ * send, then one slot for any other. */
+#define SRV_NSTATUS 19u
+extern const uint16_t srv_status_codes[SRV_NSTATUS - 1];
+
 struct worker {
 	struct server *srv;
 	uint32_t id;                   /* also the log lane a service may write */
@@ -160,6 +165,7 @@ struct worker {
 	_Atomic uint64_t requests;     /* the protocol counts them */
 	_Atomic uint64_t timeouts;     /* SRV_T_HEAD / SRV_T_BODY expiries */
 	_Atomic uint64_t idle_closes;  /* SRV_T_IDLE expiries */
+	_Atomic uint64_t status[SRV_NSTATUS];   /* replies by status (srv_count_status) */
 	pthread_t thread;
 	uint64_t now_ms;               /* monotonic, read once per poll pass */
 	uint64_t next_sweep_ms;
@@ -245,8 +251,13 @@ bool server_store_failed(struct worker *w);
 struct server_totals {
 	struct paste_port_stats port;
 	uint64_t requests, timeouts, idle_closes;
+	uint64_t status[SRV_NSTATUS];
 	uint32_t bufs_held;
 };
+
+/* Count one reply with this status (a relaxed add; a short scan of
+ * srv_status_codes). */
+void srv_count_status(struct worker *w, int status);
 void server_totals(struct worker *w, struct server_totals *t);
 
 #endif

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "kv.h"
+#include "metrics.h"
 
 #define KV_PACK_MAX 512u
 
@@ -333,4 +334,29 @@ void kv_svc_banner(struct server *s, void *state)
 void kv_svc_pass(struct worker *w, void *state)
 {
 	kv_pass(((struct kv_handle *)state)->kv, w);
+}
+
+size_t kv_metrics(struct server *s, void *state, char *out, size_t at, size_t cap)
+{
+	(void)s;
+	struct kv *kv = ((struct kv_handle *)state)->kv;
+	struct paste_btree_info bi;
+	paste_btree_info(kv->tree, &bi);
+	at = metrics_one(out, at, cap, "paste_tree_keys", "gauge", "Keys in the B+tree.", bi.keys);
+	at = metrics_one(out, at, cap, "paste_tree_pages", "gauge", "Node pages the tree uses.",
+			 bi.pages_used);
+	at = metrics_one(out, at, cap, "paste_tree_pages_total", "gauge",
+			 "Node pages in the store's node area.", bi.pages_total);
+	at = metrics_one(out, at, cap, "paste_tree_checkpoints_total", "counter",
+			 "Tree checkpoints since start.", bi.checkpoints);
+	at = metrics_one(out, at, cap, "paste_tree_records_since_checkpoint", "gauge",
+			 "Log records the next recovery would replay.", bi.records_since);
+	at = metrics_one(out, at, cap, "paste_kv_sets_total", "counter", "SETs and PUTs applied.",
+			 atomic_load(&kv->n.sets));
+	at = metrics_one(out, at, cap, "paste_kv_dels_total", "counter", "Keys deleted.",
+			 atomic_load(&kv->n.dels));
+	at = metrics_one(out, at, cap, "paste_kv_hits_total", "counter", "Lookups that found the key.",
+			 atomic_load(&kv->n.hits));
+	return metrics_one(out, at, cap, "paste_kv_misses_total", "counter",
+			   "Lookups that did not find the key.", atomic_load(&kv->n.misses));
 }

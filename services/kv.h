@@ -105,6 +105,9 @@ void kv_svc_pass(struct worker *w, void *state);
 /* /stats members (each followed by ','): keys, counters, checkpoints. */
 size_t kv_stats_json(struct kv *kv, char *out, size_t at, size_t cap);
 
+/* GET /metrics samples of the tree (server/metrics.h). */
+size_t kv_metrics(struct server *s, void *state, char *out, size_t at, size_t cap);
+
 /* The front ends. Each takes a struct kv_handle * as its config. */
 extern const struct http_service kv_http_service;
 

@@ -219,9 +219,8 @@ static void finish_get(struct http_ctx *x, struct kv *kv, struct kv_http_conn *k
 		reply(x, 404, "text/plain", "no such key\n", 12);
 		return;
 	}
-	char head[256];
-	int hl = http_reply_head(head, sizeof(head), x->h, 200, "application/octet-stream", len, NULL);
-	bool failed = paste_port_send(x->w->port, x->conn, head, (size_t)hl, PASTE_SEND_DURABLE) == -EIO;
+	bool failed = http_send_head(x, 200, "application/octet-stream", len, NULL,
+				     PASTE_SEND_DURABLE) == -EIO;
 	if (!failed && !x->h->head_only)
 		failed = kv_send_value(x->w, x->conn, ext, n, 0, len) == -EIO;
 	if (failed)
@@ -361,4 +360,5 @@ const struct http_service kv_http_service = {
 	.closed = kv_http_closed,
 	.stats = kv_http_stats,
 	.pass = kv_svc_pass,
+	.metrics = kv_metrics,
 };

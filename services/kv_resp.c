@@ -120,7 +120,10 @@ static void cmd_set(struct resp_ctx *x, struct kv *kv, const struct paste_resp_a
 		return;
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 	uint32_t en, len;
-	bool exists = kv_get(kv, a[1].p, (uint32_t)a[1].len, ext, &en, &len) == 0;
+	/* A descent only when an option needs the old value (not a GET:
+	 * INFO's keyspace hits and misses count reads by clients). */
+	bool exists = (nx || xx || get) &&
+		      paste_btree_get(kv->tree, a[1].p, (uint32_t)a[1].len, ext, &en, &len) == 0;
 	if ((nx && exists) || (xx && !exists)) {
 		if (get && exists)
 			send_value(x, ext, en, 0, len);

@@ -296,7 +296,7 @@ void kv_cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg 
 	struct paste_btree_info bi;
 	paste_btree_info(kv->tree, &bi);
 	enum paste_durability d = x->w->persist ? paste_persist_mode(x->w->persist) : PASTE_DUR_NONE;
-	char buf[2048];
+	char buf[4096];
 	int k = 0;
 #define ADD(...) k += snprintf(buf + k, sizeof(buf) - (size_t)k, __VA_ARGS__)
 	if (section_wanted(a, n, "server"))
@@ -327,6 +327,22 @@ void kv_cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg 
 		    tt.port.accepts, tt.requests, atomic_load(&kv->n.hits), atomic_load(&kv->n.misses),
 		    atomic_load(&kv->n.sets), atomic_load(&kv->n.dels), tt.port.polls, tt.port.syscalls,
 		    tt.port.fences, tt.port.commits, kv->max_value);
+	if (k > 2 && section_wanted(a, n, "stats"))
+		k -= 2;   /* the barrier lines below belong to the same section */
+	if (section_wanted(a, n, "stats")) {
+		/* The barrier histogram as /metrics has it (cumulative, bucket
+		 * bounds in microseconds), in Redis's latencystats style. */
+		uint64_t cum = 0, total = 0;
+		for (uint32_t i = 0; i < PASTE_PORT_LAT_BUCKETS; i++)
+			total += tt.port.barrier_hist[i];
+		ADD("pkvs_barriers:%" PRIu64 "\r\npkvs_barrier_usec_sum:%" PRIu64 "\r\npkvs_barrier_hist:",
+		    total, tt.port.barrier_ns / 1000);
+		for (uint32_t i = 0; i + 1 < PASTE_PORT_LAT_BUCKETS && k < (int)sizeof(buf) - 32; i++) {
+			cum += tt.port.barrier_hist[i];
+			ADD("%sle%llu=%" PRIu64, i ? "," : "", 1ull << i, cum);
+		}
+		ADD("\r\n\r\n");
+	}
 	if (section_wanted(a, n, "keyspace")) {
 		ADD("# Keyspace\r\n");
 		if (bi.keys)

@@ -62,10 +62,12 @@ static void rpc_finish(struct http_ctx *x)
 {
 	const struct rpc_state *r = x->ss;
 	const struct http_conn *h = x->h;
-	if (h->keep_alive && !h->http10 && !h->head_only)
+	if (h->keep_alive && !h->http10 && !h->head_only) {
 		paste_port_send(x->w->port, x->conn, r->reply, r->len, 0);
-	else
+		srv_count_status(x->w, 200);
+	} else {
 		http_reply(x, 200, "text/plain", r->reply + r->head_len, r->body_len, NULL, 0);
+	}
 }
 
 /* The log members every mode has reported since 0.1, so /stats has one

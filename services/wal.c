@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics.h"
 #include "services.h"
 
 /* Per worker: the store buffers unfinished bodies pin now (/stats
@@ -222,13 +223,13 @@ static void finish_get(struct http_ctx *x)
 		http_reply(x, 404, "text/plain", "no such record\n", 15, NULL, 0);
 		return;
 	}
-	char head[256], extra[48];
+	char extra[48];
 	size_t e = http_put_str(extra, 0, sizeof(extra) - 1, "X-Paste-LSN: ");
 	extra[http_put_u64(extra, e, sizeof(extra) - 1, wc->arg)] = 0;
-	int hl = http_reply_head(head, sizeof(head), x->h, 200, "application/octet-stream", len, extra);
 	/* DURABLE: a record appended in this same batch is not readable
 	 * before it is acknowledged (no dirty reads). */
-	bool failed = paste_port_send(pt, x->conn, head, (size_t)hl, PASTE_SEND_DURABLE) == -EIO;
+	bool failed = http_send_head(x, 200, "application/octet-stream", len, extra,
+				     PASTE_SEND_DURABLE) == -EIO;
 	for (uint32_t i = 0; i < n; i++) {
 		if (!x->h->head_only && !failed)   /* the send takes its own pin */
 			paste_port_send_store(pt, x->conn, ext[i].buf, ext[i].off, ext[i].len,
@@ -297,6 +298,22 @@ static size_t wal_stats(struct server *s, void *state, char *out, size_t at, siz
 	return http_put_str(out, at, cap, tmp);
 }
 
+static size_t wal_metrics(struct server *s, void *state, char *out, size_t at, size_t cap)
+{
+	(void)s;
+	struct wal_state *ws = state;
+	struct paste_wal_info wi = { 0 };
+	paste_wal_info(ws->wal, &wi);
+	at = metrics_one(out, at, cap, "paste_log_records", "gauge", "Live durable log records.",
+			 wi.records);
+	at = metrics_one(out, at, cap, "paste_log_data_bytes", "gauge",
+			 "Data bytes of the live durable records.", wi.bytes);
+	at = metrics_one(out, at, cap, "paste_log_used_bytes", "gauge",
+			 "Log-area bytes in use, all lanes.", wi.log_used);
+	return metrics_one(out, at, cap, "paste_log_size_bytes", "gauge", "Log-area bytes, all lanes.",
+			   wi.log_size);
+}
+
 const struct http_service wal_service = {
 	.name = "wal",
 	.conn_size = sizeof(struct wal_conn),
@@ -308,4 +325,5 @@ const struct http_service wal_service = {
 	.finish = wal_finish,
 	.closed = body_release,
 	.stats = wal_stats,
+	.metrics = wal_metrics,
 };
