@@ -605,6 +605,13 @@ def save(kind, text, raw, out=None):
         json.dump(raw, f, indent=1)
     print(f"\n(written to {os.path.relpath(path)}"
           + (f" and {out}" if out else "") + ")")
+    try:
+        import plot   # bench/plot.py: PNG + SVG next to the report
+        figs = plot.figure(kind, raw, path[:-3])
+        print(f"(figures: {', '.join(os.path.relpath(f) for f in figs)}; redraw with "
+              f"python3 bench/plot.py {os.path.relpath(path[:-3])}.json)")
+    except ImportError:
+        print("(no figures: matplotlib is not installed; run `make deps`)")
     return path
 
 

@@ -10,7 +10,7 @@ set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config liburing-dev clang
       libclang-rt-14-dev wrk curl python3 python3-pytest linux-perf
       apache2-utils nginx-light redis-tools redis-server nutcracker
-      python3-prometheus-client)
+      python3-prometheus-client python3-matplotlib)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -41,4 +41,9 @@ fi
 # a python3 from elsewhere (pyenv) gets it from PyPI.
 if ! python3 -c 'import prometheus_client' 2>/dev/null; then
 	python3 -m pip install -q prometheus-client || { echo "install-deps: cannot install prometheus-client for $(command -v python3)" >&2; exit 1; }
+fi
+# matplotlib draws the benchmarks' figures (bench/plot.py): Debian's
+# python3-matplotlib for Debian's python3, PyPI for another python3.
+if ! python3 -c 'import matplotlib' 2>/dev/null; then
+	python3 -m pip install -q matplotlib || { echo "install-deps: cannot install matplotlib for $(command -v python3)" >&2; exit 1; }
 fi
