@@ -53,6 +53,9 @@ events {{
 }}
 http {{
     access_log off;
+    # rpc.py's keep-alive load: never close a connection after its
+    # 1000th request (nginx's default), as phttpd never does.
+    keepalive_requests 100000000;
     client_body_temp_path {dir}/body;
     proxy_temp_path {dir}/proxy;
     fastcgi_temp_path {dir}/fastcgi;
