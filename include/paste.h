@@ -47,7 +47,7 @@ int paste_error_set(struct paste_error *err, int code, const char *fmt, ...)
 uint32_t paste_crc32c(uint32_t crc, const void *p, size_t n);
 
 /* ------------------------------------------------------------------ */
-/* Packet store (lib/store.c)                                          */
+/* Packet store (lib/store.c, lib/store_format.c)                     */
 /* ------------------------------------------------------------------ */
 /*
  * A file holding a versioned superblock, a log area split into lanes, a

@@ -1,0 +1,471 @@
+/* store_format.c - the packet store's on-disk layout: the superblock, the
+ * geometry derived from it, formatting a new file, validating an existing
+ * one, and the version-1 -> 2 upgrade. The runtime (mapping, reference
+ * counts, free list, failed state, watch) is in store.c; what the two share
+ * is in store_internal.h.
+ *
+ * On-disk layout, version 2 (all integers little-endian):
+ *
+ *   0            superblock (struct store_super, 112 bytes) in a 4096-byte page
+ *   ckpt_offset  log_lanes * 2 checkpoint slots of 64 bytes (owned by the
+ *                WAL), the region rounded up to 4096; zero at format
+ *   log_offset   log_lanes lanes of lane_size bytes (multiple of 4096)
+ *   node_offset  node_size bytes of 4096-byte pages owned by the B+tree
+ *                (lib/btree*.c): pages 0 and 1 are its two meta slots; zero
+ *                at format; node_size may be 0 (no tree)
+ *   buf_offset   nbufs buffers of buf_size bytes (power of two, 512..65536)
+ *
+ * Version 1 had no node area (its buffers follow the lanes) and a 96-byte
+ * superblock whose first 92 bytes version 2 keeps as they were. A version-1
+ * store is refused at open with a message naming `paste-store upgrade`;
+ * paste_store_upgrade rewrites its superblock as version 2 with an empty
+ * node area, which leaves every other offset, record and buffer index as
+ * it was (the upgraded store serves the log, not a tree).
+ *
+ * Everything after the superblock's sizes is derived by geom_layout(), and
+ * open() recomputes it and insists the stored offsets agree, so a corrupted
+ * but checksum-valid superblock cannot point buffers into the log.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "paste.h"
+#include "store_internal.h"
+
+#define STORE_PAGE        4096u
+#define STORE_MIN_BUFS    64u
+#define STORE_MIN_BUF     512u
+#define STORE_MAX_BUF     65536u
+#define STORE_LANES       2u             /* one per thread; 2 CPUs here */
+#define STORE_LOG_PER_BUF 64u           /* auto log: bytes per buffer per lane ... */
+#define STORE_LOG_MIN     (1ull << 20)  /* ... but at least this much */
+#define STORE_MAX_SIZE    (1ull << 50)  /* keeps all offset arithmetic far from overflow */
+#define NODE_MIN_PAGES    3u            /* two meta slots and one tree page */
+#define NODE_AUTO_DIV     8u            /* auto node area: 1/8 of the file ... */
+#define V1_SUPER_SIZE     96u           /* version 1: 92 bytes + CRC */
+
+/* A packed struct is the byte layout on x86-64 (little-endian, no padding);
+ * the asserts pin every offset so a change shows up at compile time. */
+struct store_super {
+	char     magic[8];
+	uint32_t version;
+	uint32_t header_size;
+	uint32_t buf_size;
+	uint32_t nbufs;
+	uint32_t log_lanes;
+	uint64_t file_size;
+	uint64_t ckpt_offset;
+	uint64_t log_offset;
+	uint64_t lane_size;
+	uint64_t buf_offset;
+	uint64_t uuid[2];
+	uint64_t created_ns;   /* CLOCK_REALTIME at format */
+	/* version 2 (version 1 had its CRC here, at 92) */
+	uint64_t node_offset;  /* B+tree node area (= buf_offset when node_size is 0) */
+	uint64_t node_size;    /* bytes, a multiple of 4096: 0 or >= 3 pages */
+	uint32_t crc;          /* CRC32C of every byte before it */
+} __attribute__((packed));
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "layout is little-endian");
+static_assert(sizeof(struct store_super) == 112, "superblock size");
+static_assert(offsetof(struct store_super, version) == 8, "layout");
+static_assert(offsetof(struct store_super, log_lanes) == 24, "layout");
+static_assert(offsetof(struct store_super, file_size) == 28, "layout");
+static_assert(offsetof(struct store_super, buf_offset) == 60, "layout");
+static_assert(offsetof(struct store_super, uuid) == 68, "layout");
+static_assert(offsetof(struct store_super, created_ns) == 84, "layout");
+static_assert(offsetof(struct store_super, node_offset) == 92, "layout");
+static_assert(offsetof(struct store_super, node_size) == 100, "layout");
+static_assert(offsetof(struct store_super, crc) == 108, "layout");
+
+static uint64_t round_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) / a * a;
+}
+
+static bool buf_size_ok(uint32_t b)
+{
+	return b >= STORE_MIN_BUF && b <= STORE_MAX_BUF && (b & (b - 1)) == 0;
+}
+
+/* Per-lane bytes for a whole log area of log_size bytes. */
+static uint64_t lane_bytes(uint64_t log_size, uint32_t lanes)
+{
+	return round_up((log_size + lanes - 1) / lanes, STORE_PAGE);
+}
+
+/* Fill the offsets from file_size, buf_size, log_lanes, lane_size and
+ * node_size; return how many buffers fit (64-bit: the caller checks it
+ * fits in nbufs). */
+static uint64_t geom_layout(struct paste_store_geom *g)
+{
+	g->ckpt_offset = STORE_PAGE;
+	g->log_offset = g->ckpt_offset +
+		round_up((uint64_t)g->log_lanes * 2 * PASTE_CKPT_SLOT_SIZE, STORE_PAGE);
+	g->node_offset = g->log_offset + (uint64_t)g->log_lanes * g->lane_size;
+	g->meta_offset = g->node_size ? g->node_offset : 0;
+	g->buf_offset = g->node_offset + g->node_size;
+	uint64_t n = g->file_size > g->buf_offset ? (g->file_size - g->buf_offset) / g->buf_size : 0;
+	g->nbufs = n < PASTE_NO_BUF ? (uint32_t)n : PASTE_NO_BUF;
+	return n;
+}
+
+/* Why a stored geometry is impossible, or NULL when it is what version 2
+ * would have written. Checked in an order that keeps geom_layout's
+ * arithmetic in range. */
+static const char *geom_check(const struct paste_store_geom *g)
+{
+	if (!buf_size_ok(g->buf_size))
+		return "buffer size not a power of two in 512..65536";
+	if (g->log_lanes == 0 || g->log_lanes > PASTE_MAX_LANES)
+		return "log lane count out of range";
+	if (g->file_size > STORE_MAX_SIZE || g->file_size % STORE_PAGE)
+		return "file size out of range or not a multiple of 4096";
+	if (g->lane_size == 0 || g->lane_size % STORE_PAGE || g->lane_size > g->file_size)
+		return "bad lane size";
+	if (g->node_size % STORE_PAGE || g->node_size > g->file_size ||
+	    (g->node_size && g->node_size < NODE_MIN_PAGES * STORE_PAGE) ||
+	    g->node_size / STORE_PAGE >= UINT32_MAX)
+		return "bad node area size";
+	struct paste_store_geom want = *g;
+	uint64_t n = geom_layout(&want);
+	if (want.ckpt_offset != g->ckpt_offset || want.log_offset != g->log_offset ||
+	    want.node_offset != g->node_offset || want.buf_offset != g->buf_offset)
+		return "area offsets overlap or leave gaps";
+	if (n >= PASTE_NO_BUF || want.nbufs != g->nbufs)
+		return "buffer count does not match the file size";
+	if (g->nbufs < STORE_MIN_BUFS)
+		return "fewer than 64 buffers";
+	return NULL;
+}
+
+/* Geometry for a new store from cfg (0 fields take defaults). */
+int store_geom_from_config(struct paste_store_geom *g, const char *path,
+			   const struct paste_store_config *cfg, struct paste_error *err)
+{
+	memset(g, 0, sizeof(*g));
+	g->version = PASTE_STORE_VERSION;
+	g->file_size = cfg->size ? cfg->size : PASTE_DEFAULT_STORE_SIZE;
+	g->buf_size = cfg->buf_size ? cfg->buf_size : PASTE_DEFAULT_BUF_SIZE;
+	g->log_lanes = cfg->log_lanes ? cfg->log_lanes : STORE_LANES;
+	if (!buf_size_ok(g->buf_size))
+		return paste_error_set(err, -EINVAL, "%s: buffer size %u is not a power of two between %u and %u",
+				       path, g->buf_size, STORE_MIN_BUF, STORE_MAX_BUF);
+	if (g->log_lanes > PASTE_MAX_LANES)
+		return paste_error_set(err, -EINVAL, "%s: %u log lanes asked for, at most %u",
+				       path, g->log_lanes, PASTE_MAX_LANES);
+	if (g->file_size > STORE_MAX_SIZE)
+		return paste_error_set(err, -EINVAL, "%s: store size %llu bytes is over the %llu-byte limit",
+				       path, (unsigned long long)g->file_size, STORE_MAX_SIZE);
+	/* Whole pages: the last buffer and every 64-byte line lie inside the
+	 * file, which the persistence shim's line copies rely on. */
+	if (g->file_size % STORE_PAGE)
+		return paste_error_set(err, -EINVAL, "%s: store size %llu bytes is not a multiple of %u",
+				       path, (unsigned long long)g->file_size, STORE_PAGE);
+	uint64_t log = cfg->log_size;
+	if (!log) {
+		/* Every lane can name every buffer once (a one-extent record is
+		 * 64 bytes): one thread can fill the store before its lane
+		 * fills. Costs 64 B per buffer per lane (3 % at 2 KiB, 2 lanes). */
+		log = g->file_size / g->buf_size * STORE_LOG_PER_BUF * g->log_lanes;
+		if (log < STORE_LOG_MIN)
+			log = STORE_LOG_MIN;
+	}
+	if (log > g->file_size)
+		return paste_error_set(err, -EINVAL, "%s: log size %llu bytes exceeds the store size %llu",
+				       path, (unsigned long long)log, (unsigned long long)g->file_size);
+	g->lane_size = lane_bytes(log, g->log_lanes);
+	if (cfg->node_size == PASTE_STORE_NO_NODES) {
+		g->node_size = 0;
+	} else if (cfg->node_size) {
+		if (cfg->node_size % STORE_PAGE || cfg->node_size < NODE_MIN_PAGES * STORE_PAGE ||
+		    cfg->node_size > g->file_size)
+			return paste_error_set(err, -EINVAL, "%s: node area of %llu bytes: it must be a multiple "
+					       "of %u, at least %u bytes (two meta pages and a tree page) and "
+					       "inside the store", path, (unsigned long long)cfg->node_size,
+					       STORE_PAGE, NODE_MIN_PAGES * STORE_PAGE);
+		g->node_size = cfg->node_size;
+	} else {
+		/* Auto: 1/8 of the file, shrunk so that a store big enough for
+		 * 64 buffers without a tree still gets them, and left out when
+		 * that leaves less than NODE_MIN_PAGES. */
+		g->node_size = 0;
+		geom_layout(g);
+		uint64_t want = g->file_size / NODE_AUTO_DIV / STORE_PAGE * STORE_PAGE;
+		uint64_t min_bufs = g->buf_offset + (uint64_t)STORE_MIN_BUFS * g->buf_size;
+		uint64_t room = g->file_size > min_bufs ? (g->file_size - min_bufs) / STORE_PAGE * STORE_PAGE : 0;
+		if (want > room)
+			want = room;
+		g->node_size = want >= NODE_MIN_PAGES * STORE_PAGE ? want : 0;
+	}
+	uint64_t n = geom_layout(g);
+	if (n < STORE_MIN_BUFS) {
+		uint64_t need = g->buf_offset + (uint64_t)STORE_MIN_BUFS * g->buf_size;
+		return paste_error_set(err, -EINVAL,
+			"%s: store size %llu bytes is too small: superblock, checkpoints, a %llu-byte log "
+			"and a %llu-byte node area take %llu, and %u buffers of %u bytes need %llu bytes in all",
+			path, (unsigned long long)g->file_size,
+			(unsigned long long)(g->lane_size * g->log_lanes), (unsigned long long)g->node_size,
+			(unsigned long long)g->buf_offset, STORE_MIN_BUFS, g->buf_size,
+			(unsigned long long)need);
+	}
+	if (n >= PASTE_NO_BUF)
+		return paste_error_set(err, -EINVAL, "%s: %llu buffers do not fit 32-bit indices; use larger buffers",
+				       path, (unsigned long long)n);
+	return 0;
+}
+
+/* The superblock fields that are also geometry fields, one list for
+ * both directions of the copy. */
+#define GEOM_FIELDS(X) X(version) X(buf_size) X(nbufs) X(log_lanes) X(file_size) \
+	X(ckpt_offset) X(log_offset) X(lane_size) X(buf_offset) X(uuid[0]) X(uuid[1]) \
+	X(node_offset) X(node_size)
+
+static void super_from_geom(struct store_super *sb, const struct paste_store_geom *g)
+{
+	memset(sb, 0, sizeof(*sb));
+	memcpy(sb->magic, PASTE_STORE_MAGIC, 8);
+	sb->header_size = sizeof(*sb);
+#define TO_SUPER(f) sb->f = g->f;
+	GEOM_FIELDS(TO_SUPER)
+#undef TO_SUPER
+}
+
+static void geom_from_super(struct paste_store_geom *g, const struct store_super *sb)
+{
+#define TO_GEOM(f) g->f = sb->f;
+	GEOM_FIELDS(TO_GEOM)
+#undef TO_GEOM
+	g->meta_offset = g->node_size ? g->node_offset : 0;
+}
+
+static uint32_t super_crc(const struct store_super *sb)
+{
+	return paste_crc32c(0, sb, offsetof(struct store_super, crc));
+}
+
+/* The new directory entry is durable only once the directory is synced. */
+static int fsync_parent(const char *path)
+{
+	char *copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int r = (dfd >= 0 && fsync(dfd) == 0) ? 0 : -errno;
+	if (dfd >= 0)
+		close(dfd);
+	free(copy);
+	return r;
+}
+
+/* Create and format a new file. Returns the fd, -EEXIST (err untouched)
+ * when the path exists, or another error. Touches nothing that existed:
+ * on failure it removes only the file it created itself. The superblock
+ * goes last, so a crash mid-format leaves a file that open() rejects with
+ * "bad magic" rather than one with a plausible but wrong layout. */
+int store_create(const char *path, struct paste_store_geom *g, struct paste_error *err)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		if (errno == EEXIST)
+			return -EEXIST;
+		return paste_error_set(err, -errno, "%s: cannot create: %s", path, strerror(errno));
+	}
+	const char *step = "allocate space";
+	errno = 0;
+	/* fallocate reserves the blocks now, so a full disk fails here and not
+	 * as SIGBUS on a mapped store later. The new blocks read as zeros,
+	 * which is what formats the checkpoint slots and the log. */
+	int r = fallocate(fd, 0, 0, (off_t)g->file_size);
+	if (r < 0 && errno == EOPNOTSUPP)
+		r = ftruncate(fd, (off_t)g->file_size);
+	if (r == 0) {
+		step = "get random bytes for the uuid";
+		r = getrandom(g->uuid, sizeof(g->uuid), 0) == sizeof(g->uuid) ? 0 : -1;
+	}
+	if (r == 0) {
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		struct store_super sb;
+		super_from_geom(&sb, g);
+		sb.created_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+		sb.crc = super_crc(&sb);
+		uint8_t buf[STORE_PAGE] = {0};   /* the page holds only the superblock */
+		memcpy(buf, &sb, sizeof(sb));
+		step = "write the superblock";
+		r = pwrite(fd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf) ? 0 : -1;
+	}
+	if (r == 0) {
+		step = "sync";
+		r = fsync(fd);
+	}
+	if (r == 0 && (r = fsync_parent(path)) < 0)
+		errno = -r;
+	if (r != 0) {
+		int e = errno ? errno : EIO;
+		unlink(path);
+		close(fd);
+		return paste_error_set(err, -e, "%s: cannot %s while creating: %s", path, step, strerror(e));
+	}
+	return fd;
+}
+
+/* Validate the superblock of an open file; fill *g. Reads only. */
+int store_validate(int fd, const char *path, const struct paste_store_config *cfg,
+		   struct paste_store_geom *g, struct paste_error *err)
+{
+	struct stat stt;
+	if (fstat(fd, &stt) < 0)
+		return paste_error_set(err, -errno, "%s: cannot stat: %s", path, strerror(errno));
+	if (!S_ISREG(stt.st_mode))
+		return paste_error_set(err, -EINVAL, "%s: not a regular file", path);
+	struct store_super sb;
+	memset(&sb, 0, sizeof(sb));
+	ssize_t n = pread(fd, &sb, sizeof(sb), 0);
+	if (n < 0)
+		return paste_error_set(err, -errno, "%s: cannot read the superblock: %s", path, strerror(errno));
+	if (n == 0)   /* e.g. a crash between create and format: say so, touch nothing */
+		return paste_error_set(err, -EBADMSG, "%s: empty file (truncated, 0 bytes): not a "
+				       "complete paste store; remove it to create a new one", path);
+	if (n < 8 || memcmp(sb.magic, PASTE_STORE_MAGIC, 8) != 0)
+		return paste_error_set(err, -EINVAL, "%s: not a paste store (bad magic)", path);
+	if ((size_t)n < offsetof(struct store_super, header_size))
+		return paste_error_set(err, -EBADMSG, "%s: truncated: file has %zd bytes, less than a superblock",
+				       path, n);
+	if (sb.version == 1)
+		return paste_error_set(err, -EPROTO, "%s: layout version 1, this build reads %u (it adds "
+				       "a B+tree node area): run `paste-store --store %s upgrade` to convert "
+				       "it in place (every record and buffer is kept; the upgraded store has "
+				       "no node area, so it serves the log but not a tree)",
+				       path, PASTE_STORE_VERSION, path);
+	if (sb.version != PASTE_STORE_VERSION)
+		return paste_error_set(err, -EPROTO, "%s: layout version %u, this build reads %u",
+				       path, sb.version, PASTE_STORE_VERSION);
+	if ((size_t)n < sizeof(sb))
+		return paste_error_set(err, -EBADMSG, "%s: truncated: file has %zd bytes, less than a superblock",
+				       path, n);
+	if (super_crc(&sb) != sb.crc)
+		return paste_error_set(err, -EBADMSG, "%s: superblock checksum mismatch: corrupted", path);
+	geom_from_super(g, &sb);
+	const char *why = sb.header_size != sizeof(sb) ? "header size" : geom_check(g);
+	if (why)
+		return paste_error_set(err, -EBADMSG, "%s: inconsistent superblock geometry (%s): corrupted",
+				       path, why);
+	if ((uint64_t)stt.st_size < g->file_size)
+		return paste_error_set(err, -EBADMSG, "%s: truncated: file has %llu bytes, superblock says %llu",
+				       path, (unsigned long long)stt.st_size, (unsigned long long)g->file_size);
+	const char *mis = "geometry mismatch";
+	if (cfg->buf_size && cfg->buf_size != g->buf_size)
+		return paste_error_set(err, -EINVAL, "%s: %s: store has %u-byte buffers, asked for %u",
+				       path, mis, g->buf_size, cfg->buf_size);
+	if (cfg->size && cfg->size != g->file_size)
+		return paste_error_set(err, -EINVAL, "%s: %s: store has %llu bytes, asked for %llu",
+				       path, mis, (unsigned long long)g->file_size, (unsigned long long)cfg->size);
+	if (cfg->log_lanes && cfg->log_lanes != g->log_lanes)
+		return paste_error_set(err, -EINVAL, "%s: %s: store has %u log lanes, asked for %u",
+				       path, mis, g->log_lanes, cfg->log_lanes);
+	if (cfg->log_size && lane_bytes(cfg->log_size, g->log_lanes) != g->lane_size)
+		return paste_error_set(err, -EINVAL, "%s: %s: store has a %llu-byte log, asked for %llu",
+				       path, mis, (unsigned long long)(g->lane_size * g->log_lanes),
+				       (unsigned long long)cfg->log_size);
+	if (cfg->node_size && (cfg->node_size == PASTE_STORE_NO_NODES ? 0 : cfg->node_size) != g->node_size) {
+		char want[32] = "none";
+		if (cfg->node_size != PASTE_STORE_NO_NODES)
+			snprintf(want, sizeof(want), "%llu", (unsigned long long)cfg->node_size);
+		return paste_error_set(err, -EINVAL, "%s: %s: store has a %llu-byte node area, asked for %s",
+				       path, mis, (unsigned long long)g->node_size, want);
+	}
+	return 0;
+}
+
+/* ---- version 1 -> 2 ---------------------------------------------------- */
+
+/* The version-1 superblock: the first 92 bytes of struct store_super,
+ * then its CRC. Its geometry is version 2's with no node area. */
+static const char *v1_check(const uint8_t *raw, struct store_super *sb)
+{
+	uint32_t crc;
+	memset(sb, 0, sizeof(*sb));
+	memcpy(sb, raw, offsetof(struct store_super, node_offset));
+	memcpy(&crc, raw + offsetof(struct store_super, node_offset), 4);
+	if (memcmp(sb->magic, PASTE_STORE_MAGIC, 8) != 0)
+		return "not a paste store (bad magic)";
+	if (sb->version != 1)
+		return NULL;
+	if (paste_crc32c(0, raw, offsetof(struct store_super, node_offset)) != crc)
+		return "version-1 superblock checksum mismatch: corrupted";
+	if (sb->header_size != V1_SUPER_SIZE)
+		return "version-1 superblock has a bad header size: corrupted";
+	struct paste_store_geom g;
+	memset(&g, 0, sizeof(g));
+	sb->node_offset = sb->buf_offset;   /* no node area: buffers follow the lanes */
+	sb->node_size = 0;
+	geom_from_super(&g, sb);
+	const char *why = geom_check(&g);
+	return why ? why : NULL;
+}
+
+int paste_store_upgrade(const char *path, struct paste_error *err)
+{
+	if (!path || !*path)
+		return paste_error_set(err, -EINVAL, "store path is empty");
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return paste_error_set(err, -errno, "%s: cannot open: %s", path, strerror(errno));
+	int r = 0;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		r = errno == EWOULDBLOCK
+			? paste_error_set(err, -EBUSY, "%s: in use (locked by a running server or another "
+					  "open): stop it before upgrading", path)
+			: paste_error_set(err, -errno, "%s: cannot lock: %s", path, strerror(errno));
+		close(fd);
+		return r;
+	}
+	uint8_t raw[STORE_PAGE];
+	struct store_super sb;
+	struct stat stt;
+	ssize_t n = pread(fd, raw, sizeof(raw), 0);
+	const char *why = NULL;
+	if (n < 0)
+		r = paste_error_set(err, -errno, "%s: cannot read the superblock: %s", path, strerror(errno));
+	else if (n < (ssize_t)V1_SUPER_SIZE)
+		r = paste_error_set(err, -EBADMSG, "%s: truncated: file has %zd bytes, less than a superblock",
+				    path, n);
+	else if ((why = v1_check(raw, &sb)) != NULL)
+		r = paste_error_set(err, strstr(why, "magic") ? -EINVAL : -EBADMSG, "%s: %s", path, why);
+	else if (sb.version == PASTE_STORE_VERSION)
+		r = paste_error_set(err, -EALREADY, "%s: already layout version %u: nothing to do",
+				    path, PASTE_STORE_VERSION);
+	else if (sb.version != 1)
+		r = paste_error_set(err, -EPROTO, "%s: layout version %u: this build upgrades version 1 only",
+				    path, sb.version);
+	else if (fstat(fd, &stt) < 0 || (uint64_t)stt.st_size < sb.file_size)
+		r = paste_error_set(err, -EBADMSG, "%s: truncated: file has %llu bytes, superblock says %llu",
+				    path, (unsigned long long)stt.st_size, (unsigned long long)sb.file_size);
+	if (r == 0) {
+		/* Same first 92 bytes; the new fields and the CRC follow. One
+		 * write of the superblock's page, then a sync: a crash leaves
+		 * either superblock whole (it lies inside one sector). */
+		sb.version = PASTE_STORE_VERSION;
+		sb.header_size = sizeof(sb);
+		sb.crc = super_crc(&sb);
+		errno = 0;
+		if (pwrite(fd, &sb, sizeof(sb), 0) != (ssize_t)sizeof(sb) || fsync(fd) < 0) {
+			int e = errno ? errno : EIO;
+			r = paste_error_set(err, -e, "%s: cannot write the upgraded superblock: %s",
+					    path, strerror(e));
+		}
+	}
+	close(fd);
+	return r;
+}
