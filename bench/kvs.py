@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Key-value stores over the Redis protocol: pkvs vs Redis 7, redis-benchmark.
+"""Key-value stores over the Redis protocol: pkvs vs Redis 7, redis-benchmark or pload.
 
 Systems, all started and stopped by this script, side by side in one run:
 - pkvs: the persistent B+tree, durable acks (emulated PM on /dev/shm, or
@@ -20,6 +20,15 @@ latency (redis-benchmark's), server CPU us/op (/proc/PID/stat), syscalls/op
 (perf raw_syscalls:sys_enter), client CPU us/op (redis-benchmark's rusage:
 where it approaches the server's, the client is the bottleneck).
 Writes bench/results/kvs-<time>.md and .json.
+
+--client pload runs the same points with bench/pload --resp (about half
+redis-benchmark's CPU per op): the same commands and keys (SET
+key:__rand_int__ with --sizes bytes of 'x', GET key:__rand_int__, -k 10000,
+-P depth), for --duration seconds per run instead of a count (a 1 s run
+first warms each point up); the keyspace is filled by a SET of every key
+before each GET point instead of by redis-benchmark. Error replies, null
+replies (GET misses) and pload's socket or protocol errors are listed under
+Notes.
 """
 
 import csv
@@ -156,6 +165,28 @@ class Point:
         self.test, self.size, self.conns, self.pipeline = test, size, conns, pipeline
         self.workload = f"{test.upper()} {size} B" + (f" -P {pipeline}" if pipeline > 1 else "")
         self.ops = {}       # system name -> request count for the duration asked
+        self._request_file = None
+
+    def command(self):
+        """The point's command as redis-benchmark -t sends it, for pload --resp."""
+        key = "key:__rand_int__"
+        if self.test == "set":
+            return paste_proc.resp_command("SET", key, "x" * self.size)
+        if self.test == "get":
+            return paste_proc.resp_command("GET", key)
+        raise harness.BenchError(f"--client pload runs --tests set,get only, not {self.test}")
+
+    def request_file(self):
+        if self._request_file is None:
+            fd, self._request_file = tempfile.mkstemp(prefix="paste-bench-", suffix=".resp")
+            with os.fdopen(fd, "wb") as f:
+                f.write(self.command())
+        return self._request_file
+
+    def cleanup(self):
+        if self._request_file:
+            os.unlink(self._request_file)
+            self._request_file = None
 
 
 def redis_benchmark(port, point, n, cpu):
@@ -178,14 +209,33 @@ def redis_benchmark(port, point, n, cpu):
             "requests": n, "client_cpu_us_per_req": cpu_s * 1e6 / n}
 
 
-def measure(server, point, duration, cpus, perf):
-    n = point.ops[server.name]
+def pload(port, point, seconds, cpu):
+    """One bench/pload --resp run of seconds: the same keys redis_benchmark
+    returns, plus pload's counts (error and null replies, socket errors)."""
+    extra = ["--resp", "-P", str(point.pipeline), "-k", str(KEYSPACE)]
+    r = harness.run_pload(harness.pload_cmd(port, point.conns, seconds, point.request_file(),
+                                            cpu, extra), seconds)
+    if not r.get("requests"):
+        raise harness.BenchError(f"pload completed no command: {r}")
+    return r
+
+
+def measure(server, point, duration, cpus, perf, client="redis-benchmark"):
+    if client == "pload":
+        window = duration + 1.0
+    else:
+        n = point.ops[server.name]
+        window = n / point.rate[server.name] + 1.0
     ticks0 = server.cpu_ticks()
-    counter = perf.start(server.pid, n / point.rate[server.name] + 1.0)
+    counter = perf.start(server.pid, window)
     if counter:
         time.sleep(0.25)
     try:
-        r = redis_benchmark(server.resp_port, point, n, cpus[1])
+        if client == "pload":
+            r = pload(server.resp_port, point, duration, cpus[1])
+            n = r["requests"]
+        else:
+            r = redis_benchmark(server.resp_port, point, n, cpus[1])
     finally:
         syscalls = harness.SyscallCounter.finish(counter)
     ticks1 = server.cpu_ticks()
@@ -194,15 +244,51 @@ def measure(server, point, duration, cpus, perf):
     return r
 
 
-def calibrate(server, point, duration, cpus):
-    r = redis_benchmark(server.resp_port, point, CALIBRATE_OPS, cpus[1])
+def calibrate(server, point, duration, cpus, client="redis-benchmark"):
+    """redis-benchmark: the count for --duration; pload (timed): a 1 s warm-up."""
+    if client == "pload":
+        r = pload(server.resp_port, point, 1, cpus[1])
+    else:
+        r = redis_benchmark(server.resp_port, point, CALIBRATE_OPS, cpus[1])
     point.rate = getattr(point, "rate", {})
     point.rate[server.name] = r["rps"]
     point.ops[server.name] = int(min(MAX_OPS, max(CALIBRATE_OPS, r["rps"] * duration)))
 
 
-def fill(server, size, cpus):
-    redis_benchmark(server.resp_port, Point("set", size, 50, 16), FILL_OPS, cpus[1])
+def fill(server, size, cpus, client="redis-benchmark"):
+    if client != "pload":
+        redis_benchmark(server.resp_port, Point("set", size, 50, 16), FILL_OPS, cpus[1])
+        return
+    # Every key of the keyspace once (pload runs by time, not count): the
+    # keys pload's -k KEYSPACE draws, so every GET finds a value.
+    value = b"x" * size
+    with paste_proc.RespConn(server.resp_port, timeout=60) as c:
+        for start in range(0, KEYSPACE, 500):
+            keys = range(start, min(KEYSPACE, start + 500))
+            c.send(b"".join(paste_proc.resp_command("SET", b"key:%012d" % k, value)
+                            for k in keys))
+            for _ in keys:
+                reply = c.read_reply()
+                if reply != "OK":
+                    raise harness.BenchError(f"fill of {server.name}: SET replied {reply!r}")
+
+
+def client_notes(points, names, results):
+    """pload's counts worth a line: error replies, GET misses, socket errors."""
+    notes = []
+    for i, pt in enumerate(points):
+        for n in names:
+            for rep, r in enumerate(results[(i, n)]):
+                if not r or "error_replies" not in r:
+                    continue
+                bad = [f"{r[k]} {what}" for k, what in (("error_replies", "error replies"),
+                                                       ("null_replies", "null replies (misses)"),
+                                                       ("socket_errors", "socket errors"))
+                       if r.get(k)]
+                if bad:
+                    notes.append(f"{n}, {pt.workload}, c={pt.conns}, rep {rep + 1}: "
+                                 f"{', '.join(bad)} of {r['requests']} commands")
+    return notes
 
 
 def row(point, name, runs):
@@ -219,12 +305,13 @@ def row(point, name, runs):
 
 def parse_args(argv=None):
     p = harness.common_args(__doc__.splitlines()[0], client="redis-benchmark",
-                            clients=("redis-benchmark",))
+                            clients=("redis-benchmark", "pload"))
     p.add_argument("--conns", type=harness.conn_list, default="50,100")
     p.add_argument("--sizes", type=harness.conn_list, default="1024,64",
                    help="value sizes in bytes (default %(default)s)")
     p.add_argument("--pipeline", type=harness.conn_list, default="1,16")
-    p.add_argument("--tests", default="set,get", help="redis-benchmark tests (default %(default)s)")
+    p.add_argument("--tests", default="set,get",
+                   help="redis-benchmark tests (default %(default)s; pload: set and get only)")
     p.add_argument("--medium", choices=("shm", "disk"), default="shm",
                    help="shm: /dev/shm, pkvs emulated PM; disk: --disk-dir, pkvs fsync")
     p.add_argument("--disk-dir", default="/var/tmp")
@@ -255,6 +342,10 @@ def run(argv=None):
         raise harness.BenchError(f"--systems: want a subset of {','.join(makers)}")
     points = [Point(t, size, c, pl) for size in args.sizes for t in args.tests.split(",")
               for c in args.conns for pl in args.pipeline]
+    client = args.client
+    if client == "pload":
+        for pt in points:
+            pt.command()            # only SET and GET: refuse others before any server starts
     results = {(i, n): [] for i in range(len(points)) for n in names}
     failures, servers = [], {}
     log = harness.progress
@@ -265,22 +356,22 @@ def run(argv=None):
             log(f"  starting {n}")
             servers[n] = makers[n]().start()
             for size in args.sizes:
-                fill(servers[n], size, cpus)
+                fill(servers[n], size, cpus, client)
         for i, pt in enumerate(points):
             for n in names:
-                calibrate(servers[n], pt, args.duration, cpus)
+                calibrate(servers[n], pt, args.duration, cpus, client)
         for rep in range(args.reps):
             for i, pt in enumerate(points):
                 if pt.test == "get":     # the values GET reads have pt.size bytes
                     for n in names:
-                        fill(servers[n], pt.size, cpus)
+                        fill(servers[n], pt.size, cpus, client)
                 k = rep % len(names)
                 for n in names[k:] + names[:k]:
                     srv = servers[n]
                     log(f"  rep {rep + 1}/{args.reps} {pt.workload} c={pt.conns} {n} ...",
                         end="", flush=True)
                     try:
-                        r = measure(srv, pt, args.duration, cpus, perf)
+                        r = measure(srv, pt, args.duration, cpus, perf, client)
                         log(" %.0f ops/s, %s us/op" % (r["rps"], harness.fmt(r["cpu_us_per_req"], 2)))
                     except (harness.BenchError, OSError, subprocess.TimeoutExpired) as e:
                         r = None
@@ -288,6 +379,8 @@ def run(argv=None):
                         failures.append(f"{n}, {pt.workload}, c={pt.conns}, rep {rep + 1}: {e}")
                     results[(i, n)].append(r)
     finally:
+        for pt in points:
+            pt.cleanup()
         for n, srv in servers.items():
             code = srv.stop()
             if code not in (0, None):
@@ -310,7 +403,7 @@ def run(argv=None):
             if ca and cb and ta and tb:
                 ratio_lines.append(f"- {pt.workload}, c={pt.conns}: {a}/{b} ops/s {ta / tb:.2f}x, "
                                    f"CPU per op {ca / cb:.2f}x")
-    args.client = "redis-benchmark"
+    notes = failures + client_notes(points, names, results)
     text = "\n\n".join(filter(None, [
         harness.header(f"Key-value stores over RESP: pkvs ({durability}"
                        f"{', %d ns per fence' % args.pm_latency if args.pm_latency else ''}) "
@@ -318,7 +411,7 @@ def run(argv=None):
                        args, cpus, perf, unit="op"),
         "\n".join(lines),
         "Ratios of medians:\n" + "\n".join(ratio_lines) if ratio_lines else "",
-        ("Notes:\n" + "\n".join("- " + f for f in failures)) if failures else ""]))
+        ("Notes:\n" + "\n".join("- " + f for f in notes)) if notes else ""]))
     raw = [{"workload": pt.workload, "clients": pt.conns, "system": n, "runs": results[(i, n)]}
            for i, pt in enumerate(points) for n in names]
     harness.save("kvs", text, raw, args.out)

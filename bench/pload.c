@@ -1,5 +1,6 @@
 /*
- * pload: a closed-loop HTTP/1.1 load generator on io_uring, for bench/.
+ * pload: a closed-loop HTTP/1.1 (and, with --resp, Redis-protocol) load
+ * generator on io_uring, for bench/.
  *
  * Why it exists: on loopback the client's CPU is the other half of every
  * measurement. One wrk thread spends ~14 us of CPU per 1156-byte POST on
@@ -11,15 +12,27 @@
  * time, TCP_NODELAY) but queues every connection's send and receive in one
  * io_uring_enter per pass, on registered files, and parses only the status
  * line and Content-Length. It is a measuring tool, not a product: one
- * thread, one request shape, HTTP/1.1 responses with Content-Length only.
+ * thread, one request shape, HTTP/1.1 responses with Content-Length only
+ * (or RESP2 replies).
  *
- * Usage: pload [--reconnect] -c CONNS -d SECONDS -f REQUEST_FILE HOST PORT
+ * Usage: pload [--reconnect] [--resp [-P DEPTH]] [-k KEYSPACE] -c CONNS
+ *              -d SECONDS -f REQUEST_FILE HOST PORT
  *   The request file holds the exact bytes of one request (keep-alive).
  *   --reconnect (-r): one request per TCP connection, the short-connection
  *   workload: the request gets "Connection: close", the server answers and
  *   closes, pload reads the response and the EOF, closes, and opens the
  *   slot's next connection (socket, connect, send as one linked io_uring
  *   chain into the same fixed-file slot, then the multishot receive).
+ *   --resp (-R): the Redis protocol instead of HTTP. The file holds one or
+ *   more RESP commands (arrays of bulk strings, pipelined as they stand);
+ *   -P DEPTH sends the file DEPTH times back to back. Each connection has
+ *   that one batch in flight and sends the next when every reply of it has
+ *   arrived (as redis-benchmark -P does); replies are framed by
+ *   pload_resp.c (RESP2: every type, nested arrays, nulls), and counted one
+ *   by one: requests are commands, error replies are counted like non-2xx.
+ *   --keyspace N (-k): every "__rand_int__" in the request becomes a fresh
+ *   random 12-digit number below N for each send (redis-benchmark -r), in
+ *   a copy of the request per connection (either protocol).
  *   Prints one JSON object on stdout: requests, elapsed_s, rps, latency
  *   (mean/p50/p99/max in us, from a 1-us histogram up to 1 s), non2xx
  *   (status >= 400, as wrk counts "Non-2xx or 3xx"), errors by kind, and the
@@ -31,7 +44,9 @@
  * file; one clock read per pass; syscalls per request ~ 1 / requests per
  * pass. With --reconnect: five SQEs (close, socket, connect, send, receive)
  * and two CQEs (the response, the EOF) per connection, still no syscall of
- * its own.
+ * its own. With --resp -P DEPTH: one send SQE per DEPTH x commands, one CQE
+ * per receive (replies framed in place, bulk payloads skipped by count),
+ * plus 12 digits written per __rand_int__ with --keyspace.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +67,7 @@
 #include <unistd.h>
 
 #include "pload_http.h"
+#include "pload_resp.h"
 
 #define RESP_BUF 16384            /* per connection: a split response's head */
 #define RING_BUF 4096             /* provided receive buffers */
@@ -61,6 +77,10 @@
 #define OP_CONNECT 2u             /* --reconnect: socket or connect failed */
 #define OP_CLOSE 3u               /* --reconnect: closing the old socket failed */
 #define CHAIN_SQES 5u             /* close, socket, connect, send, receive */
+#define RAND_TAG "__rand_int__"   /* --keyspace: replaced per send, as redis-benchmark -r */
+#define RAND_LEN 12u
+#define MAX_BATCH (64u << 20)     /* --resp: request file x -P */
+#define MAX_COPIES (1ull << 30)   /* --keyspace: per-connection copies in all */
 
 struct conn {
 	int fd;
@@ -72,6 +92,9 @@ struct conn {
 	uint32_t have;            /* head bytes buffered in buf (split heads only) */
 	uint64_t remaining;
 	uint64_t sent_ns;
+	char *req;                /* --keyspace: this connection's copy of the request */
+	uint32_t outstanding;     /* --resp: replies still due for the batch sent */
+	struct pload_resp rp;     /* --resp: the reply being framed */
 	char buf[RESP_BUF];
 };
 
@@ -88,6 +111,14 @@ struct load {
 	socklen_t addr_len;
 	uint64_t now;             /* one clock read per pass serves every CQE in it */
 	bool reconnect;           /* a new connection per request */
+	bool resp;                /* Redis protocol: replies framed by pload_resp */
+	unsigned pipeline;        /* --resp: copies of the file per send (-P) */
+	uint32_t batch_cmds;      /* --resp: commands (replies due) per send */
+	uint64_t keyspace;        /* --keyspace N: __rand_int__ below N; 0 off */
+	size_t *rand_off;         /* offsets of __rand_int__ in the request */
+	unsigned nrand;
+	uint64_t rng;             /* xorshift64* state */
+	uint64_t nulls;           /* --resp: $-1 and *-1 replies */
 	uint64_t done, non2xx, err_connect, err_read, err_write, err_parse;
 	uint64_t closed;          /* --reconnect: connections completed (response, then EOF) */
 	uint64_t lat_sum_us, lat_max_us;
@@ -149,14 +180,48 @@ static void arm_recv(struct load *L, unsigned idx)
 	io_uring_sqe_set_data64(sqe, user_data(idx, L->conns[idx].gen, OP_RECV));
 }
 
+static uint64_t next_rand(struct load *L)
+{
+	uint64_t x = L->rng;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	L->rng = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+/* --keyspace: a uniform number below N, zero-padded, over each placeholder.
+ * The previous send of this copy is over: every reply to it has arrived
+ * (or the connection it went to is gone). */
+static void randomize(struct load *L, char *req)
+{
+	for (unsigned i = 0; i < L->nrand; i++) {
+		uint64_t v = (uint64_t)(((unsigned __int128)next_rand(L) * L->keyspace) >> 64);
+		char *p = req + L->rand_off[i] + RAND_LEN;
+		for (unsigned j = 0; j < RAND_LEN; j++) {
+			*--p = (char)('0' + v % 10);
+			v /= 10;
+		}
+	}
+}
+
 /* MSG_WAITALL makes the kernel finish a short send itself, so a
  * successful send needs no completion at all. The send time is the pass's
  * clock: the request leaves at this pass's io_uring_enter. */
 static struct io_uring_sqe *send_request(struct load *L, unsigned idx)
 {
 	struct conn *c = &L->conns[idx];
+	const char *req = L->req;
+	if (c->req) {
+		randomize(L, c->req);
+		req = c->req;
+	}
+	if (L->resp) {
+		c->outstanding = L->batch_cmds;
+		pload_resp_init(&c->rp);
+	}
 	struct io_uring_sqe *sqe = get_sqe(L);
-	io_uring_prep_send(sqe, (int)idx, L->req, L->req_len, MSG_WAITALL | MSG_NOSIGNAL);
+	io_uring_prep_send(sqe, (int)idx, req, L->req_len, MSG_WAITALL | MSG_NOSIGNAL);
 	sqe->flags |= IOSQE_FIXED_FILE | IOSQE_CQE_SKIP_SUCCESS;
 	io_uring_sqe_set_data64(sqe, user_data(idx, c->gen, OP_SEND));
 	c->have = 0;
@@ -247,15 +312,21 @@ static void reconnect(struct load *L, unsigned idx, uint64_t *counter)
 	send_request(L, idx);
 }
 
-static void complete_response(struct load *L, unsigned idx, int status)
+/* One response (--resp: one reply) is complete: its latency. */
+static void count_done(struct load *L, const struct conn *c)
 {
-	struct conn *c = &L->conns[idx];
 	uint64_t us = (L->now - c->sent_ns) / 1000;
 	L->done++;
 	L->lat_sum_us += us;
 	if (us > L->lat_max_us)
 		L->lat_max_us = us;
 	L->hist[us < HIST_US ? us : HIST_US - 1]++;
+}
+
+static void complete_response(struct load *L, unsigned idx, int status)
+{
+	struct conn *c = &L->conns[idx];
+	count_done(L, c);
 	if (status >= 400)
 		L->non2xx++;
 	if (L->reconnect)
@@ -264,12 +335,47 @@ static void complete_response(struct load *L, unsigned idx, int status)
 		send_request(L, idx);
 }
 
+/* --resp: n bytes of connection idx's reply stream, framed where they
+ * landed (the framer keeps its state across receives, nothing is copied).
+ * Each reply's latency runs from the batch's send; the next batch goes out
+ * when the last reply of this one is in. Bytes past the batch's replies,
+ * and anything that is not RESP2, are protocol (parse) errors. */
+static void on_resp_data(struct load *L, unsigned idx, const char *data, size_t n)
+{
+	struct conn *c = &L->conns[idx];
+	while (n) {
+		size_t used;
+		int r = c->outstanding ? pload_resp_feed(&c->rp, data, n, &used) : -1;
+		if (r == 0)
+			return;
+		if (r < 0) {
+			reconnect(L, idx, &L->err_parse);
+			return;
+		}
+		data += used;
+		n -= used;
+		count_done(L, c);
+		if (c->rp.type == '-')
+			L->non2xx++;
+		if (c->rp.null)
+			L->nulls++;
+		if (--c->outstanding == 0 && n == 0) {
+			send_request(L, idx);
+			return;
+		}
+	}
+}
+
 /* n bytes of connection idx's response stream. One request is in flight,
  * so anything past the end of its response is a protocol error. The head
  * is parsed where it landed; only a head split across receives is copied. */
 static void on_data(struct load *L, unsigned idx, const char *data, size_t n)
 {
 	struct conn *c = &L->conns[idx];
+	if (L->resp) {
+		on_resp_data(L, idx, data, n);
+		return;
+	}
 	if (c->answered) {                      /* --reconnect: bytes after the response */
 		reconnect(L, idx, &L->err_parse);
 		return;
@@ -447,15 +553,22 @@ static void run(struct load *L, double seconds)
 	if (L->reconnect)
 		printf(", \"reconnect\": true, \"connections\": %llu, \"cps\": %.1f",
 		       (unsigned long long)L->closed, (double)L->closed / elapsed);
+	if (L->resp)
+		printf(", \"resp\": true, \"pipeline\": %u, \"commands_per_send\": %u, "
+		       "\"error_replies\": %llu, \"null_replies\": %llu",
+		       L->pipeline, L->batch_cmds, (unsigned long long)L->non2xx,
+		       (unsigned long long)L->nulls);
 	printf("}\n");
 }
 
 /* Two receive buffers per connection (one response in flight on each, the
- * buffers go back every pass), a power of two as the ring wants. */
+ * buffers go back every pass), plus one per pipelined reply with --resp (up
+ * to 64), a power of two as the ring wants. */
 static void setup_buffers(struct load *L)
 {
+	unsigned per_conn = 2 + (L->resp ? (L->batch_cmds < 64 ? L->batch_cmds : 64) : 0);
 	L->nbufs = 64;
-	while (L->nbufs < 2 * L->nconns && L->nbufs < 32768)
+	while (L->nbufs < per_conn * L->nconns && L->nbufs < 32768)
 		L->nbufs *= 2;
 	size_t ring_bytes = L->nbufs * sizeof(struct io_uring_buf);
 	if (posix_memalign((void **)&L->br, 4096, ring_bytes) ||
@@ -504,11 +617,76 @@ static char *read_file(const char *path, size_t *len)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: pload [-r|--reconnect] -c CONNS -d SECONDS -f REQUEST_FILE HOST PORT\n"
+	fprintf(stderr, "usage: pload [-r|--reconnect] [-R|--resp [-P DEPTH]] [-k KEYSPACE]\n"
+	        "             -c CONNS -d SECONDS -f REQUEST_FILE HOST PORT\n"
 	        "  closed-loop HTTP/1.1 load: CONNS connections, one request in flight on\n"
 	        "  each, the bytes of REQUEST_FILE every time; prints one JSON line\n"
-	        "  -r, --reconnect  a new TCP connection per request (Connection: close)\n");
+	        "  -r, --reconnect     a new TCP connection per request (Connection: close)\n"
+	        "  -R, --resp          Redis protocol: REQUEST_FILE holds RESP commands\n"
+	        "  -P, --pipeline N    --resp: send the file N times per batch (default 1)\n"
+	        "  -k, --keyspace N    each __rand_int__ in the request: random, below N\n");
 	exit(1);
+}
+
+static void fail(const char *path, const char *why)
+{
+	fprintf(stderr, "pload: %s%s%s\n", path ? path : "", path ? ": " : "", why);
+	exit(1);
+}
+
+/* --resp: the file's commands, DEPTH times back to back. */
+static void resp_batch(struct load *L, const char *path)
+{
+	long cmds = pload_resp_commands(L->req, L->req_len);
+	if (cmds < 1)
+		fail(path, "--resp needs one or more complete RESP commands (arrays of bulk "
+		     "strings, e.g. *1\\r\\n$4\\r\\nPING\\r\\n), nothing after the last");
+	if (L->req_len * L->pipeline > MAX_BATCH)
+		fail(path, "request x --pipeline is over 64 MiB");
+	L->batch_cmds = (uint32_t)cmds * L->pipeline;
+	if (L->pipeline == 1)
+		return;
+	char *batch = malloc(L->req_len * L->pipeline);
+	if (!batch)
+		die("malloc", ENOMEM);
+	for (unsigned i = 0; i < L->pipeline; i++)
+		memcpy(batch + i * L->req_len, L->req, L->req_len);
+	free((void *)L->req);
+	L->req = batch;
+	L->req_len *= L->pipeline;
+}
+
+/* --keyspace: where the placeholders are (before any connection: a bad
+ * file is a usage error, not a refused connect). */
+static void find_placeholders(struct load *L, const char *path, unsigned long conns)
+{
+	size_t cap = 0;
+	for (const char *p = L->req, *end = L->req + L->req_len;
+	     (p = memmem(p, (size_t)(end - p), RAND_TAG, RAND_LEN)) != NULL; p += RAND_LEN) {
+		if (L->nrand == cap) {
+			cap = cap ? 2 * cap : 16;
+			L->rand_off = realloc(L->rand_off, cap * sizeof *L->rand_off);
+			if (!L->rand_off)
+				die("realloc", ENOMEM);
+		}
+		L->rand_off[L->nrand++] = (size_t)(p - L->req);
+	}
+	if (!L->nrand)
+		fail(path, "--keyspace needs " RAND_TAG " in the request");
+	if ((unsigned long long)L->req_len * conns > MAX_COPIES)
+		fail(path, "--keyspace: CONNS copies of this request are over 1 GiB");
+}
+
+/* --keyspace: a copy of the request per connection to write them in. */
+static void copy_requests(struct load *L)
+{
+	for (unsigned i = 0; i < L->nconns; i++) {
+		L->conns[i].req = malloc(L->req_len);
+		if (!L->conns[i].req)
+			die("malloc", ENOMEM);
+		memcpy(L->conns[i].req, L->req, L->req_len);
+	}
+	L->rng = (now_ns() ^ ((uint64_t)getpid() << 32)) | 1;
 }
 
 /* --reconnect: the request must ask the server to close. A request without a
@@ -547,13 +725,32 @@ int main(int argc, char **argv)
 	int opt;
 	static const struct option longopts[] = {
 		{ "reconnect", no_argument, NULL, 'r' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "resp", no_argument, NULL, 'R' }, { "pipeline", required_argument, NULL, 'P' },
+		{ "keyspace", required_argument, NULL, 'k' }, { NULL, 0, NULL, 0 },
 	};
-	while ((opt = getopt_long(argc, argv, "c:d:f:rh", longopts, NULL)) != -1) {
+	L.pipeline = 1;
+	while ((opt = getopt_long(argc, argv, "c:d:f:rhRP:k:", longopts, NULL)) != -1) {
 		char *end;
 		switch (opt) {
 		case 'r':
 			L.reconnect = true;
+			break;
+		case 'R':
+			L.resp = true;
+			break;
+		case 'P': {
+			long depth = strtol(optarg, &end, 10);
+			if (*end || depth < 1 || depth > 1024)
+				usage();
+			L.pipeline = (unsigned)depth;
+			break;
+		}
+		case 'k':
+			errno = 0;
+			L.keyspace = strtoull(optarg, &end, 10);
+			if (*end || errno || optarg[0] == '-' || L.keyspace < 1 ||
+			    L.keyspace > 1000000000000ull)
+				usage();
 			break;
 		case 'c':
 			conns = strtol(optarg, &end, 10);
@@ -574,9 +771,17 @@ int main(int argc, char **argv)
 	}
 	if (!conns || !seconds || !file || argc - optind != 2)
 		usage();
+	if (L.pipeline > 1 && !L.resp)
+		fail(NULL, "--pipeline needs --resp (HTTP: one request in flight per connection)");
+	if (L.reconnect && L.resp)
+		fail(NULL, "--reconnect is for HTTP only");
 	L.req = read_file(file, &L.req_len);
 	if (L.reconnect)
 		request_close(&L, file);
+	if (L.resp)
+		resp_batch(&L, file);
+	if (L.keyspace)
+		find_placeholders(&L, file, (unsigned long)conns);
 
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *ai;
 	int g = getaddrinfo(argv[optind], argv[optind + 1], &hints, &ai);
@@ -611,6 +816,8 @@ int main(int argc, char **argv)
 		L.conns[i].alive = true;
 	}
 	L.alive = L.nconns;
+	if (L.keyspace)
+		copy_requests(&L);
 
 	/* Up to two SQEs per connection per pass (--reconnect: a chain of five);
 	 * DEFER_TASKRUN keeps completion work in this thread's io_uring_enter
@@ -643,9 +850,12 @@ int main(int argc, char **argv)
 	setup_buffers(&L);
 
 	run(&L, seconds);
-	for (unsigned i = 0; i < L.nconns; i++)
+	for (unsigned i = 0; i < L.nconns; i++) {
 		if (L.conns[i].fd >= 0)
 			close(L.conns[i].fd);
+		free(L.conns[i].req);
+	}
+	free(L.rand_off);
 	io_uring_queue_exit(&L.ring);
 	int code = L.alive ? 0 : 2;
 	free(L.conns);

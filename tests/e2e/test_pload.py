@@ -1,15 +1,23 @@
 """bench/pload, the benchmarks' io_uring load generator: its counts agree
 with what phttpd stored, and it reports (not hides) error statuses, broken
 responses and closed connections, against scripted servers. --reconnect
-(one request per connection) the same way, plus what it puts on the wire."""
+(one request per connection) the same way, plus what it puts on the wire.
+--resp (the Redis protocol): counts against pkvs's and Redis's INFO stats,
+error and null replies, pipelining, --keyspace and malformed replies
+against scripted servers."""
 import json
+import re
+import shutil
+import signal
 import socket
 import subprocess
+import tempfile
 import threading
+import time
 
 import pytest
 
-from conftest import HttpConn, binary, get_stats
+from conftest import HttpConn, RespConn, binary, get_stats, resp_command
 
 WAL_BODY = b"w" * 1024
 
@@ -280,3 +288,241 @@ def test_pload_reconnect_against_phttpd(phttpd, engine, tmp_path):
     requests = after["requests"] - before["requests"] - 1
     assert r["connections"] <= accepts <= r["connections"] + 8, (r, accepts)
     assert r["requests"] <= requests <= r["connections"] + 8, (r, requests)
+
+
+# ------------------------------------------------------------------ --resp
+
+SET = resp_command("SET", "key:__rand_int__", "v" * 100)
+GET_KEY = resp_command("GET", "key:__rand_int__")
+
+
+def info_stats(port):
+    with RespConn(port) as c:
+        text = c.command("INFO", "stats").decode()
+        dbsize = c.command("DBSIZE")
+    stats = dict(l.split(":", 1) for l in text.splitlines() if ":" in l)
+    return {k: int(v) for k, v in stats.items() if v.isdigit()}, dbsize
+
+
+def check_against_info(port, tmp_path, keyspace=1000, conns=4):
+    """SET then GET (the GETs pipelined 4 deep) over a keyspace: every
+    counted reply is a command the server processed, at most one batch per
+    connection more was in flight at the deadline, and every GET of a key
+    that exists is a hit."""
+    s0, db0 = info_stats(port)
+    r = pload(port, SET, tmp_path, conns=conns, flags=["--resp", "-k", str(keyspace)])
+    assert r["resp"] is True and r["requests"] > 1000, r
+    assert r["socket_errors"] == 0 and r["error_replies"] == r["non2xx"] == 0, r
+    assert r["null_replies"] == 0 and r["conns_alive"] == conns, r
+    assert 0 < r["lat_p50_us"] <= r["lat_p99_us"] <= r["lat_max_us"], r
+    s1, db1 = info_stats(port)
+    # the INFO and DBSIZE of info_stats count too (before or after the snapshot)
+    done = s1["total_commands_processed"] - s0["total_commands_processed"] - 2
+    assert r["requests"] <= done <= r["requests"] + conns + 1, (r, done)
+    assert db0 < db1 <= db0 + keyspace, (db0, db1)
+    if r["requests"] >= 20 * keyspace:     # missing a key: p ~ 1000 e^-20
+        assert db1 == db0 + keyspace, (r, db1)
+
+    g = pload(port, GET_KEY, tmp_path, conns=conns,
+              flags=["--resp", "-P", "4", "--keyspace", str(keyspace)])
+    assert g["requests"] > 1000 and g["pipeline"] == 4 and g["commands_per_send"] == 4, g
+    assert g["socket_errors"] == 0 and g["error_replies"] == 0, g
+    s2, _ = info_stats(port)
+    done = s2["total_commands_processed"] - s1["total_commands_processed"] - 2
+    assert g["requests"] <= done <= g["requests"] + 4 * conns + 1, (g, done)
+    hits = s2["keyspace_hits"] - s1["keyspace_hits"]
+    found = g["requests"] - g["null_replies"]
+    assert found <= hits <= found + 4 * conns, (g, hits)
+    if db1 == db0 + keyspace:
+        assert g["null_replies"] == 0, g
+
+
+def test_pload_resp_counts_match_pkvs_info(pkvs, tmp_path):
+    srv = pkvs.start()
+    check_against_info(srv.resp_port, tmp_path)
+
+
+def test_pload_resp_counts_match_redis_info(tmp_path):
+    exe = shutil.which("redis-server")
+    if not exe:
+        pytest.skip("redis-server is not installed (make deps)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    d = tempfile.mkdtemp(prefix="paste-test-redis-")
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", d,
+                             "--save", "", "--appendonly", "no", "--daemonize", "no",
+                             "--protected-mode", "no", "--logfile", "", "--loglevel", "warning"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            assert proc.poll() is None, "redis-server exited"
+            try:
+                with RespConn(port, timeout=1) as c:
+                    if c.command("PING") == "PONG":
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "redis-server did not answer PING"
+            time.sleep(0.05)
+        check_against_info(port, tmp_path)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def split_command(buf):
+    """(args, rest) for the first complete multibulk command in buf, or None."""
+    end = buf.find(b"\r\n")
+    if end < 0:
+        return None
+    assert buf[:1] == b"*", buf[:40]
+    pos, args = end + 2, []
+    for _ in range(int(buf[1:end])):
+        end = buf.find(b"\r\n", pos)
+        if end < 0:
+            return None
+        assert buf[pos:pos + 1] == b"$", buf[pos:pos + 40]
+        start = end + 2
+        stop = start + int(buf[pos + 1:end])
+        if len(buf) < stop + 2:
+            return None
+        args.append(bytes(buf[start:stop]))
+        pos = stop + 2
+    return args, buf[pos:]
+
+
+class RespScripted(ScriptedServer):
+    """ScriptedServer for RESP: respond(server, conn, args) per command;
+    self.commands keeps, per connection, every command's arguments."""
+
+    def _serve(self, conn):
+        buf = b""
+        cmds = []
+        with self.lock:
+            self.heads.append(cmds)
+        with conn:
+            while not self.stop.is_set():
+                try:
+                    data = conn.recv(65536)
+                except OSError:
+                    return
+                if not data:
+                    return
+                buf += data
+                while True:
+                    got = split_command(buf)
+                    if got is None:
+                        break
+                    args, buf = got
+                    cmds.append(args)
+                    if self.respond(self, conn, args) is False:
+                        return
+
+
+def test_pload_resp_error_and_null_replies(tmp_path):
+    """Error replies are counted apart (and as non2xx), nulls too; every
+    reply type, sent a few bytes at a time, is framed."""
+    err = RespScripted(lambda s, c, a: c.sendall(b"-ERR no such key\r\n"))
+    nul = RespScripted(lambda s, c, a: c.sendall(b"$-1\r\n"))
+    reply = (b"*4\r\n$3\r\nabc\r\n*2\r\n:1\r\n*-1\r\n+OK\r\n-inner\r\n")
+
+    def dribble(s, c, a):
+        for i in range(0, len(reply), 5):
+            c.sendall(reply[i:i + 5])
+    split = RespScripted(dribble)
+    try:
+        r = pload(err.port, GET_KEY, tmp_path, conns=2, flags=["--resp"])
+        assert r["requests"] > 10 and r["error_replies"] == r["non2xx"] == r["requests"], r
+        assert r["socket_errors"] == 0, r
+        r = pload(nul.port, GET_KEY, tmp_path, conns=2, flags=["--resp", "-P", "3"])
+        assert r["requests"] > 10 and r["null_replies"] == r["requests"], r
+        assert r["non2xx"] == 0 and r["socket_errors"] == 0, r
+        r = pload(split.port, GET_KEY, tmp_path, conns=2, flags=["--resp", "-P", "2"])
+        assert r["requests"] > 10 and r["socket_errors"] == 0, r
+        assert r["non2xx"] == 0 and r["null_replies"] == 0, r     # an inner error is not one
+    finally:
+        for srv in (err, nul, split):
+            srv.close()
+
+
+@pytest.mark.parametrize("reply", [
+    b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",   # not RESP
+    b"+OK\r\n+OK\r\n",                                  # a reply nobody asked for
+    b"$3\r\nabcd\r\n",                                  # bulk longer than announced
+    b"_\r\n",                                            # RESP3 null
+    b":12x\r\n",
+])
+def test_pload_resp_malformed_replies_are_parse_errors(tmp_path, reply):
+    srv = RespScripted(lambda s, c, a: c.sendall(reply))
+    try:
+        r = pload(srv.port, resp_command("PING"), tmp_path, conns=2, flags=["--resp"])
+    finally:
+        srv.close()
+    assert r["errors"]["parse"] > 0 and r["conns_alive"] == 2, r
+    assert r["requests"] <= r["errors"]["parse"], r     # "+OK+OK": the first one counts
+
+
+def test_pload_resp_keyspace_and_pipeline_on_the_wire(tmp_path):
+    """-P 3 of a two-command file: six commands per batch, sent after all
+    six replies; every __rand_int__ is its own 12-digit number below -k."""
+    def respond(s, c, a):
+        c.sendall(b"+OK\r\n" if a[0] == b"SET" else b"$1\r\nv\r\n")
+    srv = RespScripted(respond)
+    two = (resp_command("SET", "k:__rand_int__:__rand_int__", "v") +
+           resp_command("GET", "k:__rand_int__"))
+    try:
+        r = pload(srv.port, two, tmp_path, conns=2, flags=["--resp", "-P", "3", "-k", "50"])
+        with srv.lock:
+            cmds = [list(c) for c in srv.heads]
+    finally:
+        srv.close()
+    assert r["requests"] > 60 and r["socket_errors"] == 0 and r["commands_per_send"] == 6, r
+    assert len(cmds) == 2, len(cmds)
+    sent = sum(len(c) for c in cmds)
+    # every reply counted had its command; at most a batch per connection was cut off
+    assert r["requests"] <= sent <= r["requests"] + 2 * 6, (r, sent)
+    numbers = set()
+    for per_conn in cmds:
+        for i, args in enumerate(per_conn):
+            if i % 2 == 0:
+                assert args[0] == b"SET" and args[2] == b"v", args
+                m = re.fullmatch(rb"k:(\d{12}):(\d{12})", args[1])
+            else:
+                assert args[0] == b"GET", args
+                m = re.fullmatch(rb"k:(\d{12})", args[1])
+            assert m, args
+            numbers.update(int(g) for g in m.groups())
+    assert max(numbers) < 50 and len(numbers) > 40, sorted(numbers)
+
+
+def test_pload_resp_usage_errors(tmp_path):
+    exe = binary("bench/pload")
+    files = {"http": GET, "inline": b"PING\r\n", "cut": resp_command("PING")[:-1],
+             "get": GET_KEY, "ping": resp_command("PING")}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    cases = [
+        (["--resp", "-f", "http"], "complete RESP commands"),
+        (["--resp", "-f", "inline"], "complete RESP commands"),
+        (["--resp", "-f", "cut"], "complete RESP commands"),
+        (["-P", "2", "-f", "get"], "--pipeline needs --resp"),
+        (["--resp", "--reconnect", "-f", "get"], "HTTP only"),
+        (["--resp", "-k", "10", "-f", "ping"], "__rand_int__"),
+        (["--resp", "-P", "0", "-f", "get"], "usage"),
+        (["--resp", "-k", "0", "-f", "get"], "usage"),
+        (["--resp", "-k", "1000000000001", "-f", "get"], "usage"),
+    ]
+    for args, message in cases:
+        args = [a if a not in files else str(tmp_path / a) for a in args]
+        cp = subprocess.run([exe] + args + ["-c", "1", "-d", "1", "127.0.0.1", "9"],
+                            capture_output=True, text=True, timeout=30)
+        assert cp.returncode == 1 and message in cp.stderr, (args, cp.stderr)
+        assert cp.stdout == "", (args, cp.stdout)
