@@ -4,7 +4,7 @@ BUILD ?= build
 PYTHON ?= python3
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps test unit e2e demo bench fuzz asan clean
+.PHONY: all deps test unit e2e demo bench fuzz asan clean install uninstall
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -55,3 +55,19 @@ fuzz:
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz
+
+# As liburing: `make install PREFIX=/usr DESTDIR=/tmp/stage` (PREFIX: the
+# build's prefix, /usr/local unless set; DESTDIR: a staging root, empty
+# for the real one) installs libpaste.so.0 + libpaste.a, paste.h, paste.pc,
+# phttpd, pkvs, paste-store, the man pages (1, 3, 7), sample config files
+# and, where systemd is, its units. README, "Installing".
+PREFIX ?=
+DESTDIR ?=
+install: all
+	$(if $(PREFIX),meson configure $(BUILD) -Dprefix=$(PREFIX) && ninja -C $(BUILD))
+	meson install -C $(BUILD) --no-rebuild $(if $(DESTDIR),--destdir $(DESTDIR))
+
+# Removes what the last `make install` from $(BUILD) installed (meson's
+# install log).
+uninstall:
+	ninja -C $(BUILD) uninstall

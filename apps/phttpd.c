@@ -13,6 +13,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "http.h"
 #include "options.h"
@@ -56,7 +57,13 @@ int main(int argc, char **argv)
 	};
 	struct http_config hc = { .max_body = 1 << 20 };
 	int mode = 0;
+	/* Defaults, then $PASTE_STORE (paste-store's too), then --config FILE,
+	 * then the command line: each overrides the one before. */
+	const char *env_store = getenv("PASTE_STORE");
+	if (env_store && *env_store)
+		sc.store_path = env_store;
 	const struct opt opts[] = {
+		OPT_CONFIG_("config", "options from FILE, 'name = value' a line (the command line wins)"),
 		OPT_STR_("host", "ADDR", &sc.host, "listen address (default 127.0.0.1; ::1 works)"),
 		OPT_NUM_("port", "N", &sc.port, 0, 65535, "listen port (default 60000; 0 picks a free one)"),
 		OPT_NUM_("threads", "N", &sc.threads, 1, PASTE_MAX_LANES,
@@ -67,7 +74,7 @@ int main(int argc, char **argv)
 			    "fixed replies, or the durable log (default rpc)"),
 		OPT_NUM_("body-len", "N", &rpc_cfg.body_len, 0, 1 << 20, "RPC reply body bytes (default 64)"),
 		OPT_STR_("store", "PATH", &sc.store_path,
-			 "packet store (default " PASTE_DEFAULT_STORE_PATH ")"),
+			 "packet store (default $PASTE_STORE, else " PASTE_DEFAULT_STORE_PATH ")"),
 		OPT_SIZE_("store-size", "SIZE", &sc.store_size, 1ull << 40,
 			  "size when creating, K/M/G suffixes (default 256M)"),
 		OPT_NUM_("buf-size", "N", &sc.buf_size, 0, 65536, "buffer bytes when creating (default 2048)"),

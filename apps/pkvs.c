@@ -65,12 +65,19 @@ int main(int argc, char **argv)
 				  .server_name = "pkvs", .version = "7.0.0" };
 	const char *http_port = "8080", *resp_port = "6379";
 	uint64_t max_value = 0;
+	/* Defaults, then $PKVS_STORE, then --config FILE, then the command
+	 * line: each overrides the one before. */
+	const char *env_store = getenv("PKVS_STORE");
+	if (env_store && *env_store)
+		sc.store_path = env_store;
 	const struct opt opts[] = {
+		OPT_CONFIG_("config", "options from FILE, 'name = value' a line (the command line wins)"),
 		OPT_STR_("host", "ADDR", &sc.host, "listen address (default 127.0.0.1; ::1 works)"),
 		OPT_STR_("http-port", "N|off", &http_port, "HTTP front end port (default 8080; 0 picks a free one)"),
 		OPT_STR_("resp-port", "N|off", &resp_port, "Redis-protocol port (default 6379; 0 picks a free one)"),
 		OPT_CHOICE_("engine", "E", &sc.engine, engines, "uring (default) or epoll"),
-		OPT_STR_("store", "PATH", &sc.store_path, "packet store file (default " PKVS_DEFAULT_STORE ")"),
+		OPT_STR_("store", "PATH", &sc.store_path,
+			 "packet store file (default $PKVS_STORE, else " PKVS_DEFAULT_STORE ")"),
 		OPT_SIZE_("store-size", "SIZE", &sc.store_size, 1ull << 40,
 			  "size when creating the store (default 256M; K/M/G)"),
 		OPT_NUM_("buf-size", "N", &sc.buf_size, 0, 65536,

@@ -19,6 +19,7 @@ enum opt_kind {
 	OPT_NUM,       /* decimal, in [min, max], times scale, into dst_size bytes */
 	OPT_SIZE,      /* OPT_NUM with a K/M/G suffix allowed */
 	OPT_CHOICE,    /* one of choices[]: *(int *)dst = its value */
+	OPT_CONFIG,    /* --NAME FILE: options from FILE, before the command line's */
 };
 
 struct opt_choice {
@@ -44,10 +45,21 @@ struct opt {
 #define OPT_SIZE_(n, a, d, hi, h)     { n, a, h, OPT_SIZE, d, sizeof(*(d)), 0, hi, 1, NULL }
 #define OPT_SECS_(n, a, d, hi, h)     { n, a, h, OPT_NUM, d, sizeof(*(d)), 0, hi, 1000, NULL }
 #define OPT_CHOICE_(n, a, d, c, h)    { n, a, h, OPT_CHOICE, d, sizeof(*(d)), 0, 0, 0, c }
+#define OPT_CONFIG_(n, h)             { n, "FILE", h, OPT_CONFIG, NULL, 0, 0, 0, 0, NULL }
 
-/* Parse argv against opts[0..n). --help prints the usage to stdout.
- * Returns 0 (parsed), 1 (--help printed: exit 0) or -1 (a message was
- * printed to stderr: exit 2). */
+/* Parse argv against opts[0..n). --help prints the usage to stdout,
+ * --version "PROG (paste) VERSION". Returns 0 (parsed), 1 (--help or
+ * --version printed: exit 0) or -1 (a message was printed to stderr:
+ * exit 2).
+ *
+ * A table with an OPT_CONFIG entry (phttpd, pkvs: --config FILE) reads
+ * FILE first, then the command line, so the command line wins. FILE has
+ * one option per line: "name = value" ("name value" too), or "name" alone
+ * for a flag; the name is a long option's, without "--" (with it is fine
+ * too); blank lines and lines starting with '#' are skipped. Every value
+ * is checked as on the command line; an unknown name or a bad value is an
+ * error naming FILE and the line. The file's text stays allocated (string
+ * options point into it). */
 int opt_parse(const char *prog, const struct opt *opts, int n, const char *tail,
 	      int argc, char **argv);
 /* "usage: PROG [options]", a line per option, --help, then tail. */
