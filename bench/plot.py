@@ -28,6 +28,12 @@ import statistics
 import sys
 
 UNITS = {"rpc": "req", "wal": "req", "short": "conn", "kvs": "op"}
+TITLES = {
+    "rpc": "RPC: keep-alive GET, 151 B reply; phttpd uring vs epoll vs nginx",
+    "wal": "WAL: 1 KiB POST made durable; zero copy, copy, epoll baseline",
+    "short": "Short connections: one GET per TCP connection; phttpd vs nginx",
+    "kvs": "Key-value: 1 KiB SET/GET over RESP; pkvs vs Redis 7",
+}
 
 
 def _stats(runs, key, scale=1.0):
@@ -69,6 +75,10 @@ def _lines(ax, raw, key, scale, ylabel):
     ax.set_xlabel("concurrent connections")
     ax.set_ylabel(ylabel)
     ax.set_xscale("log")
+    conns = sorted({c for _, c, _, _ in _points(raw)})
+    ax.set_xticks(conns)
+    ax.set_xticklabels([str(c) for c in conns])
+    ax.minorticks_off()
     ax.grid(True, alpha=0.3)
 
 
@@ -107,8 +117,10 @@ def figure(kind, raw, base, title=None):
     import matplotlib.pyplot as plt
 
     unit = UNITS.get(kind, "req")
-    rate = f"K {unit}s/s"
-    fig, axes = plt.subplots(2, 1, figsize=(8, 7.5))
+    rate = f"K {unit}/s"
+    ngroups = len({(p["workload"], p.get("conns", p.get("clients"))) for p in raw})
+    width = 8 if kind == "rpc" else max(8, 1.35 * ngroups)
+    fig, axes = plt.subplots(2, 1, figsize=(width, 7.5))
     if kind == "rpc":
         _lines(axes[0], raw, "rps", 1e-3, f"throughput ({rate})")
         _lines(axes[1], raw, "lat_mean_us", 1.0, "mean latency (us)")
@@ -116,7 +128,8 @@ def figure(kind, raw, base, title=None):
         _bars(axes[0], raw, "rps", 1e-3, f"throughput ({rate})")
         _bars(axes[1], raw, "cpu_us_per_req", 1.0, f"server CPU per {unit} (us)")
     axes[0].legend(fontsize=8)
-    fig.suptitle(title or f"{kind}: medians, error bars min-max over repetitions", fontsize=10)
+    fig.suptitle((title or TITLES.get(kind, kind)) +
+                 "\nmedians; error bars: min-max over the repetitions", fontsize=10)
     fig.tight_layout()
     paths = [base + ".png", base + ".svg"]
     for p in paths:
@@ -131,7 +144,7 @@ def main(argv=None):
     p.add_argument("--out", help="output path without extension (default: next to the JSON)")
     p.add_argument("--title")
     args = p.parse_args(argv)
-    kind = os.path.basename(args.json).split("-", 1)[0]
+    kind = os.path.basename(args.json)[:-len(".json")].split("-", 1)[0]
     with open(args.json) as f:
         raw = json.load(f)
     base = args.out or args.json[:-5]
