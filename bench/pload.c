@@ -48,91 +48,16 @@
  * per receive (replies framed in place, bulk payloads skipped by count),
  * plus 12 digits written per __rand_int__ with --keyspace.
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <liburing.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
+#include "pload.h"
 
-#include "pload_http.h"
-#include "pload_resp.h"
-
-#define RESP_BUF 16384            /* per connection: a split response's head */
-#define RING_BUF 4096             /* provided receive buffers */
-#define HIST_US 1000000           /* latency histogram: 1 us buckets up to 1 s */
-#define OP_SEND 0u
-#define OP_RECV 1u
-#define OP_CONNECT 2u             /* --reconnect: socket or connect failed */
-#define OP_CLOSE 3u               /* --reconnect: closing the old socket failed */
-#define CHAIN_SQES 5u             /* close, socket, connect, send, receive */
-#define RAND_TAG "__rand_int__"   /* --keyspace: replaced per send, as redis-benchmark -r */
-#define RAND_LEN 12u
-#define MAX_BATCH (64u << 20)     /* --resp: request file x -P */
-#define MAX_COPIES (1ull << 30)   /* --keyspace: per-connection copies in all */
-
-struct conn {
-	int fd;
-	uint32_t gen;             /* bumped on reconnect: stale CQEs are ignored */
-	bool alive;
-	bool in_body;             /* head parsed, `remaining` body bytes to skip */
-	bool answered;            /* --reconnect: response complete, waiting for EOF */
-	int status;               /* of the response being received */
-	uint32_t have;            /* head bytes buffered in buf (split heads only) */
-	uint64_t remaining;
-	uint64_t sent_ns;
-	char *req;                /* --keyspace: this connection's copy of the request */
-	uint32_t outstanding;     /* --resp: replies still due for the batch sent */
-	struct pload_resp rp;     /* --resp: the reply being framed */
-	char buf[RESP_BUF];
-};
-
-struct load {
-	struct io_uring ring;
-	struct io_uring_buf_ring *br;
-	char *bufs;
-	unsigned nbufs, returned;
-	struct conn *conns;
-	unsigned nconns, alive;
-	const char *req;
-	size_t req_len;
-	struct sockaddr_storage addr;
-	socklen_t addr_len;
-	uint64_t now;             /* one clock read per pass serves every CQE in it */
-	bool reconnect;           /* a new connection per request */
-	bool resp;                /* Redis protocol: replies framed by pload_resp */
-	unsigned pipeline;        /* --resp: copies of the file per send (-P) */
-	uint32_t batch_cmds;      /* --resp: commands (replies due) per send */
-	uint64_t keyspace;        /* --keyspace N: __rand_int__ below N; 0 off */
-	size_t *rand_off;         /* offsets of __rand_int__ in the request */
-	unsigned nrand;
-	uint64_t rng;             /* xorshift64* state */
-	uint64_t nulls;           /* --resp: $-1 and *-1 replies */
-	uint64_t done, non2xx, err_connect, err_read, err_write, err_parse;
-	uint64_t closed;          /* --reconnect: connections completed (response, then EOF) */
-	uint64_t lat_sum_us, lat_max_us;
-	uint32_t *hist;
-};
-
-static uint64_t now_ns(void)
+uint64_t now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void die(const char *what, int err)
+void die(const char *what, int err)
 {
 	fprintf(stderr, "pload: %s: %s\n", what, strerror(err));
 	exit(1);
@@ -587,34 +512,6 @@ static void setup_buffers(struct load *L)
 	io_uring_buf_ring_advance(L->br, (int)L->nbufs);
 }
 
-static char *read_file(const char *path, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		die(path, errno);
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		die(path, errno);
-	if (st.st_size <= 0 || st.st_size > (1 << 20)) {
-		fprintf(stderr, "pload: %s: want a request of 1 byte to 1 MiB, got %lld bytes\n",
-		        path, (long long)st.st_size);
-		exit(1);
-	}
-	char *buf = malloc((size_t)st.st_size);
-	if (!buf)
-		die("malloc", ENOMEM);
-	size_t got = 0;
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-		if (n <= 0)
-			die(path, n < 0 ? errno : EIO);
-		got += (size_t)n;
-	}
-	close(fd);
-	*len = got;
-	return buf;
-}
-
 static void usage(void)
 {
 	fprintf(stderr, "usage: pload [-r|--reconnect] [-R|--resp [-P DEPTH]] [-k KEYSPACE]\n"
@@ -626,94 +523,6 @@ static void usage(void)
 	        "  -P, --pipeline N    --resp: send the file N times per batch (default 1)\n"
 	        "  -k, --keyspace N    each __rand_int__ in the request: random, below N\n");
 	exit(1);
-}
-
-static void fail(const char *path, const char *why)
-{
-	fprintf(stderr, "pload: %s%s%s\n", path ? path : "", path ? ": " : "", why);
-	exit(1);
-}
-
-/* --resp: the file's commands, DEPTH times back to back. */
-static void resp_batch(struct load *L, const char *path)
-{
-	long cmds = pload_resp_commands(L->req, L->req_len);
-	if (cmds < 1)
-		fail(path, "--resp needs one or more complete RESP commands (arrays of bulk "
-		     "strings, e.g. *1\\r\\n$4\\r\\nPING\\r\\n), nothing after the last");
-	if (L->req_len * L->pipeline > MAX_BATCH)
-		fail(path, "request x --pipeline is over 64 MiB");
-	L->batch_cmds = (uint32_t)cmds * L->pipeline;
-	if (L->pipeline == 1)
-		return;
-	char *batch = malloc(L->req_len * L->pipeline);
-	if (!batch)
-		die("malloc", ENOMEM);
-	for (unsigned i = 0; i < L->pipeline; i++)
-		memcpy(batch + i * L->req_len, L->req, L->req_len);
-	free((void *)L->req);
-	L->req = batch;
-	L->req_len *= L->pipeline;
-}
-
-/* --keyspace: where the placeholders are (before any connection: a bad
- * file is a usage error, not a refused connect). */
-static void find_placeholders(struct load *L, const char *path, unsigned long conns)
-{
-	size_t cap = 0;
-	for (const char *p = L->req, *end = L->req + L->req_len;
-	     (p = memmem(p, (size_t)(end - p), RAND_TAG, RAND_LEN)) != NULL; p += RAND_LEN) {
-		if (L->nrand == cap) {
-			cap = cap ? 2 * cap : 16;
-			L->rand_off = realloc(L->rand_off, cap * sizeof *L->rand_off);
-			if (!L->rand_off)
-				die("realloc", ENOMEM);
-		}
-		L->rand_off[L->nrand++] = (size_t)(p - L->req);
-	}
-	if (!L->nrand)
-		fail(path, "--keyspace needs " RAND_TAG " in the request");
-	if ((unsigned long long)L->req_len * conns > MAX_COPIES)
-		fail(path, "--keyspace: CONNS copies of this request are over 1 GiB");
-}
-
-/* --keyspace: a copy of the request per connection to write them in. */
-static void copy_requests(struct load *L)
-{
-	for (unsigned i = 0; i < L->nconns; i++) {
-		L->conns[i].req = malloc(L->req_len);
-		if (!L->conns[i].req)
-			die("malloc", ENOMEM);
-		memcpy(L->conns[i].req, L->req, L->req_len);
-	}
-	L->rng = (now_ns() ^ ((uint64_t)getpid() << 32)) | 1;
-}
-
-/* --reconnect: the request must ask the server to close. A request without a
- * Connection header gets "Connection: close" before its blank line. */
-static void request_close(struct load *L, const char *path)
-{
-	size_t head;
-	int r = pload_request_connection(L->req, L->req_len, &head);
-	if (r == -2 || r == -1) {
-		fprintf(stderr, "pload: %s: %s\n", path, r == -2
-		        ? "--reconnect needs a request file that starts with a complete head"
-		        : "--reconnect needs Connection: close, the request asks for something else");
-		exit(1);
-	}
-	if (r == 1)
-		return;
-	static const char hdr[] = "Connection: close\r\n";
-	size_t n = sizeof hdr - 1;
-	char *req = malloc(L->req_len + n);
-	if (!req)
-		die("malloc", ENOMEM);
-	memcpy(req, L->req, head - 2);                  /* up to the blank line's CRLF */
-	memcpy(req + head - 2, hdr, n);
-	memcpy(req + head - 2 + n, L->req + head - 2, L->req_len - (head - 2));
-	free((void *)L->req);
-	L->req = req;
-	L->req_len += n;
 }
 
 int main(int argc, char **argv)
@@ -772,16 +581,16 @@ int main(int argc, char **argv)
 	if (!conns || !seconds || !file || argc - optind != 2)
 		usage();
 	if (L.pipeline > 1 && !L.resp)
-		fail(NULL, "--pipeline needs --resp (HTTP: one request in flight per connection)");
+		pload_fail(NULL, "--pipeline needs --resp (HTTP: one request in flight per connection)");
 	if (L.reconnect && L.resp)
-		fail(NULL, "--reconnect is for HTTP only");
-	L.req = read_file(file, &L.req_len);
+		pload_fail(NULL, "--reconnect is for HTTP only");
+	L.req = pload_read_file(file, &L.req_len);
 	if (L.reconnect)
-		request_close(&L, file);
+		pload_request_close(&L, file);
 	if (L.resp)
-		resp_batch(&L, file);
+		pload_resp_batch(&L, file);
 	if (L.keyspace)
-		find_placeholders(&L, file, (unsigned long)conns);
+		pload_find_placeholders(&L, file, (unsigned long)conns);
 
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *ai;
 	int g = getaddrinfo(argv[optind], argv[optind + 1], &hints, &ai);
@@ -817,7 +626,7 @@ int main(int argc, char **argv)
 	}
 	L.alive = L.nconns;
 	if (L.keyspace)
-		copy_requests(&L);
+		pload_copy_requests(&L);
 
 	/* Up to two SQEs per connection per pass (--reconnect: a chain of five);
 	 * DEFER_TASKRUN keeps completion work in this thread's io_uring_enter
