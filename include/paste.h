@@ -37,6 +37,10 @@ struct paste_error {
 /* Fill *err (if non-NULL) with code and a printf-style message; returns code. */
 int paste_error_set(struct paste_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Append a "; "-separated sentence to err->msg while it fits (err->code
+ * unchanged; err may be NULL): recovery reports everything it noticed. */
+void paste_error_append(struct paste_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* ------------------------------------------------------------------ */
 /* CRC32C (Castagnoli), SSE4.2 instruction when the CPU has it         */

@@ -19,25 +19,6 @@
 #include <stdlib.h>
 #include "btree_internal.h"
 
-/* Append "; "-separated sentences to err->msg while they fit. */
-__attribute__((format(printf, 2, 3)))
-static void note(struct paste_error *err, const char *fmt, ...)
-{
-	if (!err)
-		return;
-	size_t used = strnlen(err->msg, sizeof(err->msg));
-	if (used + 3 >= sizeof(err->msg))
-		return;
-	if (used) {
-		memcpy(err->msg + used, "; ", 3);
-		used += 2;
-	}
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err->msg + used, sizeof(err->msg) - used, fmt, ap);
-	va_end(ap);
-}
-
 /* ---- the walk ---------------------------------------------------------- */
 
 struct walk {
@@ -92,7 +73,7 @@ static bool visit(struct walk *wk, uint32_t no, uint32_t level, uint64_t pgen, b
 	}
 	if (why) {
 		if (!wk->problems++)
-			note(wk->err, "page %u: %s", no, why);
+			paste_error_append(wk->err, "page %u: %s", no, why);
 		return false;
 	}
 	wk->pages++;
@@ -185,7 +166,7 @@ int bt_recover(struct paste_btree *t, struct paste_error *err)
 				       "write can tear only one): the tree cannot be recovered", path);
 	for (int s = 0; s < 2; s++)
 		if (mr[s] == -EBADMSG)
-			note(err, "B+tree meta slot %d is torn or damaged: ignored (%s)", s,
+			paste_error_append(err, "B+tree meta slot %d is torn or damaged: ignored (%s)", s,
 			     best >= 0 ? "the other one is used" : "the tree starts empty and the log is replayed");
 	t->meta_slot = best;
 	t->hwm = BT_FIRST_PAGE;
@@ -280,12 +261,12 @@ int paste_btree_check(struct paste_btree *t, struct paste_error *err)
 	walk(&wk, t->root, t->height);
 	int problems = wk.problems;
 	if (!t->root && t->height)
-		problems++, note(err, "empty tree of height %u", t->height);
+		problems++, paste_error_append(err, "empty tree of height %u", t->height);
 	if (wk.keys != t->nkeys && !wk.problems)
-		problems++, note(err, "%llu keys in the pages, %llu counted", (unsigned long long)wk.keys,
+		problems++, paste_error_append(err, "%llu keys in the pages, %llu counted", (unsigned long long)wk.keys,
 				 (unsigned long long)t->nkeys);
 	if (wk.pages != t->used && !wk.problems)
-		problems++, note(err, "%u pages in the tree, %u counted", wk.pages, t->used);
+		problems++, paste_error_append(err, "%u pages in the tree, %u counted", wk.pages, t->used);
 	uint32_t bad_state = 0, first_bad = 0;
 	for (uint32_t no = BT_FIRST_PAGE; no < t->npages; no++) {
 		uint8_t s = t->ps[no] & PS_STATE;
@@ -294,21 +275,21 @@ int paste_btree_check(struct paste_btree *t, struct paste_error *err)
 				first_bad = no;
 	}
 	if (bad_state && !wk.problems)
-		problems++, note(err, "%u pages whose state disagrees with the tree (first: %u)",
+		problems++, paste_error_append(err, "%u pages whose state disagrees with the tree (first: %u)",
 				 bad_state, first_bad);
 	uint32_t short_refs = 0, first_short = 0;
 	for (uint32_t b = 0; b < nbufs; b++)
 		if (wk.bufrefs[b] > paste_store_refcount(t->st, b) && !short_refs++)
 			first_short = b;
 	if (short_refs)
-		problems++, note(err, "%u buffers hold fewer references than the tree names them "
+		problems++, paste_error_append(err, "%u buffers hold fewer references than the tree names them "
 				 "(first: buffer %u, named %u times, %u references)", short_refs,
 				 first_short, wk.bufrefs[first_short],
 				 paste_store_refcount(t->st, first_short));
 	if (t->meta_slot >= 0) {
 		struct bt_meta m;
 		if (bt_meta_read(t, t->meta_slot, &m) != 0 || m.seq != t->meta_seq)
-			problems++, note(err, "meta slot %d does not hold the last checkpoint", t->meta_slot);
+			problems++, paste_error_append(err, "meta slot %d does not hold the last checkpoint", t->meta_slot);
 	}
 	free(wk.seen);
 	free(wk.bufrefs);

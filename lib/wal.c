@@ -100,25 +100,6 @@
 #include <string.h>
 #include "wal_internal.h"
 
-/* Append "; "-separated sentences to err->msg while they fit (code stays). */
-__attribute__((format(printf, 2, 3)))
-void wal_note(struct paste_error *err, const char *fmt, ...)
-{
-	if (!err)
-		return;
-	size_t used = strnlen(err->msg, sizeof(err->msg));
-	if (used + 3 >= sizeof(err->msg))
-		return;
-	if (used) {
-		memcpy(err->msg + used, "; ", 3);
-		used += 2;
-	}
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err->msg + used, sizeof(err->msg) - used, fmt, ap);
-	va_end(ap);
-}
-
 /* The checkpoint fields of a lane that ckpt_write changes before its fence:
  * saved before, put back if the fence fails, so the lane never claims a
  * slot that may not be durable. Otherwise its next checkpoint would go to

@@ -154,9 +154,6 @@ static inline uint32_t data_crc(const struct paste_wal *w, const struct paste_ex
 	return crc;
 }
 
-/* Append "; "-separated sentences to err->msg while they fit (code stays). */
-__attribute__((format(printf, 2, 3)))
-void wal_note(struct paste_error *err, const char *fmt, ...);
 /* A reference on each extent's buffer, or drop those of the live record at
  * ring position pos (and its bytes from the lane's count). */
 void wal_refs_take(struct paste_wal *w, const struct paste_extent *ext, uint32_t n);

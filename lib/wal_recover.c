@@ -82,17 +82,17 @@ void wal_note_stop(const struct wal_lane *l, uint32_t i, struct paste_error *err
 	unsigned long long off = l->stop_off, n = l->recovered;
 	const char *why = stop_why[l->stop];
 	if (l->ckpt_lost)
-		wal_note(err, "lane %u: both checkpoint slots are invalid but offset 0 holds a "
+		paste_error_append(err, "lane %u: both checkpoint slots are invalid but offset 0 holds a "
 		     "record: the lane's records were not recovered", i);
 	else if (l->follower)
-		wal_note(err, "lane %u: damaged record at offset %llu (%s) followed by a valid "
+		paste_error_append(err, "lane %u: damaged record at offset %llu (%s) followed by a valid "
 		     "record (lsn %llu): %llu valid records before it kept, the rest of the lane "
 		     "is lost", i, off, why, (unsigned long long)l->follower_lsn, n);
 	else if (l->stop >= STOP_TYPE)
-		wal_note(err, "lane %u: corrupt record at offset %llu (%s), %llu valid records "
+		paste_error_append(err, "lane %u: corrupt record at offset %llu (%s), %llu valid records "
 		     "before it", i, off, why, n);
 	else if (l->stop >= STOP_SIZE)
-		wal_note(err, "lane %u: torn record at offset %llu (%s), %llu valid records "
+		paste_error_append(err, "lane %u: torn record at offset %llu (%s), %llu valid records "
 		     "before it", i, off, why, n);
 }
 
@@ -275,7 +275,7 @@ static int check_record(void *arg, uint64_t lsn, uint32_t lane, const struct pas
 		why = "data crc mismatch (the buffer changed after it was logged)";
 	if (why) {
 		cs->damaged++;
-		wal_note(cs->err, "lane %u: record lsn %llu: %s", lane, (unsigned long long)lsn, why);
+		paste_error_append(cs->err, "lane %u: record lsn %llu: %s", lane, (unsigned long long)lsn, why);
 	}
 	return 0;
 }
