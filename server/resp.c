@@ -45,7 +45,7 @@ void resp_close(struct resp_ctx *x)
 }
 
 /* The store failed: say so once and close (the client must not send more). */
-static void reply_failed(struct resp_ctx *x)
+void resp_reply_failed(struct resp_ctx *x)
 {
 	char line[320];
 	server_store_failed(x->w);
@@ -66,7 +66,7 @@ int resp_send(struct resp_ctx *x, const void *p, size_t n)
 		return -EIO;
 	int r = paste_port_send(x->w->port, x->conn, p, n, PASTE_SEND_DURABLE);
 	if (r == -EIO) {
-		reply_failed(x);
+		resp_reply_failed(x);
 		return r;
 	}
 	return 0;
@@ -205,7 +205,7 @@ static void run_command(struct resp_ctx *x, const struct resp_proto_state *ps,
 	} else if (paste_resp_arg_eq(&argv[0], "HELLO")) {
 		hello(x, ps, argv, argc);
 	} else if (server_store_failed(x->w)) {
-		reply_failed(x);
+		resp_reply_failed(x);
 	} else {
 		ps->svc->command(x, argv, argc);
 	}
@@ -264,7 +264,7 @@ static void stream_begin(struct resp_ctx *x, const struct resp_proto_state *ps,
 		/* Read and drop the bytes, then say why (a failed store:
 		 * answered and closed at once). */
 		if (server_store_failed(x->w)) {
-			reply_failed(x);
+			resp_reply_failed(x);
 			return;
 		}
 		char b[256];

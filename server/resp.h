@@ -115,6 +115,9 @@ int resp_bulk_head(struct resp_ctx *x, uint64_t n);
 int resp_bulk_end(struct resp_ctx *x);
 /* "-ERR wrong number of arguments for '<cmd>' command" */
 int resp_arity_error(struct resp_ctx *x, const struct paste_resp_arg *cmd);
+/* The store failed: "-ERR store failed: <why>", then close (what a
+ * resp_* call does itself when it meets the failure). */
+void resp_reply_failed(struct resp_ctx *x);
 /* Close after the replies queued so far (QUIT, a stream that cannot go on). */
 void resp_close(struct resp_ctx *x);
 

@@ -35,13 +35,6 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* The pack buffer: dense small values. Kept here, not in struct kv, so
- * the header stays the API. One per process (one tree, one thread). */
-static struct {
-	uint32_t buf;    /* PASTE_NO_BUF: none */
-	uint32_t used;
-} pack = { PASTE_NO_BUF, 0 };
-
 int kv_acquire(struct kv_handle *h, struct server *s, struct paste_error *err)
 {
 	if (h->kv) {
@@ -56,6 +49,7 @@ int kv_acquire(struct kv_handle *h, struct server *s, struct paste_error *err)
 	if (!kv)
 		return paste_error_set(err, -ENOMEM, "out of memory");
 	kv->store = s->store;
+	kv->pack_buf = PASTE_NO_BUF;
 	err->msg[0] = 0;
 	int r = paste_wal_open(&kv->wal, s->store, s->workers[0].persist, err);
 	if (r) {
@@ -96,9 +90,9 @@ void kv_release(struct kv_handle *h)
 	if (!h->kv || --h->refs)
 		return;
 	struct kv *kv = h->kv;
-	if (pack.buf != PASTE_NO_BUF) {
-		paste_store_unref(kv->store, pack.buf, false);
-		pack.buf = PASTE_NO_BUF;
+	if (kv->pack_buf != PASTE_NO_BUF) {
+		paste_store_unref(kv->store, kv->pack_buf, false);
+		kv->pack_buf = PASTE_NO_BUF;
 	}
 	paste_btree_close(kv->tree);
 	paste_wal_close(kv->wal);
@@ -157,20 +151,20 @@ static int set_extents(struct kv *kv, const void *key, uint32_t klen,
 static int pack_value(struct kv *kv, const void *val, uint32_t len, struct paste_extent *e)
 {
 	uint32_t bs = paste_store_geom(kv->store)->buf_size;
-	if (pack.buf == PASTE_NO_BUF || pack.used + len > bs) {
+	if (kv->pack_buf == PASTE_NO_BUF || kv->pack_used + len > bs) {
 		uint32_t idx;
 		if (paste_store_alloc(kv->store, &idx, 1) != 1)
 			return -ENOSPC;
-		if (pack.buf != PASTE_NO_BUF)
-			paste_store_unref(kv->store, pack.buf, false);
-		pack.buf = idx;
-		pack.used = 0;
+		if (kv->pack_buf != PASTE_NO_BUF)
+			paste_store_unref(kv->store, kv->pack_buf, false);
+		kv->pack_buf = idx;
+		kv->pack_used = 0;
 	}
-	memcpy(paste_store_buf(kv->store, pack.buf) + pack.used, val, len);
-	*e = (struct paste_extent){ pack.buf, pack.used, len };
-	pack.used += (len + 7u) & ~7u;   /* 8-byte aligned values */
-	if (pack.used > bs)
-		pack.used = bs;
+	memcpy(paste_store_buf(kv->store, kv->pack_buf) + kv->pack_used, val, len);
+	*e = (struct paste_extent){ kv->pack_buf, kv->pack_used, len };
+	kv->pack_used += (len + 7u) & ~7u;   /* 8-byte aligned values */
+	if (kv->pack_used > bs)
+		kv->pack_used = bs;
 	return 0;
 }
 

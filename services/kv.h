@@ -45,6 +45,9 @@ struct kv {
 	struct kv_counters n;
 	uint64_t started_ms;            /* for INFO uptime */
 	uint64_t recovery_ns;           /* paste_btree_open's */
+	/* Small values are copied densely here (kv.c): a buffer holding one
+	 * reference of ours until it is full (PASTE_NO_BUF: none yet). */
+	uint32_t pack_buf, pack_used;
 };
 
 /* One per process, shared by the front ends (each passes the same handle

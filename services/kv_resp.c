@@ -40,7 +40,7 @@ static bool key_ok(struct resp_ctx *x, const struct paste_resp_arg *k)
 static void reply_errno(struct resp_ctx *x, int r)
 {
 	if (server_store_failed(x->w))
-		resp_send(x, "", 0);      /* answers the failure and closes */
+		resp_reply_failed(x);
 	else if (r == -ENOSPC)
 		resp_error(x, "ERR store full (no free buffers, log or tree pages)");
 	else if (r == -EFBIG)
@@ -73,7 +73,7 @@ static int send_value(struct resp_ctx *x, const struct paste_extent *ext, uint32
 	if (resp_bulk_head(x, len))
 		return -EIO;
 	if (kv_send_value(x->w, x->conn, ext, n, from, len)) {
-		resp_send(x, "", 0);
+		resp_reply_failed(x);
 		return -EIO;
 	}
 	return resp_bulk_end(x);

@@ -319,17 +319,14 @@ void kv_cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg 
 		    bi.checkpoints, bi.ckpt_lsn, bi.records_since, (double)bi.recovery_ns / 1e6,
 		    bi.replayed, bi.height, bi.pages_used, bi.pages_total,
 		    paste_store_failed(s->store, NULL) != 0);
-	if (section_wanted(a, n, "stats"))
+	if (section_wanted(a, n, "stats")) {
 		ADD("# Stats\r\ntotal_connections_received:%" PRIu64 "\r\ntotal_commands_processed:%" PRIu64
 		    "\r\nkeyspace_hits:%" PRIu64 "\r\nkeyspace_misses:%" PRIu64 "\r\npkvs_sets:%" PRIu64
 		    "\r\npkvs_dels:%" PRIu64 "\r\npkvs_batches:%" PRIu64 "\r\npkvs_syscalls:%" PRIu64
-		    "\r\npkvs_fences:%" PRIu64 "\r\npkvs_commits:%" PRIu64 "\r\nmax_value:%" PRIu64 "\r\n\r\n",
+		    "\r\npkvs_fences:%" PRIu64 "\r\npkvs_commits:%" PRIu64 "\r\nmax_value:%" PRIu64 "\r\n",
 		    tt.port.accepts, tt.requests, atomic_load(&kv->n.hits), atomic_load(&kv->n.misses),
 		    atomic_load(&kv->n.sets), atomic_load(&kv->n.dels), tt.port.polls, tt.port.syscalls,
 		    tt.port.fences, tt.port.commits, kv->max_value);
-	if (k > 2 && section_wanted(a, n, "stats"))
-		k -= 2;   /* the barrier lines below belong to the same section */
-	if (section_wanted(a, n, "stats")) {
 		/* The barrier histogram as /metrics has it (cumulative, bucket
 		 * bounds in microseconds), in Redis's latencystats style. */
 		uint64_t cum = 0, total = 0;
