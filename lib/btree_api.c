@@ -318,12 +318,22 @@ int paste_btree_open(struct paste_btree **out, struct paste_store *st, struct pa
 		return paste_error_set(err, -ENOMEM, "out of memory for the tree's page tables "
 				       "(%u pages)", npages);
 	}
-	if (p) {
+	if (p && paste_persist_mode(p) != PASTE_DUR_FSYNC) {
 		t->nodes = nodes;
 	} else {
 		/* Read-only: recovery's replay writes into a private copy of
-		 * the node area; the file is never written. */
-		void *m = mmap(NULL, g->node_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE,
+		 * the node area; the file is never written.
+		 * fsync mode: the tree works in a private copy too, and a
+		 * checkpoint copies its pages into the file (bt_publish).
+		 * Otherwise every group commit's fdatasync would also write
+		 * back each leaf changed since the last checkpoint: one
+		 * scattered page per SET, where the log record and the value
+		 * are all a commit needs. A checkpoint drops the private
+		 * copies it published, so the copy costs memory only for the
+		 * pages of one generation (page faults: a few us per page
+		 * first written in a generation). */
+		int flags = MAP_PRIVATE | (p ? 0 : MAP_POPULATE);
+		void *m = mmap(NULL, g->node_size, PROT_READ | PROT_WRITE, flags,
 			       paste_store_fd(st), (off_t)g->node_offset);
 		if (m == MAP_FAILED) {
 			int e = errno;
@@ -333,6 +343,10 @@ int paste_btree_open(struct paste_btree **out, struct paste_store *st, struct pa
 		}
 		t->nodes = m;
 		t->private_len = g->node_size;
+		if (p) {
+			t->shared = nodes;
+			madvise(m, g->node_size, MADV_RANDOM);   /* no readahead: see lib/store.c */
+		}
 	}
 	int rc = bt_recover(t, err);
 	if (rc == 0 && p) {

@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <sys/mman.h>
+#include <sys/mman.h>
 #include "btree_internal.h"
 
 uint64_t bt_now_ns(void)
@@ -189,6 +191,45 @@ int bt_meta_read(const struct paste_btree *t, int slot, struct bt_meta *m)
 	return 0;
 }
 
+/* Page no's first len bytes on their way to the file: flushed where they
+ * are, or (fsync mode) copied from the private working copy into the
+ * store's mapping first, which the next fence writes back. */
+static void bt_publish(struct paste_btree *t, uint32_t no, size_t len)
+{
+	uint8_t *pg = bt_pg(t, no);
+	if (t->shared) {
+		uint8_t *to = t->shared + (size_t)no * BT_PAGE;
+		memcpy(to, pg, len);
+		pg = to;
+	}
+	paste_persist_flush(t->p, pg, len);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* fsync mode, after a checkpoint committed: the private copies of the
+ * pages this generation wrote (and the meta slot) equal the file now
+ * (those still free hold nothing), so drop them: the next read maps the
+ * file's page again and memory stays one generation's pages. One madvise
+ * per run of adjacent pages. */
+static void bt_drop_private(struct paste_btree *t, int slot)
+{
+	if (!t->shared)
+		return;
+	t->dirty[t->ndirty] = (uint32_t)slot;   /* room: meta pages are never listed */
+	uint32_t n = t->ndirty + 1;
+	qsort(t->dirty, n, sizeof(uint32_t), cmp_u32);
+	for (uint32_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && t->dirty[j] == t->dirty[j - 1] + 1; j++)
+			;
+		madvise(bt_pg(t, t->dirty[i]), (size_t)(j - i) * BT_PAGE, MADV_DONTNEED);
+	}
+}
+
 int paste_btree_checkpoint(struct paste_btree *t)
 {
 	if (!t)
@@ -207,7 +248,7 @@ int paste_btree_checkpoint(struct paste_btree *t)
 			continue;
 		uint8_t *pg = bt_pg(t, no);
 		bt_h(pg)->crc = paste_crc32c(0, pg + 4, BT_PAGE - 4);
-		paste_persist_flush(t->p, pg, BT_PAGE);
+		bt_publish(t, no, BT_PAGE);
 	}
 	if ((rc = paste_persist_fence(t->p)) < 0)
 		return rc;
@@ -222,7 +263,7 @@ int paste_btree_checkpoint(struct paste_btree *t)
 	m.crc = paste_crc32c(0, (const uint8_t *)&m + 8, sizeof(m) - 8);
 	uint8_t *at = bt_pg(t, (uint32_t)slot);
 	memcpy(at, &m, sizeof(m));
-	paste_persist_flush(t->p, at, sizeof(m));
+	bt_publish(t, (uint32_t)slot, sizeof(m));
 	if ((rc = paste_persist_fence(t->p)) < 0)
 		return rc;
 	/* 3. Committed: the replaced pages are free, a new generation. */
@@ -237,6 +278,7 @@ int paste_btree_checkpoint(struct paste_btree *t)
 	t->npending = 0;
 	for (uint32_t i = 0; i < t->ndirty; i++)
 		t->ps[t->dirty[i]] &= (uint8_t)~PS_LISTED;
+	bt_drop_private(t, slot);
 	t->ndirty = 0;
 	t->gen++;
 	t->recs_since = t->log_since = 0;

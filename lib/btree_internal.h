@@ -115,9 +115,11 @@ struct paste_btree {
 	struct paste_persist *p;      /* NULL: read-only */
 	const struct paste_store_geom *g;
 	struct paste_btree_config cfg;
-	uint8_t *nodes;               /* the node area: the shared mapping, or (read-only)
-				       * a private copy-on-write mapping of it */
+	uint8_t *nodes;               /* the node area: the shared mapping, or (fsync mode,
+				       * read-only) a private copy-on-write mapping of it */
 	size_t private_len;           /* > 0: nodes is our private mapping */
+	uint8_t *shared;              /* fsync mode: the store's mapping of the node area,
+				       * written only at checkpoint (bt_publish) */
 	uint32_t npages;
 
 	/* the tree */

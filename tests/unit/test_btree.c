@@ -367,6 +367,75 @@ static void test_fsync_commit_in_flight(void)
 	tenv_finish(&E);
 }
 
+/* Pages of the node area in the file that are not all zeros. */
+static uint32_t file_pages_written(void)
+{
+	const struct paste_store_geom *g = paste_store_geom(E.st);
+	int fd = open(path, O_RDONLY);
+	static uint8_t pg[4096], zero[4096];
+	uint32_t n = 0;
+	for (uint64_t off = 2 * sizeof(pg); fd >= 0 && off < g->node_size; off += sizeof(pg))
+		if (pread(fd, pg, sizeof(pg), (off_t)(g->node_offset + off)) == (ssize_t)sizeof(pg) &&
+		    memcmp(pg, zero, sizeof(pg)) != 0)
+			n++;
+	if (fd >= 0)
+		close(fd);
+	return n;
+}
+
+/* kB of private (copy-on-write) pages in mappings of the store file. */
+static unsigned long private_copy_kb(void)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	bool ours = false;
+	unsigned long kb = 0, v;
+	while (f && fgets(line, sizeof(line), f)) {
+		char perms[8];
+		if (sscanf(line, "%*x-%*x %7s", perms) == 1 && strchr(line, '/'))
+			ours = strstr(line, path) && perms[3] == 'p';
+		else if (ours && sscanf(line, "Anonymous: %lu kB", &v) == 1)
+			kb += v;
+	}
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* fsync mode works in a private copy of the node area: between
+ * checkpoints the file's node pages stay untouched (a group commit's
+ * fdatasync has no leaves to write), a checkpoint writes them, and then
+ * the private copies are dropped. */
+static void test_fsync_private_pages(void)
+{
+	setup("fsyncpriv", PASTE_DUR_FSYNC);
+	struct paste_extent v = val(0, 0, 10);
+	char k[32];
+	for (int i = 0; i < 3000; i++) {
+		snprintf(k, sizeof(k), "key-%06d", i * 7919 % 3000);
+		CHECK_EQ(set_str(E.t, k, &v, 1), 0);
+	}
+	CHECK_EQ(paste_persist_fence(E.p), 0);
+	CHECK_EQ(file_pages_written(), 0);
+	unsigned long before = private_copy_kb();
+	CHECK(before >= 4 * 10);
+	CHECK_EQ(paste_btree_checkpoint(E.t), 0);
+	struct paste_btree_info in;
+	paste_btree_info(E.t, &in);
+	CHECK(in.pages_used >= 10);
+	CHECK(file_pages_written() >= in.pages_used);
+	unsigned long after = private_copy_kb();
+	CHECK_EQ(after, 0);
+	if (after)
+		fprintf(stderr, "  private copies: %lu kB before the checkpoint, %lu kB after\n", before, after);
+	CHECK_EQ(paste_btree_count(E.t), 3000);
+	CHECK_EQ(tree_check(E.t), 0);
+	CHECK_EQ(tenv_reopen(&E), true);
+	CHECK_EQ(paste_btree_count(E.t), 3000);
+	CHECK_EQ(tree_check(E.t), 0);
+	tenv_finish(&E);
+}
+
 static void test_read_only(void)
 {
 	setup("readonly", PASTE_DUR_NONE);
@@ -406,6 +475,7 @@ int main(void)
 	test_cursors();
 	test_release_when_durable();
 	test_fsync_commit_in_flight();
+	test_fsync_private_pages();
 	test_read_only();
 	rmdir(dir);
 	return check_done();
