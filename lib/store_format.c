@@ -268,6 +268,32 @@ static int fsync_parent(const char *path)
 	return r;
 }
 
+/* On a disk, write the zeros too. fallocate leaves unwritten extents, and
+ * the first write-back into one converts it to written: a metadata change,
+ * so every group commit that reaches a fresh part of the store also waits
+ * for a journal commit (measured on ext4: fdatasync of 12 buffers and a
+ * page, 345 us on unwritten extents, 180 us on written ones; pkvs in fsync
+ * mode runs at the fdatasync's pace). Databases zero-fill their log
+ * segments for the same reason. Costs one sequential write of the file
+ * at creation (~2.7 s per GiB here); tmpfs and DAX have no journal to
+ * wait for, and are skipped. */
+static int zero_fill(int fd, const char *path, uint64_t size)
+{
+	if (paste_durability_detect(path) != PASTE_DUR_FSYNC)
+		return 0;
+	size_t chunk = 1u << 20;
+	uint8_t *zero = calloc(1, chunk);
+	if (!zero)
+		return -1;
+	int r = 0;
+	for (uint64_t off = 0; r == 0 && off < size; off += chunk) {
+		size_t n = size - off < chunk ? (size_t)(size - off) : chunk;
+		r = pwrite(fd, zero, n, (off_t)off) == (ssize_t)n ? 0 : -1;
+	}
+	free(zero);
+	return r;
+}
+
 /* Create and format a new file. Returns the fd, -EEXIST (err untouched)
  * when the path exists, or another error. Touches nothing that existed:
  * on failure it removes only the file it created itself. The superblock
@@ -289,6 +315,10 @@ int store_create(const char *path, struct paste_store_geom *g, struct paste_erro
 	int r = fallocate(fd, 0, 0, (off_t)g->file_size);
 	if (r < 0 && errno == EOPNOTSUPP)
 		r = ftruncate(fd, (off_t)g->file_size);
+	if (r == 0) {
+		step = "write zeros";
+		r = zero_fill(fd, path, g->file_size);
+	}
 	if (r == 0) {
 		step = "get random bytes for the uuid";
 		r = getrandom(g->uuid, sizeof(g->uuid), 0) == sizeof(g->uuid) ? 0 : -1;
