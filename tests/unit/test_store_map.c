@@ -220,26 +220,25 @@ static void test_disk_store_zero_filled(void)
 	CHECK_EQ(paste_store_open(&st, p, &c, PASTE_STORE_CREATE, &err), 0);
 	paste_store_close(st);
 	int fd = open(p, O_RDONLY);
-	struct {
-		struct fiemap fm;
-		struct fiemap_extent ext[64];
-	} q;
-	memset(&q, 0, sizeof(q));
-	q.fm.fm_length = FIEMAP_MAX_OFFSET;
-	q.fm.fm_flags = FIEMAP_FLAG_SYNC;
-	q.fm.fm_extent_count = 64;
-	if (fd >= 0 && ioctl(fd, FS_IOC_FIEMAP, &q.fm) == 0) {
+	struct fiemap *fm = calloc(1, sizeof(*fm) + 64 * sizeof(struct fiemap_extent));
+	if (fm) {
+		fm->fm_length = FIEMAP_MAX_OFFSET;
+		fm->fm_flags = FIEMAP_FLAG_SYNC;
+		fm->fm_extent_count = 64;
+	}
+	if (fd >= 0 && fm && ioctl(fd, FS_IOC_FIEMAP, fm) == 0) {
 		uint64_t unwritten = 0, mapped = 0;
-		for (uint32_t i = 0; i < q.fm.fm_mapped_extents; i++) {
-			mapped += q.ext[i].fe_length;
-			if (q.ext[i].fe_flags & FIEMAP_EXTENT_UNWRITTEN)
-				unwritten += q.ext[i].fe_length;
+		for (uint32_t i = 0; i < fm->fm_mapped_extents; i++) {
+			mapped += fm->fm_extents[i].fe_length;
+			if (fm->fm_extents[i].fe_flags & FIEMAP_EXTENT_UNWRITTEN)
+				unwritten += fm->fm_extents[i].fe_length;
 		}
 		CHECK(mapped >= (8u << 20) - 4096);
 		CHECK_EQ(unwritten, 0);
 	} else {
 		fprintf(stderr, "  FIEMAP not supported here: not checked\n");
 	}
+	free(fm);
 	if (fd >= 0)
 		close(fd);
 	unlink(p);
