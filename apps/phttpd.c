@@ -106,6 +106,10 @@ int main(int argc, char **argv)
 			 "uring: a pass waits for 1/N of the open connections, at most 64 (default 4)"),
 		OPT_FLAG_("no-min-wait", &sc.no_min_wait,
 			  "uring: a pass waits for one completion, no min_wait timer"),
+		OPT_NUM_("commit-hold-us", "N", &sc.commit_hold_us, 1, 1000000,
+			 "fsync: a commit waits up to N us for the last one's clients (default: half its time, <= 500)"),
+		OPT_FLAG_("no-commit-hold", &sc.no_commit_hold,
+			  "fsync: start each group commit at once"),
 		OPT_NUM_("cpu", "N", &sc.cpu, 0, 4095, "pin thread i to CPU N+i"),
 	};
 	int r = opt_parse(sc.name, opts, (int)(sizeof(opts) / sizeof(opts[0])),

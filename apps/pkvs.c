@@ -104,6 +104,10 @@ int main(int argc, char **argv)
 		OPT_SECS_("idle-timeout", "S", &sc.idle_to_ms, MAX_TIMEOUT,
 			  "close connections idle for S s (default 0: never, as Redis)"),
 		OPT_FLAG_("busy-poll", &sc.busy_poll, "never sleep in the kernel"),
+		OPT_NUM_("commit-hold-us", "N", &sc.commit_hold_us, 1, 1000000,
+			 "fsync: a commit waits up to N us for the last one's clients (default: half its time, <= 500)"),
+		OPT_FLAG_("no-commit-hold", &sc.no_commit_hold,
+			  "fsync: start each group commit at once"),
 		OPT_NUM_("cpu", "N", &sc.cpu, 0, 4095, "pin the server thread to CPU N"),
 	};
 	int r = opt_parse(sc.name, opts, (int)(sizeof(opts) / sizeof(opts[0])),

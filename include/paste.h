@@ -982,6 +982,15 @@ struct paste_port_config {
 	uint32_t min_wait_us;
 	uint32_t want_div;
 	bool no_min_wait;
+	/* fsync mode, uring engine: after a group commit ends, how long the
+	 * next may wait for the connections it answered to send again, so
+	 * that one fdatasync serves them all (closed-loop clients otherwise
+	 * split into two groups whose commits alternate, each paying the
+	 * disk's fixed cost). It waits until 3/4 as many events as the last
+	 * commit covered have arrived, or for at most commit_hold_us
+	 * (0: half the last commit's duration, at most 500 us; -1: never
+	 * wait; at most 1000000). */
+	int32_t commit_hold_us;
 	/* TCP_DEFER_ACCEPT on the listener, in seconds (0: off, the default;
 	 * at most 3600). The kernel then completes a connection only when its
 	 * first data arrives, so accept and the first receive happen together

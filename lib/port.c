@@ -227,6 +227,11 @@ int paste_port_open(struct paste_port **out, const struct paste_port_config *cfg
 		return paste_error_set(err, -EINVAL, "defer_accept_s %u: at most %u",
 				       cfg->defer_accept_s, PORT_MAX_DEFER_S);
 	}
+	if (pt->cfg.commit_hold_us < -1 || pt->cfg.commit_hold_us > 1000000) {
+		free(pt);
+		return paste_error_set(err, -EINVAL, "commit_hold_us %d: -1 (never) .. 1000000",
+				       (int)cfg->commit_hold_us);
+	}
 	pt->store = cfg->store;
 	pt->persist = cfg->persist;
 	pt->dur = cfg->persist ? paste_persist_mode(cfg->persist) : PASTE_DUR_NONE;
@@ -317,6 +322,31 @@ void port_barrier_done(struct paste_port *pt, uint64_t start_ns)
 	pt->st.barrier_ns += ns;
 }
 
+/* Group commit sizing (fsync mode). Clients that send a request, wait
+ * for its reply and send the next (redis-benchmark, a database client)
+ * otherwise split into two groups that alternate: while one group's
+ * commit is on the disk the other's requests arrive, and they start the
+ * next commit as soon as the first ends, before the first group's next
+ * requests are back. Each commit then serves half the clients, and the
+ * disk's fixed cost per fdatasync (a cache flush, ~0.2-1 ms) is paid
+ * twice as often. So after a commit ends, the next waits until 3/4 as
+ * many events as the ended commit covered have come in, for at most half
+ * that commit's duration (at most 500 us), or commit_hold_us when set:
+ * one client, or clients that went idle, cost no wait or a bounded one. Measured: pkvs 1 KiB
+ * SETs on disk, 50 clients (docs/results.md). */
+static bool commit_hold(struct paste_port *pt)
+{
+	if (!pt->hold_until_ns)
+		return false;
+	uint64_t arrived = pt->st.events - pt->events_at_done;
+	if (arrived * 4 < pt->commit_events * 3 && port_now_ns() < pt->hold_until_ns) {
+		pt->wake_at_ns = pt->hold_until_ns;
+		return true;
+	}
+	pt->hold_until_ns = 0;
+	return false;
+}
+
 static void barrier(struct paste_port *pt)
 {
 	uint64_t done = pt->epoch;   /* everything queued so far */
@@ -341,6 +371,8 @@ static void barrier(struct paste_port *pt)
 	case PASTE_DUR_FSYNC:
 		if (pt->commit_inflight)
 			return;          /* this batch joins the next group commit */
+		if (paste_persist_pending(pt->persist) && commit_hold(pt))
+			return;          /* the clients the last commit answered are coming */
 		int fd = paste_persist_begin_commit(pt->persist, &pt->commit_ticket);
 		if (fd == -EBUSY)
 			return;          /* a commit we did not start: wait for it */
@@ -357,6 +389,8 @@ static void barrier(struct paste_port *pt)
 			return;
 		}
 		pt->commit_start_ns = port_now_ns();
+		pt->commit_events = pt->st.events - pt->events_at_start;
+		pt->events_at_start = pt->st.events;
 		pt->ops->commit(pt, fd);
 		pt->commit_inflight = true;
 		pt->commit_epoch = done;
@@ -379,6 +413,15 @@ void port_commit_done(struct paste_port *pt, int res)
 	pt->st.commits++;
 	port_barrier_done(pt, pt->commit_start_ns);
 	pt->durable_epoch = pt->commit_epoch;
+	if (pt->cfg.commit_hold_us >= 0) {
+		uint64_t now = port_now_ns(), hold = (now - pt->commit_start_ns) / 2;
+		if (hold > PORT_COMMIT_HOLD_US * 1000u)
+			hold = PORT_COMMIT_HOLD_US * 1000u;
+		if (pt->cfg.commit_hold_us > 0)
+			hold = (uint64_t)pt->cfg.commit_hold_us * 1000u;
+		pt->events_at_done = pt->st.events;
+		pt->hold_until_ns = now + hold;
+	}
 }
 
 /* Step 6's share of the open connections: with wait_nr = 1 the kernel
@@ -428,6 +471,7 @@ int paste_port_poll(struct paste_port *pt, struct paste_event **evs, int timeout
 	do
 		r = ops->wait(pt, timeout_ms, want);
 	while (ops->gather(pt, r));
+	pt->wake_at_ns = 0;
 	/* Replies queued from here on belong to the batch we hand out now;
 	 * the barrier at the next call covers them. */
 	pt->epoch++;

@@ -98,6 +98,13 @@ struct paste_port {
 	uint64_t commit_epoch;         /* durable_epoch once it completes */
 	uint64_t commit_ticket;        /* paste_persist_begin_commit's */
 	uint64_t commit_start_ns;      /* for the barrier histogram */
+	/* Sizing the next group commit (commit_hold): events gathered when
+	 * the last commit began and ended, how many it covered, and how long
+	 * the next one may wait for those connections to come back. */
+	uint64_t events_at_start, events_at_done, commit_events;
+	uint64_t hold_until_ns;
+	uint64_t wake_at_ns;           /* > 0: the wait step returns by then (a held
+				        * commit must start even if nothing arrives) */
 
 	/* Listeners: cfg.ports (or cfg.port), one socket each. */
 	uint32_t nlisten;
@@ -171,6 +178,8 @@ extern const struct port_ops paste_port_epoll_ops;
  * besides what the engine knows is coming (see port_uring.c). */
 #define PORT_WANT_DIV 4u
 #define PORT_MAX_WANT 64u
+/* Longest a group commit waits for the last one's clients (commit_hold). */
+#define PORT_COMMIT_HOLD_US 500
 struct paste_event *port_push_event(struct paste_port *pt, uint16_t type, uint32_t conn);
 static inline uint32_t port_events_room(const struct paste_port *pt)
 {

@@ -471,6 +471,15 @@ static int uring_wait(struct paste_port *pt, int timeout_ms, uint32_t want)
 		ts.tv_nsec = (long long)(timeout_ms % 1000) * 1000000;
 		tsp = &ts;
 	}
+	if (pt->wake_at_ns && wait_nr) {
+		uint64_t now = port_now_ns();
+		uint64_t left = pt->wake_at_ns > now ? pt->wake_at_ns - now : 0;
+		if (!tsp || left < (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) {
+			ts.tv_sec = (long long)(left / 1000000000u);
+			ts.tv_nsec = (long long)(left % 1000000000u);
+			tsp = &ts;
+		}
+	}
 	struct io_uring_cqe *cqe;
 	int r;
 	if (wait_nr && u->min_wait && !u->accept_heavy)

@@ -201,6 +201,7 @@ int server_worker_start(struct worker *w)
 		.persist = w->persist, .defer_accept_s = cfg->defer_accept_s,
 		.min_wait_us = cfg->min_wait_us, .want_div = cfg->want_div,
 		.no_min_wait = cfg->no_min_wait,
+		.commit_hold_us = cfg->no_commit_hold ? -1 : (int32_t)cfg->commit_hold_us,
 	};
 	if (cfg->nlisten) {
 		pc.nports = s->nlis;

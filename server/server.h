@@ -120,6 +120,8 @@ struct server_config {
 	/* paste_port_config's batch-wait knobs (uring; 0: the port's default) */
 	uint32_t min_wait_us, want_div;
 	bool no_min_wait;
+	uint32_t commit_hold_us;   /* fsync group commits: paste_port_config's (0: default) */
+	bool no_commit_hold;       /* ... -1: never wait */
 	uint64_t header_to_ms, body_to_ms, idle_to_ms;   /* 0: disabled */
 	const char *mode;            /* for the start-up line: "rpc", "wal" */
 	const char *mode_note;       /* appended to it (", copy mode"), or "" */
