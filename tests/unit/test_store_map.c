@@ -122,6 +122,34 @@ static uint64_t read_bytes(void)
 	return proc_io("read_bytes");
 }
 
+/* A store of size bytes created (and closed) in a fresh directory under
+ * /var/tmp, a disk: the cases below are about disk-backed stores. */
+struct disk_store {
+	char dir[64], path[96];
+};
+
+static bool disk_store_create(struct disk_store *ds, uint32_t size)
+{
+	snprintf(ds->dir, sizeof(ds->dir), "/var/tmp/paste-test-store-XXXXXX");
+	if (!mkdtemp(ds->dir)) {
+		CHECK(0);
+		return false;
+	}
+	snprintf(ds->path, sizeof(ds->path), "%s/t.store", ds->dir);
+	struct paste_store *st = NULL;
+	struct paste_store_config c = { .size = size };
+	struct paste_error err = {0};
+	CHECK_EQ(paste_store_open(&st, ds->path, &c, PASTE_STORE_CREATE, &err), 0);
+	paste_store_close(st);
+	return st != NULL;
+}
+
+static void disk_store_remove(struct disk_store *ds)
+{
+	unlink(ds->path);
+	rmdir(ds->dir);
+}
+
 /* After an I/O error the page cache may hold pages the disk never got:
  * a writable open of a disk-backed store drops the cached pages, so
  * recovery reads (MAP_POPULATE) what the disk really holds. Seen as
@@ -129,24 +157,20 @@ static uint64_t read_bytes(void)
  * from the cache and reads ~nothing. */
 static void test_open_rereads_disk(void)
 {
-	char d[64], p[96];
-	snprintf(d, sizeof(d), "/var/tmp/paste-test-store-XXXXXX");
-	if (!mkdtemp(d))
+	struct disk_store ds;
+	if (!disk_store_create(&ds, 16u << 20))
 		return;
-	snprintf(p, sizeof(p), "%s/t.store", d);
 	struct paste_store *st = NULL;
-	struct paste_store_config c = { .size = 16u << 20 };
 	struct paste_error err = {0};
-	CHECK_EQ(paste_store_open(&st, p, &c, PASTE_STORE_CREATE, &err), 0);
+	CHECK_EQ(paste_store_open(&st, ds.path, NULL, PASTE_STORE_RDONLY, &err), 0);
 	if (!st)
 		return;
 	uint64_t from = paste_store_geom(st)->buf_offset, to = paste_store_geom(st)->file_size;
 	paste_store_close(st);
-	/* Written extents (a fresh store is fallocated: unwritten extents
-	 * read as zeros without any I/O), synced, then all in the cache. */
+	/* Contents of its own, synced, then all in the cache. */
 	char buf[1 << 16];
 	memset(buf, 'x', sizeof(buf));
-	int fd = open(p, O_RDWR);
+	int fd = open(ds.path, O_RDWR);
 	for (uint64_t off = from; fd >= 0 && off < to; off += sizeof(buf))
 		CHECK(pwrite(fd, buf, sizeof(buf), (off_t)off) == (ssize_t)sizeof(buf));
 	CHECK_EQ(fsync(fd), 0);
@@ -155,14 +179,13 @@ static void test_open_rereads_disk(void)
 		;
 	close(fd);
 	uint64_t before = read_bytes();
-	CHECK_EQ(paste_store_open(&st, p, NULL, 0, &err), 0);
+	CHECK_EQ(paste_store_open(&st, ds.path, NULL, 0, &err), 0);
 	uint64_t reread = read_bytes() - before;
 	CHECK(reread >= (12u << 20));
 	if (reread < (12u << 20))
 		fprintf(stderr, "  open read %llu bytes from the disk\n", (unsigned long long)reread);
 	paste_store_close(st);
-	unlink(p);
-	rmdir(d);
+	disk_store_remove(&ds);
 }
 
 /* A byte stored through the mapping of a disk-backed store dirties one
@@ -173,19 +196,12 @@ static void test_open_rereads_disk(void)
  * small-folio read at open: 16-32 MiB). */
 static void test_store_dirties_small_pages(void)
 {
-	char d[64], p[96];
-	snprintf(d, sizeof(d), "/var/tmp/paste-test-store-XXXXXX");
-	if (!mkdtemp(d))
+	struct disk_store ds;
+	if (!disk_store_create(&ds, 32u << 20))
 		return;
-	snprintf(p, sizeof(p), "%s/t.store", d);
 	struct paste_store *st = NULL;
-	struct paste_store_config c = { .size = 32u << 20 };
 	struct paste_error err = {0};
-	CHECK_EQ(paste_store_open(&st, p, &c, PASTE_STORE_CREATE, &err), 0);
-	if (!st)
-		return;
-	paste_store_close(st);
-	CHECK_EQ(paste_store_open(&st, p, NULL, 0, &err), 0);
+	CHECK_EQ(paste_store_open(&st, ds.path, NULL, 0, &err), 0);
 	if (!st)
 		return;
 	const struct paste_store_geom *g = paste_store_geom(st);
@@ -200,8 +216,7 @@ static void test_store_dirties_small_pages(void)
 		fprintf(stderr, "  16 stored bytes dirtied %llu bytes of page cache\n",
 			(unsigned long long)dirtied);
 	paste_store_close(st);
-	unlink(p);
-	rmdir(d);
+	disk_store_remove(&ds);
 }
 
 /* A store created on a disk has its blocks written (zeros), not just
@@ -209,17 +224,10 @@ static void test_store_dirties_small_pages(void)
  * group commit that writes into it. FIEMAP tells unwritten extents. */
 static void test_disk_store_zero_filled(void)
 {
-	char d[64], p[96];
-	snprintf(d, sizeof(d), "/var/tmp/paste-test-store-XXXXXX");
-	if (!mkdtemp(d))
+	struct disk_store ds;
+	if (!disk_store_create(&ds, 8u << 20))
 		return;
-	snprintf(p, sizeof(p), "%s/t.store", d);
-	struct paste_store *st = NULL;
-	struct paste_store_config c = { .size = 8u << 20 };
-	struct paste_error err = {0};
-	CHECK_EQ(paste_store_open(&st, p, &c, PASTE_STORE_CREATE, &err), 0);
-	paste_store_close(st);
-	int fd = open(p, O_RDONLY);
+	int fd = open(ds.path, O_RDONLY);
 	struct fiemap *fm = calloc(1, sizeof(*fm) + 64 * sizeof(struct fiemap_extent));
 	if (fm) {
 		fm->fm_length = FIEMAP_MAX_OFFSET;
@@ -241,8 +249,7 @@ static void test_disk_store_zero_filled(void)
 	free(fm);
 	if (fd >= 0)
 		close(fd);
-	unlink(p);
-	rmdir(d);
+	disk_store_remove(&ds);
 }
 
 int main(void)
