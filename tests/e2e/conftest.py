@@ -278,3 +278,33 @@ def copy_image(image, dest, whole_fences=True):
         if whole_fences:
             fcntl.flock(f, fcntl.LOCK_SH)
         shutil.copyfile(image, dest)
+
+
+def copy_image_at(image, workdir, times, snapshot, whole_fences):
+    """Copies of the shim's crash image taken while a load runs: one at
+    each of `times` (seconds from now, ascending), copy i under the lock
+    when whole_fences(i). snapshot() is called just before each copy
+    starts (what was acknowledged by then must be in it). Returns
+    [(path, whole_fences, snapshot)]."""
+    copies = []
+    t0 = time.monotonic()
+    for i, at in enumerate(times):
+        time.sleep(max(0.0, at - (time.monotonic() - t0)))
+        before = snapshot()
+        copy = Path(workdir) / f"copy{i}"
+        copy_image(image, copy, whole_fences=whole_fences(i))
+        copies.append((copy, whole_fences(i), before))
+    return copies
+
+
+def check_image_copy(copy, whole_fences):
+    """paste-store check on a crash-image copy: clean when it holds whole
+    fences; else clean or exit 1 with a finding (a fence half applied is
+    a legitimate crash)."""
+    cp = run_tool("--store", copy, "check")
+    out = cp.stdout + cp.stderr
+    if whole_fences:
+        assert cp.returncode == 0, f"check {copy.name} (whole fences): exit {cp.returncode}\n{out}"
+    else:
+        assert cp.returncode == 0 or (cp.returncode == 1 and out.strip()), \
+            f"check {copy.name} (fence maybe half applied): exit {cp.returncode}\n{out}"

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (HERE, HttpConn, check_records, copy_image, file_sha256, post_all,
-                      run_tool, sha256)
+from conftest import (HERE, HttpConn, check_image_copy, check_records, copy_image_at,
+                      file_sha256, post_all, run_tool, sha256)
 
 sys.path.insert(0, str(HERE.parent.parent / "bench"))
 import walclient  # noqa: E402  (bench/walclient.py: run_load, HttpConn)
@@ -162,26 +162,16 @@ def test_shim_crash_images(phttpd, engine, durability):
     assert image.is_file(), f"phttpd-shim did not create its image {image}"
     load = AckingLoad(srv.port, conns=8, duration=1.5, seed=random.getrandbits(32))
     load.start()
-    copies = []
-    t0 = time.monotonic()
-    for i, at in enumerate(sorted(random.uniform(0.2, 1.4) for _ in range(3))):
-        time.sleep(max(0.0, at - (time.monotonic() - t0)))
-        before = load.snapshot()   # taken before the copy begins
-        copy = workdir / f"copy{i}"
-        copy_image(image, copy, whole_fences=(i % 2 == 0))
-        copies.append((copy, i % 2 == 0, before))
+    # Even copies hold the shim's lock (whole fences), odd ones may catch
+    # a fence midway.
+    copies = copy_image_at(image, workdir, sorted(random.uniform(0.2, 1.4) for _ in range(3)),
+                           load.snapshot, lambda i: i % 2 == 0)
     load.join()
     srv.stop()
     assert not load.problems, f"load problems: {load.problems[:5]}"
     assert copies[-1][2], "nothing was acknowledged before the last copy"
     for copy, whole_fences, before in copies:
-        cp = run_tool("--store", copy, "check")
-        out = cp.stdout + cp.stderr
-        if whole_fences:
-            assert cp.returncode == 0, f"check {copy.name} (whole fences): exit {cp.returncode}\n{out}"
-        else:
-            assert cp.returncode == 0 or (cp.returncode == 1 and out.strip()), \
-                f"check {copy.name} (fence maybe half applied): exit {cp.returncode}\n{out}"
+        check_image_copy(copy, whole_fences)
         img = phttpd.start(engine, mode="wal", extra_args=args, store=str(copy))
         bad = check_records(img.port, before)
         assert not bad, (f"{copy.name}: {len(bad)} of {len(before)} records acknowledged before "

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ConnectionClosed, RespConn, RespError, copy_image, run_tool
+from conftest import (ConnectionClosed, RespConn, RespError, check_image_copy, copy_image_at,
+                      run_tool)
 
 CRASH_STORE_SIZE = "256M"
 VALUE_SIZES = (1, 10, 100, 1000, 2048, 3000, 9000)
@@ -159,31 +160,20 @@ def test_shim_crash_images(pkvs, engine, durability):
     assert image.is_file(), f"pkvs-shim did not create its image {image}"
     load = OwnedKeysLoad(srv.resp_port, threads=8, duration=2.0, seed=random.getrandbits(32))
     load.start()
-    copies = []
-    t0 = time.monotonic()
     # Every copy holds the shim's lock, so no fence is applied while it
     # runs: a copy is the image at one instant between two fences. (An
     # unlocked copy spans many fences: its log would be older than its
     # buffers, which overwrites reuse, a state no crash produces. WAL
     # mode's test can copy unlocked because nothing frees buffers there.)
-    for i, at in enumerate(sorted(random.uniform(0.3, 1.8) for _ in range(4))):
-        time.sleep(max(0.0, at - (time.monotonic() - t0)))
-        before = time.monotonic()   # acks before this moment must be in the copy
-        copy = workdir / f"copy{i}"
-        copy_image(image, copy, whole_fences=True)
-        copies.append((copy, True, before))
+    # Acks before a copy's start must be in it.
+    copies = copy_image_at(image, workdir, sorted(random.uniform(0.3, 1.8) for _ in range(4)),
+                           time.monotonic, lambda i: True)
     load.join()
     srv.stop()
     assert not load.problems, load.problems[:5]
     assert load.ops > 100, f"only {load.ops} operations acknowledged"
     for copy, whole_fences, before in copies:
-        cp = run_tool("--store", copy, "check")
-        out = cp.stdout + cp.stderr
-        if whole_fences:
-            assert cp.returncode == 0, f"check {copy.name} (whole fences): exit {cp.returncode}\n{out}"
-        else:
-            assert cp.returncode == 0 or (cp.returncode == 1 and out.strip()), \
-                f"check {copy.name} (fence maybe half applied): exit {cp.returncode}\n{out}"
+        check_image_copy(copy, whole_fences)
         img = pkvs.start(["--engine", engine, "--durability", durability], store=str(copy))
         bad = check_state(img.resp_port, load, before)
         assert not bad, f"{copy.name}: {len(bad)} keys in a state no acknowledged history allows: {bad[:10]}"
