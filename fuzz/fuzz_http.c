@@ -10,6 +10,8 @@
  * (also hash-chosen) so the 431 and 413 paths are reached by short inputs.
  * Seeds are plain requests: fuzz/corpus/http/.
  */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +154,45 @@ static void run(uint32_t max_head, uint64_t max_body, const char *in, size_t n, 
 	}
 }
 
+/* paste_http_unescape against a decoder written another way (sscanf),
+ * on the whole input as a target, into a hash-chosen capacity. */
+static void check_unescape(const uint8_t *data, size_t size, uint64_t h)
+{
+	char *in = malloc(size ? size : 1);
+	uint8_t *out = malloc(size + 1), *ref = malloc(size + 1);
+	if (!in || !out || !ref)
+		abort();
+	memcpy(in, data, size);
+	size_t cap = (size_t)(h % (size + 2));
+	int64_t want = 0;
+	for (size_t i = 0; i < size && want >= 0; i++) {
+		unsigned v;
+		char hex[3] = { 0 };
+		v = (uint8_t)in[i];
+		if (in[i] == '%') {
+			if (i + 2 < size)
+				memcpy(hex, in + i + 1, 2);
+			if (!(i + 2 < size && strspn(hex, "0123456789abcdefABCDEF") == 2 &&
+			      sscanf(hex, "%2x", &v) == 1)) {
+				want = -EINVAL;
+				break;
+			}
+			i += 2;
+		}
+		if (want == (int64_t)cap) {   /* the first problem in input order wins */
+			want = -ENOSPC;
+			break;
+		}
+		ref[want++] = (uint8_t)v;
+	}
+	int64_t got = paste_http_unescape(in, size, out, cap);
+	if (got != want || (got > 0 && memcmp(out, ref, (size_t)got) != 0))
+		fail("paste_http_unescape disagrees with the reference decoder", 0);
+	free(in);
+	free(out);
+	free(ref);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -159,5 +200,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t h = hash_of(data, size);
 	run(0, 0, (const char *)data, size, h);
 	run(16 + (uint32_t)((h >> 40) % 240), 1 + (h >> 50) % 64, (const char *)data, size, h);
+	check_unescape(data, size, h);
 	return 0;
 }

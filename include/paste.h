@@ -768,6 +768,13 @@ void paste_http_parser_init(struct paste_http_parser *ps, uint32_t max_head, uin
 int paste_http_parse(struct paste_http_parser *ps, const char *p, size_t len,
 		     struct paste_http_req *req);
 const char *paste_http_reason(int status);
+/* Percent-decode p[0..n) (a target's path or query part) into out: %XX
+ * becomes one byte (either case of hex digit; %00 included), every other
+ * byte stays as it is ('+' too: RFC 3986 has no space rule). Returns the
+ * decoded length, -EINVAL for a '%' not followed by two hex digits, or
+ * -ENOSPC when the result does not fit in cap bytes (whichever comes
+ * first in p). */
+int64_t paste_http_unescape(const char *p, size_t n, uint8_t *out, size_t cap);
 
 /* ------------------------------------------------------------------ */
 /* Redis protocol (RESP) parser (lib/resp.c, lib/resp_reply.c)         */

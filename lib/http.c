@@ -11,9 +11,11 @@
  * a bare CR, conflicting Content-Length values and any Transfer-Encoding
  * but "identity" are refused, never guessed at.
  */
+#include <errno.h>
 #include <limits.h>
 #include <string.h>
 #include "paste.h"
+#include "hex_internal.h"
 
 #define DEFAULT_MAX_HEAD 8192u
 #define DEFAULT_MAX_BODY (1ull << 20)
@@ -343,6 +345,26 @@ int paste_http_parse(struct paste_http_parser *ps, const char *p, size_t len,
 	/* The next request starts from scratch even if the caller forgets. */
 	ps->scanned = 0;
 	return rc;
+}
+
+int64_t paste_http_unescape(const char *p, size_t n, uint8_t *out, size_t cap)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		int c = (unsigned char)p[i];
+		if (c == '%') {
+			int hi = i + 2 < n ? hex_digit((unsigned char)p[i + 1]) : -1;
+			int lo = i + 2 < n ? hex_digit((unsigned char)p[i + 2]) : -1;
+			if (hi < 0 || lo < 0)
+				return -EINVAL;
+			c = hi * 16 + lo;
+			i += 2;
+		}
+		if (k == cap)
+			return -ENOSPC;
+		out[k++] = (uint8_t)c;
+	}
+	return (int64_t)k;
 }
 
 const char *paste_http_reason(int status)

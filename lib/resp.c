@@ -27,6 +27,7 @@
 #include <limits.h>
 #include <string.h>
 #include "paste.h"
+#include "hex_internal.h"
 
 enum { ST_IDLE = 0, ST_INLINE, ST_LINE, ST_DATA };
 
@@ -116,16 +117,6 @@ static inline bool is_sep(unsigned char c)
 	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
 
-static inline int hex_val(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Unquoting state for one word written into the scratch area. */
 struct unq {
@@ -171,8 +162,8 @@ static int unquote_word(const char *s, size_t n, size_t *i, struct unq *u)
 				if (s[k + 1] == '\'')
 					c = s[++k];
 			} else if (c == '\\' && k + 3 < n && s[k + 1] == 'x' &&
-				   (hi = hex_val((unsigned char)s[k + 2])) >= 0 &&
-				   (lo = hex_val((unsigned char)s[k + 3])) >= 0) {
+				   (hi = hex_digit((unsigned char)s[k + 2])) >= 0 &&
+				   (lo = hex_digit((unsigned char)s[k + 3])) >= 0) {
 				c = (char)(hi * 16 + lo);
 				k += 3;
 			} else if (c == '\\' && k + 1 < n) {

@@ -51,39 +51,6 @@ struct kv_http_conn {
 	uint8_t end[PASTE_BTREE_MAX_KEY];
 };
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Percent-decode p[0..n) into out (cap bytes): the length, -1 for a bad
- * escape, -2 when it does not fit. */
-static int pct_decode(const char *p, uint32_t n, uint8_t *out, uint32_t cap)
-{
-	uint32_t k = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		int c = (uint8_t)p[i];
-		if (c == '%') {
-			int hi = i + 2 < n ? hexval(p[i + 1]) : -1;
-			int lo = i + 2 < n ? hexval(p[i + 2]) : -1;
-			if (hi < 0 || lo < 0)
-				return -1;
-			c = hi * 16 + lo;
-			i += 2;
-		}
-		if (k == cap)
-			return -2;
-		out[k++] = (uint8_t)c;
-	}
-	return (int)k;
-}
-
 /* start=, end=, limit= in any order, each at most once. */
 static int parse_query(struct kv_http_conn *kc, const char *q, uint32_t n)
 {
@@ -100,15 +67,15 @@ static int parse_query(struct kv_http_conn *kc, const char *q, uint32_t n)
 		uint32_t nl = (uint32_t)(eq - q), vl = len - nl - 1;
 		const char *v = eq + 1;
 		if (nl == 5 && !memcmp(q, "start", 5) && !seen_start) {
-			int k = pct_decode(v, vl, kc->key, sizeof(kc->key));
+			int64_t k = paste_http_unescape(v, vl, kc->key, sizeof(kc->key));
 			if (k < 0)
-				return k == -2 ? KV_TOO_LONG : KV_BAD_REQUEST;
+				return k == -ENOSPC ? KV_TOO_LONG : KV_BAD_REQUEST;
 			kc->klen = (uint16_t)k;
 			seen_start = true;
 		} else if (nl == 3 && !memcmp(q, "end", 3) && !kc->has_end) {
-			int k = pct_decode(v, vl, kc->end, sizeof(kc->end));
+			int64_t k = paste_http_unescape(v, vl, kc->end, sizeof(kc->end));
 			if (k < 0)
-				return k == -2 ? KV_TOO_LONG : KV_BAD_REQUEST;
+				return k == -ENOSPC ? KV_TOO_LONG : KV_BAD_REQUEST;
 			kc->elen = (uint16_t)k;
 			kc->has_end = true;
 		} else if (nl == 5 && !memcmp(q, "limit", 5) && !seen_limit) {
@@ -149,8 +116,8 @@ static int kv_http_route(struct http_ctx *x, const struct paste_http_req *req)
 	}
 	if (n < 4 || memcmp(t, "/kv/", 4))
 		return KV_NOT_FOUND;
-	int k = pct_decode(t + 4, n - 4, kc->key, sizeof(kc->key));
-	if (k == -2)
+	int64_t k = paste_http_unescape(t + 4, n - 4, kc->key, sizeof(kc->key));
+	if (k == -ENOSPC)
 		return KV_TOO_LONG;
 	if (k <= 0)
 		return KV_BAD_REQUEST;

@@ -4,7 +4,9 @@
  *
  * Every parse runs on a malloc'd copy of exactly len bytes, so the
  * sanitizer build catches a read past what the caller handed over. */
+#include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
@@ -542,6 +544,37 @@ static void test_reason(void)
 	CHECK(!strcmp(paste_http_reason(INT_MAX), "Unknown"));
 }
 
+/* Percent-decoding: every escape, bad ones at every position, the exact
+ * capacity and one byte under it, and input read only within n (the
+ * copy is exactly n bytes long). */
+static void test_unescape(void)
+{
+	uint8_t out[16];
+	char *in = copy_of("a%41%2f%2F%00+b", 15);
+	CHECK_EQ(paste_http_unescape(in, 15, out, sizeof(out)), 7);
+	CHECK(memcmp(out, "aA//\0+b", 7) == 0);
+	free(in);
+	for (int c = 0; c < 256; c++) {
+		char esc[4];
+		snprintf(esc, sizeof(esc), "%%%02x", c);
+		in = copy_of(esc, 3);
+		CHECK_EQ(paste_http_unescape(in, 3, out, 1), 1);
+		CHECK_EQ(out[0], c);
+		free(in);
+	}
+	static const char *const bad[] = { "%", "%4", "a%4", "%g0", "%0g", "%%41", "x%-1" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		in = copy_of(bad[i], strlen(bad[i]));
+		CHECK_EQ(paste_http_unescape(in, strlen(bad[i]), out, sizeof(out)), -EINVAL);
+		free(in);
+	}
+	in = copy_of("abc%41", 6);
+	CHECK_EQ(paste_http_unescape(in, 6, out, 4), 4);
+	CHECK_EQ(paste_http_unescape(in, 6, out, 3), -ENOSPC);
+	CHECK_EQ(paste_http_unescape(in, 0, out, 0), 0);
+	free(in);
+}
+
 int main(void)
 {
 	test_simple_get();
@@ -561,5 +594,6 @@ int main(void)
 	test_one_byte_at_a_time();
 	test_init();
 	test_reason();
+	test_unescape();
 	return check_done();
 }
