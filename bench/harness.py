@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -68,6 +69,26 @@ def unique_path(directory, tag):
 
 
 # ---------------------------------------------------------------- servers
+
+def stop_foreign(server, sig, timeout):
+    """Stop a foreign server of ours (redis-server, nginx): signal sig to
+    server.proc, SIGKILL after timeout s, then remove its directory
+    server.dir. Returns the exit status (None if it never started)."""
+    code = None
+    if server.proc is not None:
+        if server.proc.poll() is None:
+            server.proc.send_signal(sig)
+            try:
+                server.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                server.proc.kill()
+                server.proc.wait()
+        code = server.proc.returncode
+    if server.dir:
+        shutil.rmtree(server.dir, ignore_errors=True)
+        server.dir = None
+    return code
+
 
 class Server(paste_proc.Phttpd):
     """One phttpd process pinned to cpu (None: not pinned) with its own

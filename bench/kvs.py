@@ -122,20 +122,7 @@ class RedisServer:
         return "    (redis-server logs nothing at loglevel warning)"
 
     def stop(self):
-        code = None
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.send_signal(signal.SIGTERM)
-                try:
-                    self.proc.wait(15)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-            code = self.proc.returncode
-        if self.dir:
-            shutil.rmtree(self.dir, ignore_errors=True)
-            self.dir = None
-        return code
+        return harness.stop_foreign(self, signal.SIGTERM, 15)
 
 
 class PkvsServer(harness.Server):

@@ -148,20 +148,7 @@ class NginxServer(harness.Server):
         pass
 
     def stop(self, timeout=10, keep_store=False):
-        code = None
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.send_signal(signal.SIGQUIT)     # graceful: exit 0
-                try:
-                    self.proc.wait(timeout)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-            code = self.proc.returncode
-        if self.dir:
-            shutil.rmtree(self.dir, ignore_errors=True)
-            self.dir = None
-        return code
+        return harness.stop_foreign(self, signal.SIGQUIT, timeout)   # SIGQUIT: graceful, exit 0
 
 
 class NginxDeferredServer(NginxServer):
