@@ -402,6 +402,10 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 				r->len = cmd.used;
 				r->stream_left = blen + 2;
 				r->state = R_SMALL;
+				/* A value is arriving, short or not: the body
+				 * timeout applies (the idle one, usually off,
+				 * would let it stall forever). */
+				c->timer = SRV_T_BODY;
 				continue;
 			}
 			stream_begin(&x, ps, &cmd);

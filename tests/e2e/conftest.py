@@ -16,11 +16,13 @@ sys.path); the names from paste_proc are re-exported here.
 import fcntl
 import hashlib
 import os
+import random
 import resource
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -308,3 +310,58 @@ def check_image_copy(copy, whole_fences):
     else:
         assert cp.returncode == 0 or (cp.returncode == 1 and out.strip()), \
             f"check {copy.name} (fence maybe half applied): exit {cp.returncode}\n{out}"
+
+
+# --------------------------------------------------------------------------
+# Load threads
+# --------------------------------------------------------------------------
+
+def run_threads(nthreads, target, timeout):
+    """Run target(i) in nthreads threads; join them all within timeout.
+    Returns how many were still alive."""
+    threads = [threading.Thread(target=target, args=(i,), daemon=True) for i in range(nthreads)]
+    for t in threads:
+        t.start()
+    end = time.monotonic() + timeout
+    for t in threads:
+        t.join(max(0.0, end - time.monotonic()))
+    return sum(t.is_alive() for t in threads)
+
+
+class RefusedLoad:
+    """Writers in `conns` threads, each running self._run(tid, rng) until
+    stop(), that record what the server acknowledged and what it refused
+    once its store failed: the base of the injected-fault loads
+    (test_faults.py over HTTP, test_pkvs_churn.py over RESP).
+    acks: (time sent, id) per acknowledgement; refused: (time received,
+    message) per store-failed error; closes: connections the server ended."""
+
+    def __init__(self, port, conns, seed):
+        self.port = port
+        self.lock = threading.Lock()
+        self.acks = []
+        self.refused = []
+        self.problems = []
+        self.closes = 0
+        self.done = threading.Event()
+        rng = random.Random(seed)
+        self.threads = [threading.Thread(target=self._run, args=(i, random.Random(rng.getrandbits(32))),
+                                         daemon=True) for i in range(conns)]
+
+    def _run(self, tid, rng):
+        raise NotImplementedError
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def stop(self):
+        self.done.set()
+        for t in self.threads:
+            t.join(10)
+        assert not any(t.is_alive() for t in self.threads), "load threads hung"
+
+    def first_refusal(self):
+        with self.lock:
+            return min((t for t, _ in self.refused), default=None)

@@ -23,7 +23,7 @@ import time
 import pytest
 
 from conftest import (HttpConn, build_request, check_records, get_stats, post_log,
-                      raise_nofile_limit, wait_until)
+                      raise_nofile_limit, run_threads, wait_until)
 
 RPC_BODY = b"x" * 64
 SOCK_TIMEOUT = 3.0        # one well-behaved request on loopback: milliseconds
@@ -60,17 +60,6 @@ class Tally:
                 + (f"; {kinds}" if kinds else "")
                 + (f"; {missing} not attempted before the deadline" if missing else "")
                 + ("; first failures:\n  " + "\n  ".join(self.examples) if self.examples else ""))
-
-
-def run_threads(nthreads, target, timeout):
-    """Run target(i) in nthreads threads; join them all within timeout."""
-    threads = [threading.Thread(target=target, args=(i,), daemon=True) for i in range(nthreads)]
-    for t in threads:
-        t.start()
-    end = time.monotonic() + timeout
-    for t in threads:
-        t.join(max(0.0, end - time.monotonic()))
-    return sum(t.is_alive() for t in threads)
 
 
 def connect(port, timeout=SOCK_TIMEOUT, rcvbuf=None):

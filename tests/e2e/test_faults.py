@@ -18,15 +18,13 @@ acknowledging and exits 1 with a message, never dies of SIGBUS), and
 --durability pmem refused on a file system without DAX.
 """
 import os
-import random
 import shutil
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import ConnectionClosed, HttpConn, check_records, sha256
+from conftest import ConnectionClosed, HttpConn, RefusedLoad, check_records, sha256
 
 BODY_SIZES = (1, 100, 1000, 3000)
 EXIT_TIMEOUT = 10.0
@@ -36,41 +34,17 @@ FAULT = {("uring", "emulated"): "fence:40", ("epoll", "emulated"): "fence:40",
 EIO = "Input/output error"
 
 
-class Load:
+class Load(RefusedLoad):
     """POST /log from several connections, reconnecting after a close, until
     the server is gone. Records every 201 (with the time its request was
     sent) and every 503 (with the time it arrived)."""
 
     def __init__(self, port, conns=6, seed=None):
-        self.port = port
-        self.lock = threading.Lock()
+        super().__init__(port, conns, seed)
         self.acked = {}        # lsn -> body
-        self.acks = []         # (sent, lsn)
-        self.refused = []      # (received, body of the 503)
-        self.problems = []
-        self.closes = 0
         self.full = 0
-        self.done = threading.Event()
-        rng = random.Random(seed)
-        self.threads = [threading.Thread(target=self._run, args=(random.Random(rng.getrandbits(32)),))
-                        for _ in range(conns)]
 
-    def start(self):
-        for t in self.threads:
-            t.start()
-        return self
-
-    def stop(self):
-        self.done.set()
-        for t in self.threads:
-            t.join(10)
-        assert not any(t.is_alive() for t in self.threads), "load threads hung"
-
-    def first_refusal(self):
-        with self.lock:
-            return min((t for t, _ in self.refused), default=None)
-
-    def _run(self, rng):
+    def _run(self, tid, rng):
         conn = None
         while not self.done.is_set():
             try:
