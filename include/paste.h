@@ -1056,6 +1056,8 @@ int paste_port_open(struct paste_port **out, const struct paste_port_config *cfg
 void paste_port_close(struct paste_port *pt);
 
 /* Submit queued replies and wait up to timeout_ms (-1 forever) for events.
+ * timeout_ms bounds the whole call, also while the port only works for
+ * itself (epoll: writing to a slow reader as its socket drains).
  * Returns the number of events in *evs (valid until the next call), 0 on
  * timeout, or -EINTR when a signal arrived. Buffers delivered in the
  * previous batch and not held are recycled here. */
@@ -1081,6 +1083,10 @@ int paste_port_send_store(struct paste_port *pt, uint32_t conn, uint32_t buf,
 /* Close after everything queued has been sent. No further events for conn
  * after its CLOSED event. */
 void paste_port_close_conn(struct paste_port *pt, uint32_t conn);
+/* Whether replies queued for conn have not all been sent yet (behind the
+ * durability gate, queued, or in the kernel's hands: a slow reader). An
+ * idle timer should not run while it is true. false for a bad slot. */
+bool paste_port_conn_sending(const struct paste_port *pt, uint32_t conn);
 
 void paste_port_stats(const struct paste_port *pt, struct paste_port_stats *out);
 enum paste_engine paste_port_engine(const struct paste_port *pt);

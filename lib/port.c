@@ -121,6 +121,13 @@ void *paste_port_conn_data(struct paste_port *pt, uint32_t slot)
 	return pt->conn_data + (size_t)slot * pt->cfg.conn_data_size;
 }
 
+bool paste_port_conn_sending(const struct paste_port *pt, uint32_t conn)
+{
+	if (conn >= pt->cfg.max_conns || pt->conns[conn].state != CONN_OPEN)
+		return false;
+	return !port_output_idle(&pt->conns[conn]);
+}
+
 int paste_port_hold(struct paste_port *pt, const struct paste_event *ev)
 {
 	if (ev->type != PASTE_EV_DATA || ev->buf == PASTE_NO_BUF)
@@ -468,9 +475,22 @@ int paste_port_poll(struct paste_port *pt, struct paste_event **evs, int timeout
 	 * came into events. Only the epoll engine may ask to wait again. */
 	uint32_t want = batch_want(pt);
 	int r;
-	do
+	/* epoll asks to wait again when a wait brought only its own work
+	 * (EPOLLOUT on a slow reader); timeout_ms still bounds the whole
+	 * call, or the app's timers (and its stats) would stop while a slow
+	 * reader drains. */
+	uint64_t deadline = timeout_ms > 0 ? port_now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
+	for (;;) {
 		r = ops->wait(pt, timeout_ms, want);
-	while (ops->gather(pt, r));
+		if (!ops->gather(pt, r) || timeout_ms == 0)
+			break;
+		if (timeout_ms > 0) {
+			uint64_t now = port_now_ns();
+			if (now >= deadline)
+				break;
+			timeout_ms = (int)((deadline - now + 999999) / 1000000);
+		}
+	}
 	pt->wake_at_ns = 0;
 	/* Replies queued from here on belong to the batch we hand out now;
 	 * the barrier at the next call covers them. */

@@ -150,6 +150,10 @@ static void sweep(struct worker *w)
 		uint32_t conn = w->open[i];
 		struct srv_conn *c = paste_port_conn_data(w->port, conn);
 		uint64_t limit, since;
+		/* Replies still leaving (a slow reader of a big result) are
+		 * activity, as in Redis: the idle clock restarts meanwhile. */
+		if (c->timer == SRV_T_IDLE && paste_port_conn_sending(w->port, conn))
+			c->last_ms = now;
 		switch (c->timer) {
 		case SRV_T_IDLE: limit = cfg->idle_to_ms; since = c->last_ms; break;
 		case SRV_T_HEAD: limit = cfg->header_to_ms; since = c->since_ms; break;

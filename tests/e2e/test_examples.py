@@ -17,7 +17,6 @@ import random
 import shutil
 import socket
 import struct
-import subprocess
 import tempfile
 import threading
 

@@ -222,7 +222,7 @@ def test_version1_refused_then_upgraded(phttpd, tmp_path):
     assert "version 2" in info.stdout and "node area:   none" in info.stdout, info.stdout
     assert f"{nbufs} x 2048 bytes" in info.stdout, info.stdout
     srv = phttpd.start("uring", mode="wal", store=store)
-    records = post_all(srv.port, [os.urandom(n) for n in (5, 500, 5000)])
+    post_all(srv.port, [os.urandom(n) for n in (5, 500, 5000)])
     srv.stop()
     assert records_in(run_tool("--store", store, "info").stdout) == 3
     assert run_tool("--store", store, "check").returncode == 0

@@ -15,6 +15,7 @@
  */
 #include <sys/resource.h>
 
+#include <pthread.h>
 #include "port_fixture.h"
 #include "../../lib/port_internal.h"   /* white box: test_gen_wrap */
 
@@ -124,7 +125,9 @@ static void test_hold(void)
 }
 
 /* A 16 MiB reply cannot leave in one send (socket buffers are ~4 MiB on
- * loopback): partial sends resume where they stopped. */
+ * loopback): partial sends resume where they stopped. Meanwhile the
+ * connection is "sending" (paste_port_conn_sending), also while its
+ * reader does not read, and no longer once all of it has left. */
 static void test_partial_send(enum paste_engine e)
 {
 	struct paste_port *pt = pf_open_port(st, e, 16, 16);
@@ -137,7 +140,12 @@ static void test_partial_send(enum paste_engine e)
 	char *out = malloc(big), *in = malloc(big);
 	for (size_t i = 0; i < big; i++)
 		out[i] = (char)(i * 7);
+	CHECK(!paste_port_conn_sending(pt, s.last_conn));
 	CHECK_EQ(paste_port_send(pt, s.last_conn, out, big, 0), 0);
+	CHECK(paste_port_conn_sending(pt, s.last_conn));   /* queued */
+	pf_pump(pt, &s, 5, false);                          /* the kernel took what fits */
+	CHECK(paste_port_conn_sending(pt, s.last_conn));   /* nobody reads */
+	CHECK(!paste_port_conn_sending(pt, 1000000));
 	size_t got = 0;
 	for (int i = 0; i < 20000 && got < big; i++) {
 		struct paste_event *evs;
@@ -152,8 +160,72 @@ static void test_partial_send(enum paste_engine e)
 	}
 	CHECK_EQ(got, big);
 	CHECK(!memcmp(in, out, big));
+	for (int i = 0; i < 100 && paste_port_conn_sending(pt, s.last_conn); i++)
+		pf_pump(pt, &s, 1, false);                  /* the last completion */
+	CHECK(!paste_port_conn_sending(pt, s.last_conn));
 	free(out);
 	free(in);
+	close(fd);
+	pf_pump(pt, &s, 3, false);
+	paste_port_close(pt);
+}
+
+struct trickle {
+	int fd;
+	size_t want, got;
+};
+
+/* Read 64 KiB every 3 ms (~20 MB/s) until `want` bytes came: often
+ * enough that the sender's socket is writable again within any poll. */
+static void *trickle_reader(void *arg)
+{
+	struct trickle *t = arg;
+	static char buf[65536];
+	while (t->got < t->want) {
+		ssize_t r = read(t->fd, buf, sizeof(buf));
+		if (r <= 0)
+			break;
+		t->got += (size_t)r;
+		usleep(3000);
+	}
+	return NULL;
+}
+
+/* While a slow reader drains a big reply the port's own work (epoll:
+ * EPOLLOUT, then the next write) brings the app no event; timeout_ms must
+ * still bound paste_port_poll, or the app's timers stop meanwhile. */
+static void test_poll_timeout_slow_reader(enum paste_engine e)
+{
+	struct paste_port *pt = pf_open_port(st, e, 16, 16);
+	int fd = pf_client(paste_port_local_port(pt));
+	struct seen s = { 0 };
+	pf_pump(pt, &s, 3, false);
+	CHECK(write(fd, "go", 2) == 2);
+	pf_pump_bytes(pt, &s, 2);
+	size_t big = 48u << 20;
+	char *out = calloc(1, big);
+	CHECK_EQ(paste_port_send(pt, s.last_conn, out, big, 0), 0);
+	struct trickle t = { fd, big, 0 };
+	pthread_t th;
+	CHECK_EQ(pthread_create(&th, NULL, trickle_reader, &t), 0);
+	double worst = 0;
+	int polls = 0;
+	while (paste_port_conn_sending(pt, s.last_conn) && polls < 400) {
+		double t0 = pf_now_s();
+		struct paste_event *evs;
+		paste_port_poll(pt, &evs, 100);
+		double took = pf_now_s() - t0;
+		worst = took > worst ? took : worst;
+		polls++;
+	}
+	pthread_join(th, NULL);
+	CHECK_EQ(t.got, big);
+	CHECK(polls >= 4);            /* ~2.4 s of draining, in 100 ms polls */
+	CHECK(worst < 0.6);
+	if (worst >= 0.6 || polls < 4)
+		fprintf(stderr, "  %s: %d polls while a slow reader drained, the longest %.2f s\n",
+			e == PASTE_ENGINE_URING ? "uring" : "epoll", polls, worst);
+	free(out);
 	close(fd);
 	pf_pump(pt, &s, 3, false);
 	paste_port_close(pt);
@@ -326,6 +398,7 @@ int main(void)
 	paste_store_start(st);
 	test_echo(PASTE_ENGINE_EPOLL);
 	test_partial_send(PASTE_ENGINE_EPOLL);
+	test_poll_timeout_slow_reader(PASTE_ENGINE_EPOLL);
 	test_reset(PASTE_ENGINE_EPOLL);
 	test_emfile_epoll();
 	if (uring) {
@@ -333,6 +406,7 @@ int main(void)
 		test_enobufs();
 		test_hold();
 		test_partial_send(PASTE_ENGINE_URING);
+		test_poll_timeout_slow_reader(PASTE_ENGINE_URING);
 		test_reset(PASTE_ENGINE_URING);
 		test_table_full();
 		test_gen_wrap();
