@@ -73,6 +73,39 @@ static void test_allocator(void)
 	paste_store_close(st);
 }
 
+/* Next fit: allocations continue from where the last one stopped, in
+ * file order, and do not go back to buffers freed behind it until the
+ * search wraps at the end of the store. A batch's receive buffers are then
+ * adjacent in the file, and a group commit writes a few long runs instead
+ * of one scattered page per value (a LIFO free list handed the freed
+ * holes out first). */
+static void test_next_fit(void)
+{
+	struct paste_store *st = create_small();
+	if (!st)
+		return;
+	uint32_t n = paste_store_geom(st)->nbufs;
+	uint32_t *idx = malloc(n * sizeof(*idx));
+	CHECK_EQ(paste_store_start(st), 0);
+	CHECK_EQ(paste_store_alloc(st, idx, 200), 200);
+	for (uint32_t i = 0; i < 200; i++)
+		CHECK_EQ(idx[i], i);
+	for (uint32_t i = 0; i < 100; i += 2)          /* holes behind the cursor */
+		CHECK_EQ(paste_store_unref(st, i, false), 0);
+	CHECK_EQ(paste_store_alloc(st, idx, 10), 10);
+	for (uint32_t i = 0; i < 10; i++)
+		CHECK_EQ(idx[i], 200 + i);                 /* not the holes */
+	/* Everything up to the end, then the search wraps to the holes. */
+	uint32_t rest = n - 210;
+	CHECK_EQ(paste_store_alloc(st, idx, rest), rest);
+	CHECK_EQ(idx[rest - 1], n - 1);
+	CHECK_EQ(paste_store_alloc(st, idx, 3), 3);
+	CHECK(idx[0] == 0 && idx[1] == 2 && idx[2] == 4);
+	CHECK_EQ(paste_store_nfree(st), 47);
+	free(idx);
+	paste_store_close(st);
+}
+
 /* Recovery takes references before start; start must leave those out. */
 static void test_refs_before_start(void)
 {
@@ -198,6 +231,7 @@ int main(void)
 	if (sf_begin())
 		return 1;
 	test_allocator();
+	test_next_fit();
 	test_refs_before_start();
 	test_ownership_bugs_abort();
 	test_threads();
