@@ -399,7 +399,10 @@ def run(argv=None):
         "\n".join(lines),
         "Ratios of medians:\n" + "\n".join(ratio_lines) if ratio_lines else "",
         ("Notes:\n" + "\n".join("- " + f for f in notes)) if notes else ""]))
-    raw = [{"workload": pt.workload, "clients": pt.conns, "system": n, "runs": results[(i, n)]}
+    medium_label = ("disk, pkvs fsync" if args.medium == "disk" else "/dev/shm, pkvs emulated PM"
+                    + (f" {args.pm_latency} ns" if args.pm_latency else ""))
+    raw = [{"workload": pt.workload, "clients": pt.conns, "system": n, "runs": results[(i, n)],
+            "medium": medium_label}
            for i, pt in enumerate(points) for n in names]
     harness.save("kvs", text, raw, args.out)
     return 1 if failures else 0

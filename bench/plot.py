@@ -128,7 +128,12 @@ def figure(kind, raw, base, title=None):
         _bars(axes[0], raw, "rps", 1e-3, f"throughput ({rate})")
         _bars(axes[1], raw, "cpu_us_per_req", 1.0, f"server CPU per {unit} (us)")
     axes[0].legend(fontsize=8)
-    fig.suptitle((title or TITLES.get(kind, kind)) +
+    if title is None:
+        title = TITLES.get(kind, kind)
+        media = {p.get("medium") for p in raw} - {None}
+        if len(media) == 1:         # kvs.py says where the stores lived
+            title += f" ({media.pop()})"
+    fig.suptitle(title +
                  "\nmedians; error bars: min-max over the repetitions", fontsize=10)
     fig.tight_layout()
     paths = [base + ".png", base + ".svg"]
