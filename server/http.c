@@ -50,14 +50,16 @@ size_t http_put_u64(char *out, size_t at, size_t cap, uint64_t v)
 	return at;
 }
 
-int http_reply_head(char *out, size_t cap, const struct http_conn *h, int status,
-		    const char *ctype, uint64_t content_length, const char *extra)
+int http_reply_head(char *out, size_t cap, const char *server, const struct http_conn *h,
+		    int status, const char *ctype, uint64_t content_length, const char *extra)
 {
 	size_t n = http_put_str(out, 0, cap, "HTTP/1.1 ");
 	n = http_put_u64(out, n, cap, (uint64_t)status);
 	n = http_put_str(out, n, cap, " ");
 	n = http_put_str(out, n, cap, paste_http_reason(status));
-	n = http_put_str(out, n, cap, "\r\nServer: phttpd\r\n");
+	n = http_put_str(out, n, cap, "\r\nServer: ");
+	n = http_put_str(out, n, cap, server);
+	n = http_put_str(out, n, cap, "\r\n");
 	if (ctype) {
 		n = http_put_str(out, n, cap, "Content-Type: ");
 		n = http_put_str(out, n, cap, ctype);
@@ -83,7 +85,8 @@ int http_send_head(struct http_ctx *x, int status, const char *ctype, uint64_t c
 		   const char *extra, int flags)
 {
 	char buf[512];
-	int n = http_reply_head(buf, sizeof(buf), x->h, status, ctype, content_length, extra);
+	int n = http_reply_head(buf, sizeof(buf), x->w->srv->cfg.name, x->h, status, ctype,
+				content_length, extra);
 	srv_count_status(x->w, status);
 	return paste_port_send(x->w->port, x->conn, buf, (size_t)n, flags);
 }

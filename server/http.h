@@ -106,12 +106,12 @@ extern const struct server_proto http_proto;
  * out[at..cap) and returns the new end (truncating at cap). */
 size_t http_put_str(char *out, size_t at, size_t cap, const char *s);
 size_t http_put_u64(char *out, size_t at, size_t cap, uint64_t v);
-/* "HTTP/1.1 <status> <reason>", Server, Content-Type (if ctype),
- * Connection (as h's keep_alive/http10 need), Content-Length, the extra
- * header line(s) if any (no CRLF at the end), the blank line. Returns the
- * length. */
-int http_reply_head(char *out, size_t cap, const struct http_conn *h, int status,
-		    const char *ctype, uint64_t content_length, const char *extra);
+/* "HTTP/1.1 <status> <reason>", Server (the server's name: phttpd, pkvs),
+ * Content-Type (if ctype), Connection (as h's keep_alive/http10 need),
+ * Content-Length, the extra header line(s) if any (no CRLF at the end),
+ * the blank line. Returns the length. */
+int http_reply_head(char *out, size_t cap, const char *server, const struct http_conn *h,
+		    int status, const char *ctype, uint64_t content_length, const char *extra);
 /* Build, count (GET /metrics) and queue a reply head; the caller queues
  * the body (a service sending from store buffers). paste_port_send's
  * result. */

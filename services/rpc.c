@@ -21,12 +21,12 @@ struct rpc_state {
 
 static int rpc_open(struct server *s, const void *cfg, void **state, struct paste_error *err)
 {
-	(void)s;
 	const struct rpc_config *rc = cfg;
 	struct rpc_state *r = calloc(1, sizeof(*r));
 	struct http_conn h = { .keep_alive = true };
 	char head[256];
-	int n = http_reply_head(head, sizeof(head), &h, 200, "text/plain", rc->body_len, NULL);
+	int n = http_reply_head(head, sizeof(head), s->cfg.name, &h, 200, "text/plain", rc->body_len,
+				NULL);
 	if (r)
 		r->reply = malloc((size_t)n + rc->body_len);
 	if (!r || !r->reply) {

@@ -65,6 +65,7 @@ def test_http_client_binary_values_and_keys(pkvs, engine):
         r = conn.getresponse()
         assert r.status == 200 and r.read() == body, key
         assert r.getheader("Content-Type") == "application/octet-stream"
+        assert r.getheader("Server") == "pkvs"     # the server's own name, not phttpd
     conn.request("GET", "/kv/" + urllib.parse.quote(odd, safe=""))
     r = conn.getresponse()
     assert r.status == 200 and r.read() == b"odd"

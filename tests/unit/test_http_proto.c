@@ -117,7 +117,7 @@ static void rec_reset(void)
 	rec[0] = 0;
 }
 
-#define OK3 "HTTP/1.1 200 OK\r\nServer: phttpd\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nok\n"
+#define OK3 "HTTP/1.1 200 OK\r\nServer: test\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nok\n"
 
 /* ---- tests ---------------------------------------------------------- */
 

@@ -57,7 +57,7 @@ static void test_sizes(void)
 
 /* ---- rpc ------------------------------------------------------------- */
 
-#define RPC_HEAD "HTTP/1.1 200 OK\r\nServer: phttpd\r\nContent-Type: text/plain\r\n"
+#define RPC_HEAD "HTTP/1.1 200 OK\r\nServer: test\r\nContent-Type: text/plain\r\n"
 
 static void test_rpc(enum paste_engine e)
 {
@@ -162,10 +162,10 @@ static void test_wal(enum paste_engine e, bool copy)
 	int fd = fx_client(&f);
 	const char *post = "POST /log HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
 	wal_request(&f, fd, post, strlen(post), buf, sizeof(buf));
-	CHECK(!strcmp(buf, "HTTP/1.1 201 Created\r\nServer: phttpd\r\nContent-Type: text/plain\r\n"
+	CHECK(!strcmp(buf, "HTTP/1.1 201 Created\r\nServer: test\r\nContent-Type: text/plain\r\n"
 			   "Content-Length: 2\r\nX-Paste-LSN: 1\r\nLocation: /log/1\r\n\r\n1\n"));
 	wal_request(&f, fd, "GET /log/1 HTTP/1.1\r\n\r\n", 23, buf, sizeof(buf));
-	CHECK(!strcmp(buf, "HTTP/1.1 200 OK\r\nServer: phttpd\r\nContent-Type: application/octet-stream\r\n"
+	CHECK(!strcmp(buf, "HTTP/1.1 200 OK\r\nServer: test\r\nContent-Type: application/octet-stream\r\n"
 			   "Content-Length: 5\r\nX-Paste-LSN: 1\r\n\r\nhello"));
 	close(fd);
 	test_wal_routes(&f);
