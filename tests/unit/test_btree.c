@@ -392,7 +392,7 @@ static unsigned long private_copy_kb(void)
 	unsigned long kb = 0, v;
 	while (f && fgets(line, sizeof(line), f)) {
 		char perms[8];
-		if (sscanf(line, "%*x-%*x %7s", perms) == 1 && strchr(line, '/'))
+		if (sscanf(line, "%*x-%*x %7s", perms) == 1)      /* a mapping's first line */
 			ours = strstr(line, path) && perms[3] == 'p';
 		else if (ours && sscanf(line, "Anonymous: %lu kB", &v) == 1)
 			kb += v;
