@@ -339,8 +339,8 @@ void port_barrier_done(struct paste_port *pt, uint64_t start_ns)
  * twice as often. So after a commit ends, the next waits until 3/4 as
  * many events as the ended commit covered have come in, for at most half
  * that commit's duration (at most 500 us), or commit_hold_us when set:
- * one client, or clients that went idle, cost no wait or a bounded one. Measured: pkvs 1 KiB
- * SETs on disk, 50 clients (docs/results.md). */
+ * one client, or clients that went idle, cost no wait or a bounded one.
+ * Measured: pkvs 1 KiB SETs on disk, 50 clients (docs/results.md). */
 static bool commit_hold(struct paste_port *pt)
 {
 	if (!pt->hold_until_ns)
