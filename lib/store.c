@@ -121,12 +121,11 @@ static int drop_cached_pages(int fd, const char *path, bool shared, struct paste
  * those pages, and MADV_RANDOM keeps later faults (after an eviction)
  * from reading ahead. Then a stored byte costs one 4 KiB page at the
  * group commit. Costs one read of the file at open, which the populate
- * would do anyway. tmpfs has no writeback (skipped); a DAX mapping has no
- * page cache. */
-static void cache_in_small_folios(int fd, uint64_t size)
+ * would do anyway. Only where the store's durability would be fsync:
+ * tmpfs has no writeback and a DAX mapping no page cache. */
+static void cache_in_small_folios(int fd, const char *path, uint64_t size)
 {
-	struct statfs sfs;
-	if (fstatfs(fd, &sfs) < 0 || sfs.f_type == TMPFS_MAGIC ||
+	if (paste_durability_detect(path) != PASTE_DUR_FSYNC ||
 	    posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM) != 0)
 		return;
 	size_t chunk = 1u << 20;
@@ -218,7 +217,7 @@ int paste_store_open(struct paste_store **out, const char *path,
 	pthread_mutex_init(&st->lock, NULL);
 	pthread_mutex_init(&st->fail_lock, NULL);
 	if (!rdonly && !in_use)
-		cache_in_small_folios(fd, g.file_size);
+		cache_in_small_folios(fd, path, g.file_size);
 	st->base = store_map(fd, path, g.file_size, rdonly, &st->map_sync);
 	if (!st->base) {
 		r = paste_error_set(err, -errno, "%s: cannot map %llu bytes: %s", path,
