@@ -245,8 +245,9 @@ int kv_get(struct kv *kv, const void *key, uint32_t klen, struct paste_extent *e
 	return r;
 }
 
-size_t kv_copy_value(const struct kv *kv, const struct paste_extent *ext, uint32_t n,
-		     uint64_t from, void *out, size_t cap)
+/* Bytes [from, from + cap) of a value's extents into out; returns how many. */
+static size_t copy_extents(struct paste_store *st, const struct paste_extent *ext, uint32_t n,
+			   uint64_t from, void *out, size_t cap)
 {
 	size_t got = 0;
 	for (uint32_t i = 0; i < n && got < cap; i++) {
@@ -257,16 +258,32 @@ size_t kv_copy_value(const struct kv *kv, const struct paste_extent *ext, uint32
 		size_t k = ext[i].len - from;
 		if (k > cap - got)
 			k = cap - got;
-		memcpy((uint8_t *)out + got, paste_store_buf(kv->store, ext[i].buf) + ext[i].off + from, k);
+		memcpy((uint8_t *)out + got, paste_store_buf(st, ext[i].buf) + ext[i].off + from, k);
 		got += k;
 		from = 0;
 	}
 	return got;
 }
 
+size_t kv_copy_value(const struct kv *kv, const struct paste_extent *ext, uint32_t n,
+		     uint64_t from, void *out, size_t cap)
+{
+	return copy_extents(kv->store, ext, n, from, out, cap);
+}
+
 int kv_send_value(struct worker *w, uint32_t conn, const struct paste_extent *ext,
 		  uint32_t n, uint64_t from, uint64_t len)
 {
+	if (len <= KV_PACK_MAX) {
+		/* Small values are copied into the reply, as they were into
+		 * the store: a copy of <= 512 bytes is cheaper than pinning
+		 * the buffer (two atomics) and giving the send an iovec of
+		 * its own, which pipelined GETs of 64-byte values paid. */
+		uint8_t tmp[KV_PACK_MAX];
+		size_t got = copy_extents(w->srv->store, ext, n, from, tmp, (size_t)len);
+		int r = paste_port_send(w->port, conn, tmp, got, PASTE_SEND_DURABLE);
+		return r == -EIO ? r : 0;
+	}
 	for (uint32_t i = 0; i < n && len; i++) {
 		if (from >= ext[i].len) {
 			from -= ext[i].len;

@@ -93,8 +93,9 @@ int kv_get(struct kv *kv, const void *key, uint32_t klen, struct paste_extent *e
 /* Copy up to cap bytes of a value into out (small values: INCR, GETRANGE). */
 size_t kv_copy_value(const struct kv *kv, const struct paste_extent *ext, uint32_t n,
 		     uint64_t from, void *out, size_t cap);
-/* Queue bytes [from, from + len) of the value on conn, zero copy, durable-
- * gated. 0, or -EIO once the store failed (nothing more queued). */
+/* Queue bytes [from, from + len) of the value on conn, durable-gated: zero
+ * copy, or (512 bytes or less) copied, which is cheaper than a pin. 0, or
+ * -EIO once the store failed (nothing more queued). */
 int kv_send_value(struct worker *w, uint32_t conn, const struct paste_extent *ext,
 		  uint32_t n, uint64_t from, uint64_t len);
 
