@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <time.h>
 #include <sys/mman.h>
-#include <sys/mman.h>
 #include "btree_internal.h"
 
 uint64_t bt_now_ns(void)

@@ -68,12 +68,13 @@ struct paste_store {
  * durable with the data so cache-line flushes alone persist a write; the
  * store is preallocated and fsynced at creation, so the fallback without it
  * still persists data. */
-static uint8_t *store_map(int fd, const char *path, uint64_t size, bool rdonly, bool *map_sync)
+static uint8_t *store_map(int fd, const char *path, uint64_t size, bool rdonly, bool dax,
+			  bool *map_sync)
 {
 	int prot = PROT_READ | (rdonly ? 0 : PROT_WRITE);
 	void *m;
 	*map_sync = false;
-	if (!rdonly && paste_durability_detect(path) == PASTE_DUR_PMEM) {
+	if (!rdonly && dax) {
 		m = mmap(NULL, size, prot, MAP_SHARED_VALIDATE | MAP_SYNC | MAP_POPULATE, fd, 0);
 		*map_sync = m != MAP_FAILED;
 		if (m != MAP_FAILED)
@@ -123,10 +124,9 @@ static int drop_cached_pages(int fd, const char *path, bool shared, struct paste
  * group commit. Costs one read of the file at open, which the populate
  * would do anyway. Only where the store's durability would be fsync:
  * tmpfs has no writeback and a DAX mapping no page cache. */
-static void cache_in_small_folios(int fd, const char *path, uint64_t size)
+static void cache_in_small_folios(int fd, uint64_t size)
 {
-	if (paste_durability_detect(path) != PASTE_DUR_FSYNC ||
-	    posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM) != 0)
+	if (posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM) != 0)
 		return;
 	size_t chunk = 1u << 20;
 	uint8_t *b = malloc(chunk);
@@ -216,15 +216,18 @@ int paste_store_open(struct paste_store **out, const char *path,
 	st->ino = sb.st_ino;
 	pthread_mutex_init(&st->lock, NULL);
 	pthread_mutex_init(&st->fail_lock, NULL);
-	if (!rdonly && !in_use)
-		cache_in_small_folios(fd, path, g.file_size);
-	st->base = store_map(fd, path, g.file_size, rdonly, &st->map_sync);
+	/* What backs the file, once: a DAX mount is mapped MAP_SYNC, a disk
+	 * is cached in small folios. */
+	enum paste_durability backing = rdonly ? PASTE_DUR_NONE : paste_durability_detect(path);
+	if (backing == PASTE_DUR_FSYNC)
+		cache_in_small_folios(fd, g.file_size);
+	st->base = store_map(fd, path, g.file_size, rdonly, backing == PASTE_DUR_PMEM, &st->map_sync);
 	if (!st->base) {
 		r = paste_error_set(err, -errno, "%s: cannot map %llu bytes: %s", path,
 				    (unsigned long long)g.file_size, strerror(errno));
 		goto fail;
 	}
-	if (!st->map_sync)
+	if (backing == PASTE_DUR_FSYNC)   /* a fault after an eviction reads no folio ahead */
 		madvise(st->base, g.file_size, MADV_RANDOM);
 	*out = st;
 	return 0;
