@@ -329,12 +329,16 @@ def run_threads(nthreads, target, timeout):
 
 
 class RefusedLoad:
-    """Writers in `conns` threads, each running self._run(tid, rng) until
-    stop(), that record what the server acknowledged and what it refused
-    once its store failed: the base of the injected-fault loads
-    (test_faults.py over HTTP, test_pkvs_churn.py over RESP).
-    acks: (time sent, id) per acknowledgement; refused: (time received,
-    message) per store-failed error; closes: connections the server ended."""
+    """Writers in `conns` threads that write one thing at a time until
+    stop(), reconnecting after a close, and record what the server
+    acknowledged and what it refused once its store failed: the base of
+    the injected-fault loads (test_faults.py over HTTP, test_pkvs_churn.py
+    over RESP). A subclass gives _connect() -> conn, _write(conn, tid, n,
+    rng) -> (reply, what) (may raise ConnectionClosed or OSError) and
+    _record(reply, what, sent) -> True when the reply was a refusal (the
+    server closes after it). acks: (time sent, id) per acknowledgement;
+    refused: (time received, message) per store-failed error; closes:
+    connections the server ended; problems: anything else."""
 
     def __init__(self, port, conns, seed):
         self.port = port
@@ -349,7 +353,35 @@ class RefusedLoad:
                                          daemon=True) for i in range(conns)]
 
     def _run(self, tid, rng):
-        raise NotImplementedError
+        conn, n = None, 0
+        while not self.done.is_set():
+            try:
+                if conn is None:
+                    conn = self._connect()
+                sent = time.monotonic()
+                n += 1                       # a write is never retried under its number
+                reply, what = self._write(conn, tid, n - 1, rng)
+            except ConnectionRefusedError:
+                break                        # the server has exited
+            except (ConnectionClosed, OSError):
+                with self.lock:
+                    self.closes += 1
+                if conn:
+                    conn.close()
+                conn = None
+                continue
+            except AssertionError as e:      # a malformed reply
+                with self.lock:
+                    self.problems.append(repr(e))
+                break
+            with self.lock:
+                refused = self._record(reply, what, sent)
+            if refused:                      # closed by the server; go easy on a shared machine
+                conn.close()
+                conn = None
+                time.sleep(0.005)
+        if conn:
+            conn.close()
 
     def start(self):
         for t in self.threads:

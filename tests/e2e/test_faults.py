@@ -44,43 +44,27 @@ class Load(RefusedLoad):
         self.acked = {}        # lsn -> body
         self.full = 0
 
-    def _run(self, tid, rng):
-        conn = None
-        while not self.done.is_set():
-            try:
-                if conn is None:
-                    conn = HttpConn(self.port, timeout=5)
-                body = rng.randbytes(rng.choice(BODY_SIZES))
-                sent = time.monotonic()
-                r = conn.request("POST", "/log", body)
-            except ConnectionRefusedError:
-                return                      # the server has exited
-            except (ConnectionClosed, OSError):
-                with self.lock:
-                    self.closes += 1
-                if conn:
-                    conn.close()
-                conn = None
-                continue
-            with self.lock:
-                if r.status == 201:
-                    lsn = int(r.header("X-Paste-LSN"))
-                    if r.body != f"{lsn}\n".encode() or lsn in self.acked:
-                        self.problems.append(("bad 201", r))
-                    self.acked[lsn] = body
-                    self.acks.append((sent, lsn))
-                elif r.status == 503:
-                    self.refused.append((time.monotonic(), r.body))
-                elif r.status == 507:
-                    self.full += 1          # store full: allowed, nothing acknowledged
-                else:
-                    self.problems.append(("unexpected", r))
-            if r.status == 503:         # closed by the server; go easy on a shared machine
-                conn.close()
-                conn = None
-                time.sleep(0.005)
-        if conn:
-            conn.close()
+    def _connect(self):
+        return HttpConn(self.port, timeout=5)
+
+    def _write(self, conn, tid, n, rng):
+        body = rng.randbytes(rng.choice(BODY_SIZES))
+        return conn.request("POST", "/log", body), body
+
+    def _record(self, r, body, sent):
+        if r.status == 201:
+            lsn = int(r.header("X-Paste-LSN"))
+            if r.body != f"{lsn}\n".encode() or lsn in self.acked:
+                self.problems.append(("bad 201", r))
+            self.acked[lsn] = body
+            self.acks.append((sent, lsn))
+        elif r.status == 503:
+            self.refused.append((time.monotonic(), r.body))
+        elif r.status == 507:
+            self.full += 1          # store full: allowed, nothing acknowledged
+        else:
+            self.problems.append(("unexpected", r))
+        return r.status == 503
 
 
 def wait_exit(srv, timeout=EXIT_TIMEOUT):

@@ -524,46 +524,27 @@ class SetLoad(RefusedLoad):
         self.issued = {}
         self.acked = {}
 
-    def _run(self, tid, rng):
-        conn, n = None, 0
-        while not self.done.is_set():
-            key = f"t{tid}:{n}".encode()
-            n += 1
-            value = rng.randbytes(rng.choice(FAULT_SIZES))
-            try:
-                if conn is None:
-                    conn = RespConn(self.port, timeout=5)
-                with self.lock:
-                    self.issued[key] = value
-                sent = time.monotonic()
-                reply = conn.command("SET", key, value)
-            except ConnectionRefusedError:
-                break                        # the server has exited
-            except (ConnectionClosed, OSError):
-                with self.lock:
-                    self.closes += 1
-                if conn:
-                    conn.close()
-                conn = None
-                continue
-            except AssertionError as e:      # a malformed reply
-                with self.lock:
-                    self.problems.append(repr(e))
-                break
-            with self.lock:
-                if reply == "OK":
-                    self.acked[key] = value
-                    self.acks.append((sent, key))
-                elif isinstance(reply, RespError) and str(reply).startswith("ERR store failed: "):
-                    self.refused.append((time.monotonic(), str(reply)))
-                else:
-                    self.problems.append((key, reply))
-            if not reply == "OK":
-                conn.close()          # the server closes after the error
-                conn = None
-                time.sleep(0.005)
-        if conn:
-            conn.close()
+    def _connect(self):
+        return RespConn(self.port, timeout=5)
+
+    def _write(self, conn, tid, n, rng):
+        key = f"t{tid}:{n}".encode()
+        value = rng.randbytes(rng.choice(FAULT_SIZES))
+        with self.lock:
+            self.issued[key] = value
+        return conn.command("SET", key, value), (key, value)
+
+    def _record(self, reply, what, sent):
+        key, value = what
+        if reply == "OK":
+            self.acked[key] = value
+            self.acks.append((sent, key))
+            return False
+        if isinstance(reply, RespError) and str(reply).startswith("ERR store failed: "):
+            self.refused.append((time.monotonic(), str(reply)))
+        else:
+            self.problems.append((key, reply))
+        return True                   # the server closes after the error
 
 
 def probe_refusals(port):
