@@ -318,7 +318,7 @@ uint64_t port_now_ns(void)
 
 /* Two clock reads per barrier paid (~40 ns next to a fence's ~0.1-10 us
  * or an fdatasync's ~100 us+): what a monitoring system graphs. */
-void port_barrier_done(struct paste_port *pt, uint64_t start_ns)
+uint64_t port_barrier_done(struct paste_port *pt, uint64_t start_ns)
 {
 	uint64_t ns = port_now_ns() - start_ns;
 	uint64_t us = (ns + 999) / 1000;
@@ -327,6 +327,7 @@ void port_barrier_done(struct paste_port *pt, uint64_t start_ns)
 		b++;
 	pt->st.barrier_hist[b]++;
 	pt->st.barrier_ns += ns;
+	return ns;
 }
 
 /* Group commit sizing (fsync mode). Clients that send a request, wait
@@ -418,16 +419,16 @@ void port_commit_done(struct paste_port *pt, int res)
 	if (paste_persist_end_commit(pt->persist, pt->commit_ticket, res) < 0)
 		return;
 	pt->st.commits++;
-	port_barrier_done(pt, pt->commit_start_ns);
+	uint64_t took = port_barrier_done(pt, pt->commit_start_ns);
 	pt->durable_epoch = pt->commit_epoch;
 	if (pt->cfg.commit_hold_us >= 0) {
-		uint64_t now = port_now_ns(), hold = (now - pt->commit_start_ns) / 2;
+		uint64_t hold = took / 2;
 		if (hold > PORT_COMMIT_HOLD_US * 1000u)
 			hold = PORT_COMMIT_HOLD_US * 1000u;
 		if (pt->cfg.commit_hold_us > 0)
 			hold = (uint64_t)pt->cfg.commit_hold_us * 1000u;
 		pt->events_at_done = pt->st.events;
-		pt->hold_until_ns = now + hold;
+		pt->hold_until_ns = pt->commit_start_ns + took + hold;
 	}
 }
 
