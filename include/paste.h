@@ -1074,10 +1074,18 @@ void *paste_port_conn_data(struct paste_port *pt, uint32_t conn);
 enum paste_send_flags {
 	PASTE_SEND_DURABLE = 1,  /* leaves only after this thread's flushes are durable */
 };
-/* Queue a reply copied from p[0..n) (into a per-connection output buffer). */
+/* Queue a reply copied from p[0..n) (into a per-connection output buffer).
+ * Returns 0; -ENOTCONN (not open, or closing); -EIO (PASTE_SEND_DURABLE on
+ * a failed store: nothing queued, a non-durable error reply still can be).
+ * -ENOMEM (no memory to queue it) and -E2BIG (over 4 GiB queued) lose a
+ * reply from the middle of the stream, so the port closes the connection
+ * once what was queued before has left: later sends get -ENOTCONN and the
+ * client sees the close, never a later reply in the lost one's place. */
 int paste_port_send(struct paste_port *pt, uint32_t conn, const void *p, size_t n, int flags);
 /* Queue a reply straight from a store buffer (no copy); the buffer is
- * pinned (a reference) until the kernel is done with it. */
+ * pinned (a reference) until the kernel is done with it. Returns as
+ * paste_port_send, and -EINVAL for a range outside the store (nothing
+ * queued, the connection stays open). */
 int paste_port_send_store(struct paste_port *pt, uint32_t conn, uint32_t buf,
 			  uint32_t off, uint32_t len, int flags);
 /* Close after everything queued has been sent. No further events for conn

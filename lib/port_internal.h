@@ -199,7 +199,10 @@ void port_output_reset(struct conn *c);      /* empty both queues (a new connect
 void port_output_free(struct conn *c);       /* their memory (port close) */
 bool port_output_idle(const struct conn *c);
 /* Move pending output to inflight and describe it as an iovec array
- * starting at the unsent part. Returns the number of iovecs (0: nothing). */
+ * starting at the unsent part. Returns the number of iovecs: 0 when there
+ * is nothing to send, or when there is no memory for a single iovec (the
+ * connection has then ended: port_conn_end). With memory for fewer than
+ * wanted, it describes what fits and the rest goes as after a partial send. */
 uint32_t port_output_start(struct paste_port *pt, struct conn *c);
 uint32_t port_output_iov(struct paste_port *pt, struct conn *c);
 /* Account n bytes sent from inflight; true when inflight is now empty. */

@@ -21,14 +21,18 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 {
 	if (need <= *cap)
 		return 0;
-	uint32_t n = *cap ? *cap : 8;
+	/* Doubled in 64 bits: past 2^31 a 32-bit doubling wrapped to 0 and
+	 * looped forever. */
+	uint64_t n = *cap ? *cap : 8;
 	while (n < need)
 		n *= 2;
+	if (n > UINT32_MAX)
+		n = need;
 	void *q = realloc(*p, (size_t)n * elem);
 	if (!q)
 		return -ENOMEM;
 	*p = q;
-	*cap = n;
+	*cap = (uint32_t)n;
 	return 0;
 }
 
@@ -83,8 +87,16 @@ uint32_t port_output_iov(struct paste_port *pt, struct conn *c)
 	uint32_t n = q->nsegs - q->seg_done;
 	if (n > IOV_MAX)
 		n = IOV_MAX;
-	if (grow((void **)&c->iov, &c->cap_iov, n, sizeof(*c->iov)))
-		return 0;
+	if (grow((void **)&c->iov, &c->cap_iov, n, sizeof(*c->iov))) {
+		/* No memory for more iovecs: send as many as there are (the
+		 * rest follows, as after a partial send); with none at all
+		 * the output cannot leave, and the connection ends. */
+		if (!c->cap_iov) {
+			port_conn_end(pt, (uint32_t)(c - pt->conns));
+			return 0;
+		}
+		n = c->cap_iov;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		const struct out_seg *s = &q->segs[q->seg_done + i];
 		uint8_t *base = s->buf == PASTE_NO_BUF ? (uint8_t *)q->bytes
@@ -140,6 +152,17 @@ void port_mark_dirty(struct paste_port *pt, uint32_t slot)
 	}
 }
 
+/* Output that could not be queued (no memory, or over 4 GiB queued) is a
+ * reply missing from the middle of the connection's stream, which no
+ * client can resynchronise after: what was queued before it still
+ * leaves, then the connection closes. Returns err. */
+static int lose_stream(struct paste_port *pt, uint32_t slot, struct conn *c, int err)
+{
+	c->close_wanted = true;
+	port_mark_dirty(pt, slot);
+	return err;
+}
+
 static struct conn *live_conn(struct paste_port *pt, uint32_t slot)
 {
 	if (slot >= pt->cfg.max_conns)
@@ -167,17 +190,17 @@ int paste_port_send(struct paste_port *pt, uint32_t slot, const void *p, size_t 
 		return 0;
 	struct outq *q = &c->pending;
 	if (n > UINT32_MAX - q->nbytes)
-		return -E2BIG;
+		return lose_stream(pt, slot, c, -E2BIG);
 	uint32_t need = q->nbytes + (uint32_t)n;
 	if (grow((void **)&q->bytes, &q->cap_bytes, need, 1))
-		return -ENOMEM;
+		return lose_stream(pt, slot, c, -ENOMEM);
 	struct out_seg *last = q->nsegs ? &q->segs[q->nsegs - 1] : NULL;
 	if (last && last->buf == PASTE_NO_BUF && last->off + last->len == q->nbytes) {
 		last->len += (uint32_t)n;     /* contiguous copy: one iovec */
 	} else {
 		struct out_seg *s = push_seg(c);
 		if (!s)
-			return -ENOMEM;
+			return lose_stream(pt, slot, c, -ENOMEM);
 		*s = (struct out_seg){ PASTE_NO_BUF, q->nbytes, (uint32_t)n };
 	}
 	memcpy(q->bytes + q->nbytes, p, n);
@@ -203,7 +226,7 @@ int paste_port_send_store(struct paste_port *pt, uint32_t slot, uint32_t buf,
 		return 0;
 	struct out_seg *s = push_seg(c);
 	if (!s)
-		return -ENOMEM;
+		return lose_stream(pt, slot, c, -ENOMEM);
 	paste_store_ref(pt->store, buf);  /* pinned until the kernel is done */
 	*s = (struct out_seg){ buf, off, len };
 	if (flags & PASTE_SEND_DURABLE)

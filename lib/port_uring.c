@@ -368,9 +368,7 @@ static void on_send(struct paste_port *pt, struct uring *u, struct io_uring_cqe 
 	if (!port_output_advance(pt, c, (size_t)cqe->res)) {
 		uint32_t n = port_output_iov(pt, c);     /* partial send: the rest */
 		if (n)
-			send_inflight(pt, u, slot, n);
-		else
-			port_conn_end(pt, slot);            /* no memory for the iovecs */
+			send_inflight(pt, u, slot, n);   /* (0: no memory, the conn ended) */
 		return;
 	}
 	if (c->pending.nsegs) {
