@@ -7,7 +7,12 @@ Systems, all started and stopped by this script, side by side in one run:
 - redis-always: Redis 7 from Debian with `appendonly yes`, `appendfsync
   always` (one write + fdatasync per event-loop pass, replies held until it
   completes: Redis's group commit), its directory on the same medium;
-- redis-off: Redis with persistence off, the in-memory reference.
+- redis-off: Redis with persistence off, the in-memory reference;
+- floor (only when --systems names it): bench/resp-floor, a RESP server on
+  a paste port that stores nothing (SET: +OK; GET: a value as long as the
+  last SET's). Its cost is the kernel's loopback TCP and the port's: no
+  server answering over kernel TCP here costs less, and pkvs's cost above
+  it is pkvs's own work (reported under the ratios).
 With --pm-latency NS pkvs also pays NS per fence (the paper's 10 us PM).
 
 Points: redis-benchmark -t set and -t get, values of --sizes bytes (1024
@@ -60,35 +65,26 @@ def free_port():
         return s.getsockname()[1]
 
 
-class RedisServer:
-    """redis-server 7 pinned to cpu, in a directory of its own on the medium
-    (removed at stop). persistence: "always" or "off"."""
+class ForeignResp:
+    """A RESP server of ours that is not pkvs, pinned to cpu, in a directory
+    of its own on the medium (removed at stop); ready when it answers PING.
+    Subclasses give argv(dir, port)."""
 
-    def __init__(self, name, persistence, cpu, medium_dir):
+    what = "server"
+
+    def __init__(self, name, cpu, medium_dir):
         self.name = name
-        self.persistence = persistence
         self.cpu = cpu
         self.medium_dir = medium_dir
         self.proc = None
         self.dir = None
         self.resp_port = None
-        self.lines = []
 
     def start(self, timeout=15):
-        exe = shutil.which("redis-server")
-        if not exe:
-            raise harness.BenchError("redis-server is not installed: run `make deps`")
-        self.dir = tempfile.mkdtemp(prefix="paste-bench-redis-", dir=self.medium_dir)
+        self.dir = tempfile.mkdtemp(prefix=f"paste-bench-{self.name}-", dir=self.medium_dir)
         self.resp_port = free_port()
-        args = [exe, "--port", str(self.resp_port), "--bind", "127.0.0.1",
-                "--dir", self.dir, "--save", "", "--daemonize", "no",
-                "--protected-mode", "no", "--logfile", "", "--loglevel", "warning"]
-        if self.persistence == "always":
-            args += ["--appendonly", "yes", "--appendfsync", "always"]
-        else:
-            args += ["--appendonly", "no"]
+        args = self.argv(self.dir, self.resp_port)
         cmd = ["taskset", "-c", str(self.cpu)] + args if self.cpu is not None else args
-        self.argv = cmd
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
@@ -119,10 +115,43 @@ class RedisServer:
         return harness.Server.cpu_ticks(self)
 
     def tail(self):
-        return "    (redis-server logs nothing at loglevel warning)"
+        return f"    ({self.what} logs nothing)"
 
     def stop(self):
         return harness.stop_foreign(self, signal.SIGTERM, 15)
+
+
+class RedisServer(ForeignResp):
+    """redis-server 7; persistence: "always" or "off"."""
+
+    what = "redis-server at loglevel warning"
+
+    def __init__(self, name, persistence, cpu, medium_dir):
+        super().__init__(name, cpu, medium_dir)
+        self.persistence = persistence
+
+    def argv(self, directory, port):
+        exe = shutil.which("redis-server")
+        if not exe:
+            raise harness.BenchError("redis-server is not installed: run `make deps`")
+        args = [exe, "--port", str(port), "--bind", "127.0.0.1",
+                "--dir", directory, "--save", "", "--daemonize", "no",
+                "--protected-mode", "no", "--logfile", "", "--loglevel", "warning"]
+        if self.persistence == "always":
+            return args + ["--appendonly", "yes", "--appendfsync", "always"]
+        return args + ["--appendonly", "no"]
+
+
+class FloorServer(ForeignResp):
+    """bench/resp-floor: a RESP server on a paste port that stores nothing
+    (SET: +OK; GET: a value as long as the last SET's). Its cost per op is
+    the kernel's and the port's, the floor under pkvs and any server here."""
+
+    what = "resp-floor"
+
+    def argv(self, directory, port):
+        return [harness.binary(os.path.join("bench", "resp-floor")),
+                os.path.join(directory, "floor.store"), str(port)]
 
 
 class PkvsServer(harness.Server):
@@ -304,7 +333,8 @@ def parse_args(argv=None):
     p.add_argument("--disk-dir", default="/var/tmp")
     p.add_argument("--pm-latency", type=int, default=0,
                    help="pkvs emulated PM: ns per fence (the paper: 10000)")
-    p.add_argument("--systems", default="pkvs,redis-always,redis-off")
+    p.add_argument("--systems", default="pkvs,redis-always,redis-off",
+                   help="a subset of pkvs,redis-always,redis-off,floor (default %(default)s)")
     p.add_argument("--quick", action="store_true",
                    help="1 KiB, 50 clients, no pipeline, 1 repetition of 3 s")
     args = p.parse_args(argv)
@@ -323,6 +353,7 @@ def run(argv=None):
         "pkvs": lambda: PkvsServer("pkvs", pkvs_args, cpus[0], medium),
         "redis-always": lambda: RedisServer("redis-always", "always", cpus[0], medium),
         "redis-off": lambda: RedisServer("redis-off", "off", cpus[0], medium),
+        "floor": lambda: FloorServer("floor", cpus[0], medium),
     }
     names = [n for n in args.systems.split(",") if n]
     if set(names) - set(makers):
@@ -378,7 +409,10 @@ def run(argv=None):
     for i, pt in enumerate(points):
         for n in names:
             lines.append(row(pt, n, results[(i, n)]))
-    pairs = [(a, b) for a, b in (("pkvs", "redis-always"), ("pkvs", "redis-off"))
+    # floor/redis-*: the least any server answering over kernel TCP here
+    # could reach; pkvs-floor: pkvs's own work per op.
+    pairs = [(a, b) for a, b in (("pkvs", "redis-always"), ("pkvs", "redis-off"),
+                                 ("floor", "redis-always"), ("floor", "redis-off"))
              if a in names and b in names]
     ratio_lines = []
     for i, pt in enumerate(points):
@@ -390,6 +424,12 @@ def run(argv=None):
             if ca and cb and ta and tb:
                 ratio_lines.append(f"- {pt.workload}, c={pt.conns}: {a}/{b} ops/s {ta / tb:.2f}x, "
                                    f"CPU per op {ca / cb:.2f}x")
+        if "pkvs" in names and "floor" in names:
+            cp = harness.median_of([r for r in results[(i, "pkvs")] if r], "cpu_us_per_req")
+            cf = harness.median_of([r for r in results[(i, "floor")] if r], "cpu_us_per_req")
+            if cp and cf:
+                ratio_lines.append(f"- {pt.workload}, c={pt.conns}: pkvs's own work "
+                                   f"{cp - cf:+.2f} us/op over the floor's {cf:.2f}")
     notes = failures + client_notes(points, names, results)
     text = "\n\n".join(filter(None, [
         harness.header(f"Key-value stores over RESP: pkvs ({durability}"
