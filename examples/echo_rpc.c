@@ -73,7 +73,7 @@ int main(int argc, char **argv)
 			int r = ev->buf != PASTE_NO_BUF
 				? paste_port_send_store(pt, ev->conn, ev->buf, ev->off, ev->len, 0)
 				: paste_port_send(pt, ev->conn, ev->data, ev->len, 0);
-			if (r < 0)               /* out of memory: give up on this client */
+			if (r < 0)     /* out of memory: the port closes it after what was queued */
 				paste_port_close_conn(pt, ev->conn);
 		}
 	}
