@@ -716,6 +716,16 @@ int paste_body_feed(struct paste_body *b, const struct paste_body_config *cfg,
 		    struct paste_port *pt, const struct paste_event *ev,
 		    uint32_t off, uint32_t len);
 
+/* Add len bytes at p, bytes the service holds in its own memory (a
+ * command it put together across reads), to b by dense
+ * copy, as paste_body_feed copies: the same reserve and extent cap, the
+ * same -ENOSPC (b->error 507, references released, bytes still counted
+ * off b->left) and -EINVAL (b unchanged) for len > b->left. cfg may be
+ * NULL (defaults). Cost: the memcpy plus one paste_store_alloc per new
+ * buffer. */
+int paste_body_copy(struct paste_body *b, const struct paste_body_config *cfg,
+		    struct paste_store *st, const void *p, uint64_t len);
+
 /* Drop every reference b holds (paste_store_unref: one atomic per extent,
  * the store's mutex per buffer that becomes free) and make b idle (all
  * counts and b->error zero). Call it once the log took its own references

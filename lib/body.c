@@ -89,6 +89,33 @@ static int body_fail(struct paste_body *b, struct paste_store *st)
 	return BODY_FULL_ERRNO;
 }
 
+/* The dense copy both feed and copy make: fill the last copy buffer,
+ * then take fresh ones (the store's mutex each). The caller has counted
+ * the bytes off b->left. */
+static int copy_in(struct paste_body *b, struct paste_store *st, uint32_t reserve,
+		   const uint8_t *src, uint64_t len)
+{
+	uint32_t bs = paste_store_geom(st)->buf_size;
+	while (len) {
+		if (!b->copying || b->ext[b->n - 1].len == bs) {
+			uint32_t idx;
+			if (b->n == PASTE_BODY_MAX_EXTENTS || paste_store_nfree(st) < reserve ||
+			    paste_store_alloc(st, &idx, 1) != 1)
+				return body_fail(b, st);
+			b->ext[b->n++] = (struct paste_extent){ idx, 0, 0 };
+			b->bufs++;
+			b->copying = true;
+		}
+		struct paste_extent *e = &b->ext[b->n - 1];
+		uint32_t k = bs - e->len < len ? bs - e->len : (uint32_t)len;
+		memcpy(paste_store_buf(st, e->buf) + e->len, src, k);
+		e->len += k;
+		src += k;
+		len -= k;
+	}
+	return 0;
+}
+
 int paste_body_feed(struct paste_body *b, const struct paste_body_config *cfg,
 		    struct paste_port *pt, const struct paste_event *ev,
 		    uint32_t off, uint32_t len)
@@ -122,25 +149,20 @@ int paste_body_feed(struct paste_body *b, const struct paste_body_config *cfg,
 			return 0;
 		}
 	}
-	const uint8_t *src = ev->data + off;
-	while (len) {
-		if (!b->copying || b->ext[b->n - 1].len == bs) {
-			uint32_t idx;
-			if (b->n == PASTE_BODY_MAX_EXTENTS || paste_store_nfree(st) < reserve ||
-			    paste_store_alloc(st, &idx, 1) != 1)
-				return body_fail(b, st);
-			b->ext[b->n++] = (struct paste_extent){ idx, 0, 0 };
-			b->bufs++;
-			b->copying = true;
-		}
-		struct paste_extent *e = &b->ext[b->n - 1];
-		uint32_t k = bs - e->len < len ? bs - e->len : len;
-		memcpy(paste_store_buf(st, e->buf) + e->len, src, k);
-		e->len += k;
-		src += k;
-		len -= k;
-	}
-	return 0;
+	return copy_in(b, st, reserve, ev->data + off, len);
+}
+
+int paste_body_copy(struct paste_body *b, const struct paste_body_config *cfg,
+		    struct paste_store *st, const void *p, uint64_t len)
+{
+	if (!cfg)
+		cfg = &default_cfg;
+	if (len > b->left)
+		return -EINVAL;
+	b->left -= len;
+	if (b->error)
+		return BODY_FULL_ERRNO;
+	return copy_in(b, st, reserve_of(cfg), p, len);
 }
 
 void paste_body_release(struct paste_body *b, struct paste_store *st)

@@ -180,28 +180,12 @@ int kv_set_bytes(struct kv *kv, const void *key, uint32_t klen, const void *val,
 		int r = pack_value(kv, val, (uint32_t)len, &e);
 		return r ? r : set_extents(kv, key, klen, &e, 1, created);
 	}
-	/* Larger: dense copies into fresh buffers, as paste_body copies. */
-	uint32_t bs = paste_store_geom(kv->store)->buf_size;
-	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	uint32_t n = 0;
-	const uint8_t *p = val;
-	int r = 0;
-	while (len && r == 0) {
-		uint32_t idx, k = len < bs ? (uint32_t)len : bs;
-		if (n == PASTE_BTREE_MAX_EXTENTS || paste_store_alloc(kv->store, &idx, 1) != 1) {
-			r = -ENOSPC;
-			break;
-		}
-		memcpy(paste_store_buf(kv->store, idx), p, k);
-		ext[n++] = (struct paste_extent){ idx, 0, k };
-		p += k;
-		len -= k;
-	}
-	if (r == 0)
-		r = set_extents(kv, key, klen, ext, n, created);
-	for (uint32_t i = 0; i < n; i++)   /* the tree took its own references */
-		paste_store_unref(kv->store, ext[i].buf, false);
-	return r;
+	/* Larger: a dense copy into fresh buffers, as a body is copied. */
+	struct paste_body b = { 0 };
+	if (paste_body_begin(&b, &kv->bc, kv->store, len))
+		return -EFBIG;
+	paste_body_copy(&b, &kv->bc, kv->store, val, len);   /* failed: b.error */
+	return kv_set_body(kv, key, klen, &b, created);
 }
 
 int kv_set_body(struct kv *kv, const void *key, uint32_t klen, struct paste_body *b,

@@ -82,7 +82,9 @@ uint64_t kv_max_value(const struct kv *kv);
 int kv_set_body(struct kv *kv, const void *key, uint32_t klen, struct paste_body *b,
 		bool *created);
 /* SET from bytes in DRAM (RESP values that arrived inside the command,
- * INCR results): copied densely into fresh store buffers first. */
+ * INCR results): up to 512 bytes packed with other small values,
+ * larger ones copied densely into fresh buffers by paste_body_copy (the
+ * bodies' reserve applies: -ENOSPC below it). -EFBIG over max_value. */
 int kv_set_bytes(struct kv *kv, const void *key, uint32_t klen, const void *val,
 		 size_t len, bool *created);
 /* DEL: 1 deleted, 0 absent, or a negative errno. */

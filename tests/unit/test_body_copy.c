@@ -3,8 +3,9 @@
  * phttpd's wal_body (the reference in body_fixture.h): many tiny reads
  * (never out of extents, held space within max_held), copy mode byte
  * exact, holding again after copying, and random splits checked step by
- * step. Needs io_uring: without it nothing runs and the exit status is 77
- * (meson's skip).
+ * step; and paste_body_copy, bytes the service holds copied the same way.
+ * The feed tests need io_uring: without it only the copy test runs and
+ * the exit status is 77 (meson's skip).
  */
 #include "body_fixture.h"
 
@@ -204,6 +205,48 @@ static void test_random_vs_reference(void)
 	rig_close(&r);
 }
 
+/* paste_body_copy: bytes the service holds, copied densely in any
+ * pieces (each fills the last buffer before taking another), a piece
+ * longer than what is left refused with b unchanged, and the reserve:
+ * below it the body fails with 507 and releases what it took, and later
+ * pieces are still counted off b->left. No port involved. */
+static void test_copy_bytes(void)
+{
+	uint32_t len = 2 * bs + 300;
+	uint8_t *msg = malloc(len);
+	fill(msg, len, 7);
+	uint32_t free0 = paste_store_nfree(st);
+	struct paste_body b = { 0 };
+	CHECK_EQ(paste_body_begin(&b, NULL, st, len), 0);
+	uint32_t cuts[] = { 100, bs, 1, len - bs - 101 };
+	uint32_t at = 0;
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		CHECK_EQ(paste_body_copy(&b, NULL, st, msg + at, cuts[i]), 0);
+		at += cuts[i];
+		CHECK_EQ(b.left, (uint64_t)(len - at));
+	}
+	CHECK_EQ(b.n, 3u);                       /* dense: 2 full buffers and 300 bytes */
+	CHECK(body_equals(&b, msg, len));
+	check_one_ref_each(&b);
+	CHECK_EQ(paste_body_copy(&b, NULL, st, msg, 1), -EINVAL);   /* nothing left */
+	CHECK_EQ(b.n, 3u);
+	paste_body_release(&b, st);
+	check_idle(&b);
+	CHECK_EQ(paste_store_nfree(st), free0);
+
+	struct paste_body_config tight = { .reserve = free0 };  /* one buffer, not two */
+	CHECK_EQ(paste_body_begin(&b, &tight, st, len), 0);
+	CHECK_EQ(paste_body_copy(&b, &tight, st, msg, bs + 1), -ENOSPC);  /* 2nd buffer */
+	CHECK_EQ(b.error, 507);
+	CHECK_EQ(b.n, 0u);
+	CHECK_EQ(paste_store_nfree(st), free0);  /* the first buffer went back */
+	CHECK_EQ(paste_body_copy(&b, &tight, st, msg, len - bs - 1), -ENOSPC);
+	CHECK_EQ(b.left, 0u);
+	paste_body_release(&b, st);
+	check_idle(&b);
+	free(msg);
+}
+
 int main(void)
 {
 	static const struct body_test tests[] = {
@@ -211,6 +254,7 @@ int main(void)
 		{ test_copy_mode, true },
 		{ test_hold_after_copy, true },
 		{ test_random_vs_reference, true },
+		{ test_copy_bytes, false },
 	};
 	return body_run(tests, sizeof(tests) / sizeof(tests[0]));
 }
