@@ -391,9 +391,11 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 		r->len = 0;
 		if (res == PASTE_RESP_STREAM) {
 			uint64_t blen = cmd.argv[cmd.argc - 1].len;
-			if (blen < r->ps.cfg.stream_min) {
-				/* Short, only split across reads: gather the whole
-				 * command (head, bulk, CRLF) and run it as one. */
+			if (blen < r->ps.cfg.stream_min &&
+			    !(ps->svc->stream_split && ps->svc->stream_split(cmd.argv, cmd.argc))) {
+				/* Short, only split across reads, and the service
+				 * does not stream it: gather the whole command
+				 * (head, bulk, CRLF) and run it as one. */
 				if (!old && buf_append(r, (const uint8_t *)at, used)) {
 					resp_error(&x, "ERR out of memory");
 					resp_close(&x);

@@ -77,6 +77,12 @@ struct resp_service {
 			    const char **why);
 	void (*stream_data)(struct resp_ctx *x, const struct paste_event *ev, uint32_t off,
 			    uint32_t len);
+	/* A last bulk shorter than the parser's stream_min did not arrive in
+	 * one read: true streams it all the same (stream_begin...), false
+	 * (or no hook) gathers the whole command in the connection's buffer
+	 * and runs it through command(), a copy. A service that holds values
+	 * where they land says true for the commands it streams. */
+	bool (*stream_split)(const struct paste_resp_arg *argv, uint32_t argc);
 	/* The bulk and its CRLF are in: reply. */
 	void (*stream_end)(struct resp_ctx *x);
 	/* Release what the connection holds (a half-streamed value).

@@ -26,7 +26,6 @@
 #include "kv.h"
 #include "metrics.h"
 
-#define KV_PACK_MAX 512u
 
 static uint64_t mono_ms(void)
 {

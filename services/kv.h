@@ -25,6 +25,11 @@
 #include "http.h"
 #include "server.h"
 
+/* Values of at most this many bytes are packed densely with other small
+ * values (a 64-byte value must not pin a 2 KiB buffer), and a GET copies
+ * them into its reply; longer ones stay where they landed. */
+#define KV_PACK_MAX 512u
+
 struct kv_config {
 	bool copy;                      /* --copy: values copied into fresh buffers */
 	uint64_t max_value;             /* --max-value: larger values are refused */

@@ -6,10 +6,12 @@
  * SCAN/KEYS) are in kv_resp_admin.c.
  *
  * Values: a SET whose value landed in a packet buffer and is longer than
- * kv.c's pack limit stays there, zero copy (paste_body_feed holds the
- * buffer); a value streamed across reads (PASTE_RESP_STREAM) is gathered
- * the same way; values inside a reassembled command are copied.
- * GET replies go straight from the value's buffers.
+ * KV_PACK_MAX stays there, zero copy (paste_body_feed holds the buffer); a
+ * SET value that arrives across reads streams (PASTE_RESP_STREAM, and
+ * kv_stream_split for the short ones) and is held the same way; values
+ * inside a command that had to be put together (MSET's) are copied
+ * (paste_body_copy). GET replies go straight from the value's buffers
+ * (values of KV_PACK_MAX bytes or less are copied into the reply).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -55,7 +57,7 @@ static int set_arg(struct resp_ctx *x, struct kv *kv, const struct paste_resp_ar
 		   const struct paste_resp_arg *v, bool *created)
 {
 	const struct paste_event *ev = x->ev;
-	if (ev && ev->buf != PASTE_NO_BUF && v->len > 512 && v->p >= (const char *)ev->data &&
+	if (ev && ev->buf != PASTE_NO_BUF && v->len > KV_PACK_MAX && v->p >= (const char *)ev->data &&
 	    v->p + v->len <= (const char *)ev->data + ev->len) {
 		struct paste_body b = { 0 };
 		if (paste_body_begin(&b, &kv->bc, kv->store, v->len))
@@ -451,6 +453,15 @@ static int kv_stream_begin(struct resp_ctx *x, const struct paste_resp_arg *argv
 	return 0;
 }
 
+/* A SET whose value (over KV_PACK_MAX bytes, so held where it lands, not
+ * packed) did not arrive in one read: stream it into held buffers, as a
+ * long one, instead of gathering the command and copying the value
+ * twice (pipelined 1 KiB SETs split about every other value). */
+static bool kv_stream_split(const struct paste_resp_arg *argv, uint32_t argc)
+{
+	return argc == 3 && argv[2].len > KV_PACK_MAX && paste_resp_arg_eq(&argv[0], "SET");
+}
+
 static void kv_stream_data(struct resp_ctx *x, const struct paste_event *ev, uint32_t off,
 			   uint32_t len)
 {
@@ -487,6 +498,7 @@ const struct resp_service kv_resp_service = {
 	.command = kv_command,
 	.stream_begin = kv_stream_begin,
 	.stream_data = kv_stream_data,
+	.stream_split = kv_stream_split,
 	.stream_end = kv_stream_end,
 	.closed = kv_resp_closed,
 };

@@ -6,6 +6,8 @@ commands and malformed frames.
 Every test starts its own pkvs (HTTP and RESP on free ports of 127.0.0.1)
 with a store of its own and stops it, asserting a clean exit.
 """
+import base64
+import json
 import os
 import pty
 import select
@@ -15,7 +17,7 @@ import time
 import pytest
 import redis
 
-from conftest import RespConn, RespError, http_once, resp_command, tool
+from conftest import RespConn, RespError, http_once, resp_command, run_tool, tool
 
 ENGINE_ARGS = {"uring": ["--engine", "uring"], "epoll": ["--engine", "epoll"]}
 
@@ -246,11 +248,21 @@ def test_pipelining_and_inline(pkvs, engine):
         assert c.read_reply() == b"a b\tc"
 
 
-def test_values_put_together_across_reads(pkvs, engine):
-    """Values over 512 bytes that pkvs has to put together (a SET split
-    over several reads, MSET's values, which never stream) are copied into
-    the store densely (paste_body_copy): each reads back exact, after a
-    restart too."""
+def tree_extents(store):
+    """{key: [[buf, off, len], ...]} from paste-store dump --tree."""
+    cp = run_tool("--store", store, "dump", "--tree")
+    assert cp.returncode == 0, cp.stderr
+    return {base64.b64decode(d["key_b64"]): d["extents"]
+            for d in map(json.loads, cp.stdout.splitlines())}
+
+
+def test_values_split_across_reads(pkvs, engine):
+    """Values over 512 bytes that did not arrive in one read. A SET's value
+    streams into the buffers it landed in (uring: the first extent starts
+    after the command's head, an extent per read; before, the command was
+    gathered and the value copied into fresh buffers from offset 0).
+    MSET's values, which never stream, are copied densely
+    (paste_body_copy). Each reads back exact, after a restart too."""
     srv = pkvs.start(ENGINE_ARGS[engine])
     want = {b"split": os.urandom(3000), b"m1": os.urandom(1500), b"m2": os.urandom(2049),
             b"m3": os.urandom(513)}
@@ -268,6 +280,16 @@ def test_values_put_together_across_reads(pkvs, engine):
     with RespConn(srv.resp_port) as c:
         for k, v in want.items():
             assert c.command("GET", k) == v, k
+    srv.stop(keep_store=True)
+    ext = tree_extents(srv.store)
+    head = len(wire) - len(want[b"split"]) - 2
+    if engine == "uring":
+        # held where it landed: starts after the head, an extent per read
+        assert ext[b"split"][0][1] == head and len(ext[b"split"]) >= 2, ext[b"split"]
+        assert sum(e[2] for e in ext[b"split"]) == len(want[b"split"])
+    for k in (b"m1", b"m2"):                                # dense, from offset 0
+        assert ext[k][0][1] == 0 and all(e[2] in (2048, ext[k][-1][2]) for e in ext[k]), ext[k]
+    srv.remove_store()
 
 
 def test_argument_errors_keep_the_connection(pkvs):
