@@ -66,7 +66,7 @@ def free_port():
 
 
 class ForeignResp:
-    """A RESP server of ours that is not pkvs, pinned to cpu, in a directory
+    """A RESP server other than pkvs, started here pinned to cpu, in a directory
     of its own on the medium (removed at stop); ready when it answers PING.
     Subclasses give argv(dir, port)."""
 
