@@ -414,19 +414,19 @@ def run(argv=None):
     pairs = [(a, b) for a, b in (("pkvs", "redis-always"), ("pkvs", "redis-off"),
                                  ("floor", "redis-always"), ("floor", "redis-off"))
              if a in names and b in names]
+    def median(i, name, key):
+        return harness.median_of([r for r in results[(i, name)] if r], key)
+
     ratio_lines = []
     for i, pt in enumerate(points):
         for a, b in pairs:
-            ra = [r for r in results[(i, a)] if r]
-            rb = [r for r in results[(i, b)] if r]
-            ca, cb = harness.median_of(ra, "cpu_us_per_req"), harness.median_of(rb, "cpu_us_per_req")
-            ta, tb = harness.median_of(ra, "rps"), harness.median_of(rb, "rps")
+            ca, cb = median(i, a, "cpu_us_per_req"), median(i, b, "cpu_us_per_req")
+            ta, tb = median(i, a, "rps"), median(i, b, "rps")
             if ca and cb and ta and tb:
                 ratio_lines.append(f"- {pt.workload}, c={pt.conns}: {a}/{b} ops/s {ta / tb:.2f}x, "
                                    f"CPU per op {ca / cb:.2f}x")
         if "pkvs" in names and "floor" in names:
-            cp = harness.median_of([r for r in results[(i, "pkvs")] if r], "cpu_us_per_req")
-            cf = harness.median_of([r for r in results[(i, "floor")] if r], "cpu_us_per_req")
+            cp, cf = median(i, "pkvs", "cpu_us_per_req"), median(i, "floor", "cpu_us_per_req")
             if cp and cf:
                 ratio_lines.append(f"- {pt.workload}, c={pt.conns}: pkvs's own work "
                                    f"{cp - cf:+.2f} us/op over the floor's {cf:.2f}")

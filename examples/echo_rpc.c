@@ -70,11 +70,13 @@ int main(int argc, char **argv)
 			const struct paste_event *ev = &evs[i];
 			if (ev->type != PASTE_EV_DATA)
 				continue;        /* ACCEPT, CLOSED: no per-connection state here */
-			int r = ev->buf != PASTE_NO_BUF
-				? paste_port_send_store(pt, ev->conn, ev->buf, ev->off, ev->len, 0)
-				: paste_port_send(pt, ev->conn, ev->data, ev->len, 0);
-			if (r < 0)     /* out of memory: the port closes it after what was queued */
-				paste_port_close_conn(pt, ev->conn);
+			/* A reply that cannot be queued (no memory) closes the
+			 * connection in the port, after what was queued before
+			 * it: nothing is left for the app to do. */
+			if (ev->buf != PASTE_NO_BUF)
+				paste_port_send_store(pt, ev->conn, ev->buf, ev->off, ev->len, 0);
+			else
+				paste_port_send(pt, ev->conn, ev->data, ev->len, 0);
 		}
 	}
 	rc = 0;
