@@ -542,7 +542,9 @@ int paste_btree_clear(struct paste_btree *t, uint64_t *lsn);
 
 /* Look key up: 0 and its value's extents copied to ext[0..*n) (room for
  * PASTE_BTREE_MAX_EXTENTS), *len the value's bytes; -ENOENT when absent;
- * -EINVAL/-ENAMETOOLONG for a bad key. A descent: ~0.1-0.3 us. */
+ * -EINVAL/-ENAMETOOLONG for a bad key. A descent (bench/btree-get, keys
+ * like "key:000000001234"): ~60 ns with 100 keys, ~140 ns with 10 000,
+ * ~440 ns with 1 M (a tree larger than the cache). */
 int paste_btree_get(struct paste_btree *t, const void *key, uint32_t klen,
 		    struct paste_extent *ext, uint32_t *n, uint32_t *len);
 uint64_t paste_btree_count(const struct paste_btree *t);

@@ -322,7 +322,7 @@ static void apply_set(struct paste_btree *t, const uint8_t *key, uint32_t klen,
 	if (found) {
 		uint8_t *e = bt_entry(pg, i);
 		struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-		memcpy(ext, e + BT_FIX, BT_EXT * e[2]);
+		extents_copy(ext, e + BT_FIX, e[2]);
 		bt_release_later(t, ext, e[2]);
 		old = 2u + bt_esize(BT_LEAF, e);
 	} else {
@@ -353,7 +353,7 @@ static bool apply_del(struct paste_btree *t, const uint8_t *key, uint32_t klen)
 	uint8_t *pg = bt_pg(t, path.page[d]);
 	uint8_t *e = bt_entry(pg, i);
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	memcpy(ext, e + BT_FIX, BT_EXT * e[2]);
+	extents_copy(ext, e + BT_FIX, e[2]);
 	bt_release_later(t, ext, e[2]);
 	t->nkeys--;
 	uint32_t after = bt_used(pg) - 2u - bt_esize(BT_LEAF, e);
@@ -391,7 +391,7 @@ static void apply_clear(struct paste_btree *t)
 			for (uint32_t i = 0; i < h->nkeys; i++) {
 				uint8_t *e = bt_entry(pg, i);
 				struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-				memcpy(ext, e + BT_FIX, BT_EXT * e[2]);
+				extents_copy(ext, e + BT_FIX, e[2]);
 				bt_release_later(t, ext, e[2]);
 			}
 		}

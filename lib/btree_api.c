@@ -143,7 +143,7 @@ int paste_btree_clear(struct paste_btree *t, uint64_t *lsn)
 static void value_out(uint8_t *e, struct paste_extent *ext, uint32_t *n, uint32_t *len)
 {
 	if (ext)
-		memcpy(ext, e + BT_FIX, BT_EXT * e[2]);
+		extents_copy(ext, e + BT_FIX, e[2]);
 	if (n)
 		*n = e[2];
 	if (len)

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include "extent_internal.h"
 #include "paste.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the store format is little-endian");
@@ -220,8 +221,45 @@ static inline void bt_set_child(uint8_t *pg, uint32_t i, uint32_t child)
 		st32(bt_entry(pg, i - 1) + 4, child);
 }
 
+/* Big-endian word of the first min(n, 8) bytes at p, zero-padded: words
+ * compare as the bytes do. No load reaches past p + n (a key may end a
+ * mapping); the branches on n go the same way for keys of one size. */
+static inline uint64_t bt_be_word(const uint8_t *p, uint32_t n)
+{
+	uint64_t v;
+	if (n >= 8) {
+		memcpy(&v, p, 8);
+		return __builtin_bswap64(v);
+	}
+	if (n >= 4) {
+		uint32_t a = __builtin_bswap32(ld32(p)), b = __builtin_bswap32(ld32(p + n - 4));
+		return (uint64_t)a << 32 | (uint64_t)b << (8 * (8 - n));
+	}
+	if (n == 0)
+		return 0;
+	return (uint64_t)p[0] << 56 | (uint64_t)p[n >> 1] << (56 - 8 * (n >> 1)) |
+	       (uint64_t)p[n - 1] << (56 - 8 * (n - 1));
+}
+
+/* The key order: memcmp over the shorter length, then the shorter first.
+ * <0, 0, >0. Inline and a word at a time: a memcmp call per probe was a
+ * sixth of a lookup (bench/btree-get: 168 -> ~145 ns at 10 000 keys). Two
+ * equal words of which one ran out of bytes mean one key is a prefix of
+ * the other (the zero padding matched zeros or nothing): then the lengths
+ * decide. */
+static inline __attribute__((always_inline)) int bt_keycmp(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen)
+{
+	for (uint32_t at = 0;; at += 8) {
+		uint32_t ra = alen - at, rb = blen - at;
+		uint64_t wa = bt_be_word(a + at, ra), wb = bt_be_word(b + at, rb);
+		if (wa != wb)
+			return wa < wb ? -1 : 1;
+		if (ra <= 8 || rb <= 8)
+			return (alen > blen) - (alen < blen);
+	}
+}
+
 /* ---- lib/btree_page.c ---- */
-int bt_keycmp(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen);
 /* Leaf: first index with key >= k (*found when equal). Inner: the child
  * index to descend into (number of separators <= k). */
 uint32_t bt_search(uint8_t *pg, const uint8_t *k, uint32_t klen, bool *found);

@@ -98,6 +98,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "extent_internal.h"
 #include "wal_internal.h"
 
 /* The checkpoint fields of a lane that ckpt_write changes before its fence:
@@ -360,7 +361,7 @@ int paste_wal_append(struct paste_wal *w, uint32_t lane, struct paste_persist *p
 	 * out, and clearing all 64 extents was ~1 % of a WAL server's CPU. */
 	struct rec_copy rc;
 	rc.h = (struct wal_rec){ .type = REC_DATA, .nexts = (uint16_t)n, .len = (uint32_t)total };
-	memcpy(rc.ext, ext, 12u * n);
+	extents_copy(rc.ext, ext, n);
 	rc.h.data_crc = data_crc(w, rc.ext, n);
 	uint32_t size = rec_size(n);
 

@@ -180,7 +180,8 @@ int kv_set_bytes(struct kv *kv, const void *key, uint32_t klen, const void *val,
 		return r ? r : set_extents(kv, key, klen, &e, 1, created);
 	}
 	/* Larger: a dense copy into fresh buffers, as a body is copied. */
-	struct paste_body b = { 0 };
+	struct paste_body b;   /* begin wants n and bufs 0 and sets the rest: no */
+	b.n = b.bufs = 0;      /* memset of its 64 extents (~20 ns) per SET */
 	if (paste_body_begin(&b, &kv->bc, kv->store, len))
 		return -EFBIG;
 	paste_body_copy(&b, &kv->bc, kv->store, val, len);   /* failed: b.error */

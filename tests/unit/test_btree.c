@@ -1,6 +1,6 @@
 /* test_btree.c - the B+tree's operations: get/set/del/clear and their
- * errors, every key size 1..512, splits and merges down to an empty tree,
- * ordered iteration and range scans (also while the tree changes), and
+ * errors, every key size 1..512, keys of the bytes compares get wrong,
+ * splits and merges down to an empty tree, ordered iteration and range scans (also while the tree changes), and
  * the references of replaced values, dropped only once durable. */
 #include "btree_fixture.h"
 
@@ -164,6 +164,102 @@ static void test_key_sizes(void)
 	CHECK_EQ(in.pages_used, 0);
 	CHECK_EQ(paste_btree_maintain(E.t) >= 0, 1);
 	CHECK_EQ(audit_refs(&E), 0);
+	tenv_finish(&E);
+}
+
+/* Keys of the bytes a compare gets wrong: 0x00 (a shorter key padded
+ * with zeros must still sort first: "ab" < "ab\0"), 0x01, 0x7f, 0x80 and
+ * 0xff (unsigned order), at every length 1-4, and families sharing a
+ * prefix at lengths 5-18 (word boundaries of a compare done 4 or 8 bytes
+ * at a time). Every other key is stored: lookups of both halves, the
+ * order of a full scan, and a cursor started at each absent key (the
+ * search's lower bound) checked against memcmp order. */
+#define KB_MAX 2200u
+static uint8_t kb_key[KB_MAX][20];
+static uint32_t kb_len[KB_MAX];
+static int kb_cmp(const void *a, const void *b)
+{
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+	uint32_t m = kb_len[i] < kb_len[j] ? kb_len[i] : kb_len[j];
+	int c = memcmp(kb_key[i], kb_key[j], m);
+	return c ? c : (int)kb_len[i] - (int)kb_len[j];
+}
+
+static void test_key_bytes(void)
+{
+	static const uint8_t al[5] = { 0x00, 0x01, 0x7f, 0x80, 0xff };
+	uint32_t n = 0;
+	for (uint32_t len = 1; len <= 4; len++) {
+		uint32_t combos = 1;
+		for (uint32_t i = 0; i < len; i++)
+			combos *= 5;
+		for (uint32_t c = 0, x; c < combos; c++) {
+			x = c;
+			for (uint32_t i = 0; i < len; i++, x /= 5)
+				kb_key[n][i] = al[x % 5];
+			kb_len[n++] = len;
+		}
+	}
+	for (uint32_t len = 5; len <= 18; len++)
+		for (uint32_t last = 0; last < 5; last++)
+			for (uint32_t pad = 0; pad < 5; pad++) {
+				memcpy(kb_key[n], "key:00000000000000", len);
+				kb_key[n][len - 1] = al[last];
+				if (len >= 6)
+					kb_key[n][len - 2] = al[pad];
+				kb_len[n++] = len;
+			}
+	static uint32_t order[KB_MAX];
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = i;
+	qsort(order, n, sizeof(order[0]), kb_cmp);
+	uint32_t u = 0;                      /* drop duplicates (the families repeat) */
+	for (uint32_t i = 0; i < n; i++)
+		if (!u || kb_cmp(&order[u - 1], &order[i]) != 0)
+			order[u++] = order[i];
+	CHECK(u > 1000);
+	setup("keybytes", PASTE_DUR_NONE);
+	uint32_t bad_set = 0, bad_get = 0, bad_seek = 0, half = (u + 1) / 2;
+	for (uint32_t j = 0; j < half; j++) {   /* every other key in memcmp order, */
+		uint32_t p = half % 7919u ? 7919u : 7907u;
+		uint32_t i = order[2 * (uint32_t)((uint64_t)j * p % half)];   /* scrambled */
+		struct paste_extent v = val(i, i % 1000, kb_len[i]);
+		bad_set += paste_btree_set(E.t, kb_key[i], kb_len[i], &v, 1, NULL) != 0;
+	}
+	CHECK_EQ(bad_set, 0);
+	CHECK_EQ(tree_check(E.t), 0);
+	for (uint32_t r = 0; r < u; r++) {
+		uint32_t i = order[r], en, vlen;
+		struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+		int g = paste_btree_get(E.t, kb_key[i], kb_len[i], ext, &en, &vlen);
+		bad_get += r % 2 ? g != -ENOENT : g != 0 || vlen != kb_len[i];
+		if (r % 2 == 0)
+			continue;
+		struct paste_btree_cursor c;
+		const uint8_t *key;
+		uint32_t klen;
+		paste_btree_cursor_init(&c, E.t, kb_key[i], kb_len[i]);
+		int got = paste_btree_cursor_next(&c, &key, &klen, NULL, NULL, NULL);
+		if (r + 1 < u) {
+			uint32_t want = order[r + 1];
+			bad_seek += got != 1 || klen != kb_len[want] || memcmp(key, kb_key[want], klen);
+		} else {
+			bad_seek += got != 0;
+		}
+	}
+	CHECK_EQ(bad_get, 0);
+	CHECK_EQ(bad_seek, 0);
+	struct paste_btree_cursor c;
+	const uint8_t *key;
+	uint32_t klen, seen = 0, bad_order = 0;
+	paste_btree_cursor_init(&c, E.t, NULL, 0);
+	while (paste_btree_cursor_next(&c, &key, &klen, NULL, NULL, NULL) == 1) {
+		uint32_t want = order[2 * seen];
+		bad_order += 2 * seen >= u || klen != kb_len[want] || memcmp(key, kb_key[want], klen);
+		seen++;
+	}
+	CHECK_EQ(seen, (u + 1) / 2);
+	CHECK_EQ(bad_order, 0);
 	tenv_finish(&E);
 }
 
@@ -471,6 +567,7 @@ int main(void)
 	make_dir("btree");
 	test_basics();
 	test_key_sizes();
+	test_key_bytes();
 	test_splits_merges();
 	test_cursors();
 	test_release_when_durable();
