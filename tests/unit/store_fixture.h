@@ -61,6 +61,21 @@ static inline void poke(const char *p, off_t off, const void *b, size_t n)
 	close(fd);
 }
 
+/* Invert the byte at off: a change whatever it held (writing a fixed
+ * byte left a random uuid byte that already held it unchanged, 1 run in
+ * 256). */
+static inline void flip(const char *p, off_t off)
+{
+	uint8_t b = 0;
+	int fd = open(p, O_RDWR);
+	if (pread(fd, &b, 1, off) != 1)
+		perror("flip");
+	b = (uint8_t)~b;
+	if (pwrite(fd, &b, 1, off) != 1)
+		perror("flip");
+	close(fd);
+}
+
 static inline struct paste_store *create_small(void)
 {
 	struct paste_store *st = NULL;

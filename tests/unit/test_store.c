@@ -182,8 +182,7 @@ static void test_validation_errors(void)
 	expect_open_error(NULL, -EPROTO, "layout version 3, this build reads 2");
 
 	paste_store_close(create_small());
-	uint8_t x = 0x5a;
-	poke(path, SB_UUID + 3, &x, 1);
+	flip(path, SB_UUID + 3);
 	expect_open_error(NULL, -EBADMSG, "superblock checksum mismatch: corrupted");
 
 	/* A checksum-valid superblock whose geometry cannot be right. */

@@ -94,8 +94,7 @@ static void test_upgrade_v1(void)
 	/* What is not a sound version-1 store is left alone. */
 	paste_store_close(create_no_nodes());
 	to_v1();
-	uint8_t x = 0x5a;
-	poke(path, SB_UUID, &x, 1);
+	flip(path, SB_UUID);
 	size_t blen;
 	uint8_t *before = read_file(path, &blen);
 	CHECK_EQ(paste_store_upgrade(path, &err), -EBADMSG);
