@@ -53,6 +53,13 @@ static void key_of(char *k, uint64_t i)
 	memcpy(k, tmp, KLEN);
 }
 
+/* Key id's value: 64 bytes somewhere in one of the pool's buffers, so a
+ * lookup can be checked against what was set. */
+static struct paste_extent value_of(const uint32_t *pool, uint64_t id)
+{
+	return (struct paste_extent){ pool[id % POOL], (uint32_t)(id % 16) * 64, 64 };
+}
+
 static uint64_t parse_count(const char *s, const char *what)
 {
 	char *end;
@@ -107,22 +114,21 @@ int main(int argc, char **argv)
 	char k[KLEN];
 	for (uint64_t i = 0; i < nkeys; i++) {
 		uint64_t id = i * P % nkeys;
-		struct paste_extent v = { pool[id % POOL], (uint32_t)(id % 16) * 64, 64 };
+		struct paste_extent v = value_of(pool, id);
 		key_of(k, id);
 		int r = paste_btree_set(t, k, KLEN, &v, 1, NULL);
-		if (r == 0 && i % 4096 == 0)
-			r = paste_btree_maintain(t) < 0 ? -EIO : 0;
+		if (r == 0 && i % 4096 == 0 && (r = paste_btree_maintain(t)) > 0)
+			r = 0;
 		if (r < 0) {
 			fprintf(stderr, "btree-get: set %" PRIu64 ": %s\n", i, strerror(-r));
 			goto out;
 		}
 	}
-	if ((rc = paste_btree_checkpoint(t)) < 0) {
-		fprintf(stderr, "btree-get: checkpoint: %s\n", strerror(-rc));
-		rc = 1;
+	int c = paste_btree_checkpoint(t);
+	if (c < 0) {
+		fprintf(stderr, "btree-get: checkpoint: %s\n", strerror(-c));
 		goto out;
 	}
-	rc = 1;
 	static char ring[RING][KLEN];
 	static uint64_t ids[RING];
 	for (uint32_t i = 0; i < RING; i++) {
@@ -135,9 +141,10 @@ int main(int argc, char **argv)
 		uint32_t r = (uint32_t)(i % RING);
 		struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 		uint32_t n, len;
+		struct paste_extent want = value_of(pool, ids[r]);
 		int g = paste_btree_get(t, ring[r], KLEN, ext, &n, &len);
-		wrong += g != 0 || n != 1 || len != 64 || ext[0].buf != pool[ids[r] % POOL] ||
-			 ext[0].off != (uint32_t)(ids[r] % 16) * 64;
+		wrong += g != 0 || n != 1 || len != want.len || ext[0].buf != want.buf ||
+			 ext[0].off != want.off;
 	}
 	double ns = (now_ns() - t0) / (double)lookups;
 	struct paste_btree_info in;

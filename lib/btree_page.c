@@ -12,8 +12,9 @@
  * and < entry i+1's).
  *
  * Costs: a search is a binary search over the slots with one inline
- * compare per probe (bt_keycmp: a word at a time); an insert or remove moves slots (2 bytes each) and copies one
- * entry; a compaction copies the page once (~0.3 us).
+ * compare per probe (bt_keycmp: a word at a time); an insert or remove
+ * moves slots (2 bytes each) and copies one entry; a compaction copies
+ * the page once (~0.3 us).
  */
 #include <stdlib.h>
 #include "btree_internal.h"

@@ -98,7 +98,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "extent_internal.h"
 #include "wal_internal.h"
 
 /* The checkpoint fields of a lane that ckpt_write changes before its fence:

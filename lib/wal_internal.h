@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "extent_internal.h"
 #include "paste.h"
 
 #define WAL_MAGIC   0x4c415750u   /* "PWAL" */

@@ -24,7 +24,7 @@ static enum stop rec_load(const struct wal_lane *l, uint64_t off, struct rec_cop
 	if (rc->h.nexts > PASTE_WAL_MAX_EXTENTS || rc->h.size != rec_size(rc->h.nexts) ||
 	    rc->h.size > l->size - off)
 		return STOP_SIZE;
-	memcpy(rc->ext, l->base + off + REC_HDR, 12u * rc->h.nexts);
+	extents_copy(rc->ext, l->base + off + REC_HDR, rc->h.nexts);
 	if (rc->h.hdr_crc != rec_hdr_crc(&rc->h))
 		return STOP_HDR_CRC;
 	/* LSNs this high are refused at open, so one here is damage; it would
@@ -268,7 +268,7 @@ static int check_record(void *arg, uint64_t lsn, uint32_t lane, const struct pas
 	uint64_t total;
 	const char *why = NULL;
 	n = n < PASTE_WAL_MAX_EXTENTS ? n : PASTE_WAL_MAX_EXTENTS;
-	memcpy(copy, ext, 12u * n);
+	extents_copy(copy, ext, n);
 	if (!extents_ok(cs->w, copy, n, &total) || total != len)
 		why = "extents outside the buffer area";
 	else if (data_crc(cs->w, copy, n) != crc)

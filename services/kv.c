@@ -26,7 +26,6 @@
 #include "kv.h"
 #include "metrics.h"
 
-
 static uint64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -180,8 +179,8 @@ int kv_set_bytes(struct kv *kv, const void *key, uint32_t klen, const void *val,
 		return r ? r : set_extents(kv, key, klen, &e, 1, created);
 	}
 	/* Larger: a dense copy into fresh buffers, as a body is copied. */
-	struct paste_body b;   /* begin wants n and bufs 0 and sets the rest: no */
-	b.n = b.bufs = 0;      /* memset of its 64 extents (~20 ns) per SET */
+	struct paste_body b;
+	kv_body_idle(&b);
 	if (paste_body_begin(&b, &kv->bc, kv->store, len))
 		return -EFBIG;
 	paste_body_copy(&b, &kv->bc, kv->store, val, len);   /* failed: b.error */

@@ -30,6 +30,14 @@
  * them into its reply; longer ones stay where they landed. */
 #define KV_PACK_MAX 512u
 
+/* Make a body on the stack idle for paste_body_begin, which wants n and
+ * bufs 0 and sets the rest: not `= { 0 }`, a memset of its 64 extents
+ * (~20 ns) on every SET. */
+static inline void kv_body_idle(struct paste_body *b)
+{
+	b->n = b->bufs = 0;
+}
+
 struct kv_config {
 	bool copy;                      /* --copy: values copied into fresh buffers */
 	uint64_t max_value;             /* --max-value: larger values are refused */
