@@ -413,12 +413,15 @@ int bt_apply(struct paste_btree *t, const struct paste_btree_record *r, uint64_t
 	switch (r->op) {
 	case PASTE_BTREE_SET:
 		apply_set(t, key, r->klen, r->val, r->n, r->vlen);
+		bt_point_set(&t->point, key, r->klen, r->val, r->n, r->vlen);
 		break;
 	case PASTE_BTREE_DEL:
 		rc = apply_del(t, key, r->klen) ? 0 : -ENOENT;
+		bt_point_del(&t->point, key, r->klen);
 		break;
 	case PASTE_BTREE_CLEAR:
 		apply_clear(t);
+		bt_point_clear(&t->point);
 		break;
 	}
 	if (lsn > t->last_lsn)

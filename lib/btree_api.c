@@ -91,7 +91,8 @@ int paste_btree_del(struct paste_btree *t, const void *key, uint32_t klen, uint6
 	if (!t || rc)
 		return t ? rc : -EINVAL;
 	struct bt_path path;
-	if (!t->root || !bt_descend(t, key, klen, &path))
+	int pr = bt_point_get(&t->point, key, klen, NULL, NULL, NULL);
+	if (pr == -ENOENT || (pr > 0 && (!t->root || !bt_descend(t, key, klen, &path))))
 		return -ENOENT;
 	if (!t->p)
 		return -EROFS;
@@ -112,8 +113,8 @@ static uint64_t count_extents(struct paste_btree *t)
 {
 	uint64_t n = 0;
 	for (uint32_t no = BT_FIRST_PAGE; no < t->hwm; no++) {
-		uint8_t *pg = bt_pg(t, no);
-		if ((t->ps[no] & PS_STATE) != PS_USED || bt_h(pg)->type != BT_LEAF)
+		uint8_t *pg = bt_used_leaf(t, no);
+		if (!pg)
 			continue;
 		for (uint32_t i = 0; i < bt_h(pg)->nkeys; i++)
 			n += bt_entry(pg, i)[2];
@@ -156,6 +157,8 @@ int paste_btree_get(struct paste_btree *t, const void *key, uint32_t klen,
 	int rc = key_ok(key, klen);
 	if (!t || rc)
 		return t ? rc : -EINVAL;
+	if ((rc = bt_point_get(&t->point, key, klen, ext, n, len)) <= 0)
+		return rc;
 	struct bt_path path;
 	if (!t->root || !bt_descend(t, key, klen, &path))
 		return -ENOENT;
@@ -263,6 +266,7 @@ static void tree_free(struct paste_btree *t)
 	free(t->pending);
 	free(t->dirty);
 	free(t->rel);
+	bt_point_drop(&t->point);
 	free(t);
 }
 
@@ -360,6 +364,14 @@ int paste_btree_open(struct paste_btree **out, struct paste_store *st, struct pa
 				rc = paste_error_set(err, (int)r, "%s: cannot truncate the log to the tree's "
 						     "checkpoint: %s", path, strerror((int)-r));
 		}
+	}
+	/* The point index, after the replay (which it would only have to
+	 * follow): read-only opens (check, dump) do without. Out of memory
+	 * for it is no error: lookups descend the tree. */
+	if (rc == 0 && p && !cfg->no_point_index) {
+		uint64_t t0 = bt_now_ns();
+		bt_point_build(t);
+		t->recovery_ns += bt_now_ns() - t0;
 	}
 	if (rc < 0) {
 		tree_free(t);

@@ -334,5 +334,7 @@ void paste_btree_info(const struct paste_btree *t, struct paste_btree_info *out)
 	out->replay_skipped = t->skipped;
 	out->recovery_ns = t->recovery_ns;
 	out->walk_ns = t->walk_ns;
+	out->point_keys = t->point.on ? t->point.used : 0;
+	out->point_bytes = t->point.on ? 64ull * (t->point.mask + 1ull) : 0;
 	out->header_buf = t->hbuf;
 }

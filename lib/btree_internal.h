@@ -104,6 +104,16 @@ struct bt_path {
 	uint32_t depth;
 };
 
+/* The point index (lib/btree_point.c): key -> value extent in DRAM, for
+ * keys of at most BT_POINT_KEY bytes. */
+#define BT_POINT_KEY 40u
+struct bt_pslot;
+struct bt_point {
+	struct bt_pslot *slot;        /* mask + 1 slots */
+	uint32_t mask, used;
+	bool on;                      /* false: not built, or dropped (ENOMEM) */
+};
+
 /* A buffer reference to drop once persist epoch `epoch` is durable. */
 struct bt_release {
 	uint64_t epoch;
@@ -155,6 +165,8 @@ struct paste_btree {
 	uint64_t checkpoints, replayed, skipped, recovery_ns, walk_ns;
 	char note[160];               /* what recovery said */
 
+	struct bt_point point;
+
 	/* scratch: the node being fixed, its sibling, a combination, the parent */
 	struct bt_wide *wide[4];
 	uint8_t entry[BT_MAX_LEAF_ENTRY];
@@ -198,6 +210,14 @@ static inline const uint8_t *bt_ekey(uint8_t type, const uint8_t *e)
 static inline uint8_t *bt_entry(uint8_t *pg, uint32_t i)
 {
 	return pg + bt_slots(pg)[i];
+}
+
+/* Page no if it is a leaf of the tree, else NULL: for loops over every
+ * leaf (clear, the point index, recovery's failure path). */
+static inline uint8_t *bt_used_leaf(const struct paste_btree *t, uint32_t no)
+{
+	uint8_t *pg = bt_pg(t, no);
+	return (t->ps[no] & PS_STATE) == PS_USED && bt_h(pg)->type == BT_LEAF ? pg : NULL;
 }
 
 /* Bytes of a page's capacity in use (slots + entries). */
@@ -295,6 +315,22 @@ int bt_append(struct paste_btree *t, uint8_t op, const uint8_t *key, uint32_t kl
 	      const struct paste_extent *val, uint32_t n, uint32_t vlen, uint64_t *lsn);
 int bt_meta_read(const struct paste_btree *t, int slot, struct bt_meta *m);
 uint64_t bt_now_ns(void);
+
+/* ---- lib/btree_point.c ---- */
+/* Kept in step with the tree by bt_apply; no-ops while not built. */
+void bt_point_set(struct bt_point *pi, const uint8_t *key, uint32_t klen,
+		  const struct paste_extent *ext, uint32_t n, uint32_t vlen);
+void bt_point_del(struct bt_point *pi, const uint8_t *key, uint32_t klen);
+void bt_point_clear(struct bt_point *pi);
+/* 0: found (ext[0..*n) filled, n <= 1), -ENOENT: not in the tree, 1: ask
+ * the tree (a long key, a value of several extents, no index). */
+int bt_point_get(const struct bt_point *pi, const uint8_t *key, uint32_t klen,
+		 struct paste_extent *ext, uint32_t *n, uint32_t *len);
+/* (Re)build from the leaves; -ENOMEM leaves no index. */
+int bt_point_build(struct paste_btree *t);
+void bt_point_drop(struct bt_point *pi);
+/* NULL, or what disagrees with the tree. */
+const char *bt_point_check(struct paste_btree *t);
 
 /* ---- lib/btree_recover.c ---- */
 int bt_recover(struct paste_btree *t, struct paste_error *err);

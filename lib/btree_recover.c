@@ -224,8 +224,8 @@ int bt_recover(struct paste_btree *t, struct paste_error *err)
 		/* Give back what the tree holds: nobody will release it. */
 		struct paste_extent ext;
 		for (uint32_t no = BT_FIRST_PAGE; no < t->hwm; no++) {
-			uint8_t *pg = bt_pg(t, no);
-			if ((t->ps[no] & PS_STATE) != PS_USED || bt_h(pg)->type != BT_LEAF)
+			uint8_t *pg = bt_used_leaf(t, no);
+			if (!pg)
 				continue;
 			for (uint32_t i = 0; i < bt_h(pg)->nkeys; i++) {
 				const uint8_t *e = bt_entry(pg, i);
@@ -286,6 +286,9 @@ int paste_btree_check(struct paste_btree *t, struct paste_error *err)
 				 "(first: buffer %u, named %u times, %u references)", short_refs,
 				 first_short, wk.bufrefs[first_short],
 				 paste_store_refcount(t->st, first_short));
+	const char *pw = wk.problems ? NULL : bt_point_check(t);
+	if (pw)
+		problems++, paste_error_append(err, "%s", pw);
 	if (t->meta_slot >= 0) {
 		struct bt_meta m;
 		if (bt_meta_read(t, t->meta_slot, &m) != 0 || m.seq != t->meta_seq)

@@ -87,6 +87,39 @@ def test_redis_cli_info_config_command(pkvs):
     assert out == "OK\ntester\n", out
 
 
+def info_fields(port, section):
+    return dict(line.split(":", 1) for line in cli(port, "INFO", section).splitlines()
+                if ":" in line)
+
+
+@pytest.mark.parametrize("no_index", [False, True])
+def test_point_index_through_redis_cli(pkvs, no_index):
+    """GETs of short keys (answered by the DRAM point index) and of long
+    ones (by the tree), hits and misses, before and after a restart that
+    rebuilds the index; --no-point-index turns it off and answers the same."""
+    srv = pkvs.start(["--no-point-index"] if no_index else [])
+    p = srv.resp_port
+    keys = {f"k{i}": f"v{i}" for i in range(300)}
+    keys.update({("L" * 41) + str(i): "long" + str(i) for i in range(20)})  # over 40 bytes
+    for k, v in keys.items():
+        assert cli(p, "SET", k, v) == "OK\n"
+    for k in list(keys)[::3]:
+        assert cli(p, "DEL", k) == "1\n"
+        del keys[k]
+    for attempt in ("before", "after"):
+        pers = info_fields(p, "persistence")
+        short = sum(1 for k in keys if len(k) <= 40)
+        assert int(pers["pkvs_point_index_keys"]) == (0 if no_index else short), (attempt, pers)
+        assert (int(pers["pkvs_point_index_bytes"]) == 0) == no_index, (attempt, pers)
+        for k, v in keys.items():
+            assert cli(p, "GET", k) == v + "\n", (attempt, k)
+        for k in ("k0", "k3", "absent", "L" * 45):
+            if k not in keys:
+                assert cli(p, "GET", k) == "\n", (attempt, k)
+        srv.restart()
+        p = srv.resp_port
+
+
 def test_redis_cli_interactive(pkvs):
     """redis-cli on a pseudo-terminal: interactive mode asks COMMAND DOCS
     first (for hints) and must still work."""

@@ -306,7 +306,7 @@ static void test_recovery_time(void)
 	CHECK_EQ(in.keys, n);
 	CHECK_EQ(in.replayed, n ? 20000 : 0);
 	printf("recovery of %u keys (%u pages, height %u): %.1f ms (walk %.1f ms, replay of %llu "
-	       "records %.1f ms); building took %.1f s of CPU\n", n, pages, height, ms(in.recovery_ns),
+	       "records and the point index %.1f ms); building took %.1f s of CPU\n", n, pages, height, ms(in.recovery_ns),
 	       ms(in.walk_ns), (unsigned long long)in.replayed, ms(in.recovery_ns - in.walk_ns), build_s);
 	CHECK_EQ(paste_btree_checkpoint(E.t), 0);
 	CHECK_EQ(tenv_reopen(&E), true);

@@ -1,0 +1,248 @@
+/*
+ * btree_point.c - the tree's point index: a hash table in DRAM from key to
+ * value extents, beside the persistent tree, for point lookups.
+ *
+ * Why: a lookup in the tree is a descent of dependent loads (slot, entry,
+ * key, a mispredicted branch per probe), and with a batch's values and the
+ * kernel's buffers streaming through the cache the leaves are cold. In
+ * pkvs's pipelined GET the descent was a fifth of the server's CPU. One
+ * probe here is a CRC32C of the key and, most often, one 64-byte line.
+ *
+ * What it holds: every key of at most BT_POINT_KEY bytes, with its value's
+ * extent when the value has at most one (longer keys are not indexed).
+ * For keys that short the index is the whole truth: a miss is a miss. A
+ * value of several extents is marked "in the tree" and read from there.
+ *
+ * It is not persistent and never written to the store: it is built by a
+ * scan of the leaves after recovery, and every later change goes through
+ * bt_apply, which updates it in the same step as the tree (one thread owns
+ * a tree). Should it fail to grow (ENOMEM) it is dropped and lookups
+ * descend the tree as before: it can be missing, never wrong.
+ *
+ * Cost: 64 bytes a slot, a table at most 3/4 full and doubled when it
+ * would be fuller: 85-170 bytes of DRAM per indexed key (1 M keys: 128
+ * MiB at most), a CRC32C and a probe per SET and DEL (~2 % of a pipelined
+ * SET), and a rehash of everything at each doubling.
+ *
+ * Linear probing with backward-shift deletion (no tombstones): a probe
+ * sequence never has holes, so a lookup stops at the first empty slot.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "btree_internal.h"
+
+enum { PT_EMPTY = 0, PT_VALUE = 1, PT_TREE = 2 };
+
+struct bt_pslot {
+	uint32_t hash;
+	uint16_t klen;
+	uint8_t state;              /* PT_* */
+	uint8_t n;                  /* PT_VALUE: extents (0 or 1) */
+	struct paste_extent ext;
+	uint32_t vlen;
+	uint8_t key[BT_POINT_KEY];
+};
+_Static_assert(sizeof(struct bt_pslot) == 64, "a slot is one cache line");
+
+#define PT_MIN_SLOTS 1024u
+
+static uint32_t key_hash(const uint8_t *key, uint32_t klen)
+{
+	return paste_crc32c(0, key, klen);
+}
+
+/* The slot holding key, or the empty slot ending its probe sequence. */
+static struct bt_pslot *probe(const struct bt_point *pi, uint32_t h, const uint8_t *key,
+			      uint32_t klen)
+{
+	for (uint32_t i = h & pi->mask;; i = (i + 1) & pi->mask) {
+		struct bt_pslot *s = &pi->slot[i];
+		if (s->state == PT_EMPTY ||
+		    (s->hash == h && s->klen == klen && memcmp(s->key, key, klen) == 0))
+			return s;
+	}
+}
+
+static void fill(struct bt_pslot *s, uint32_t h, const uint8_t *key, uint32_t klen,
+		 const struct paste_extent *ext, uint32_t n, uint32_t vlen)
+{
+	s->hash = h;
+	s->klen = (uint16_t)klen;
+	memcpy(s->key, key, klen);
+	s->state = n <= 1 ? PT_VALUE : PT_TREE;
+	s->n = n <= 1 ? (uint8_t)n : 0;
+	if (n == 1)
+		s->ext = ext[0];
+	s->vlen = vlen;
+}
+
+/* A table of cap slots (a power of two) holding what pi holds. */
+static int resize(struct bt_point *pi, uint32_t cap)
+{
+	/* Anonymous zero pages; huge pages where the kernel gives them (a
+	 * 4 KiB page fault per 64 slots was half of building the index of
+	 * 1 M keys). */
+	size_t bytes = (size_t)cap * sizeof(struct bt_pslot);
+	struct bt_pslot *ns = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				   -1, 0);
+	if (ns == MAP_FAILED)
+		return -ENOMEM;
+	if (bytes >= (2u << 20))
+		madvise(ns, bytes, MADV_HUGEPAGE);
+	struct bt_point np = { .slot = ns, .mask = cap - 1, .used = pi->used, .on = true };
+	for (uint32_t i = 0; pi->slot && i <= pi->mask; i++) {
+		const struct bt_pslot *s = &pi->slot[i];
+		if (s->state != PT_EMPTY)
+			*probe(&np, s->hash, s->key, s->klen) = *s;
+	}
+	bt_point_drop(pi);
+	*pi = np;
+	return 0;
+}
+
+static int grow(struct bt_point *pi)
+{
+	if (pi->slot && pi->mask + 1 > (1u << 30))
+		return -ENOMEM;
+	return resize(pi, pi->slot ? 2 * (pi->mask + 1) : PT_MIN_SLOTS);
+}
+
+void bt_point_drop(struct bt_point *pi)
+{
+	if (pi->slot)
+		munmap(pi->slot, (size_t)(pi->mask + 1) * sizeof(struct bt_pslot));
+	memset(pi, 0, sizeof(*pi));
+}
+
+void bt_point_set(struct bt_point *pi, const uint8_t *key, uint32_t klen,
+		  const struct paste_extent *ext, uint32_t n, uint32_t vlen)
+{
+	if (!pi->on || klen > BT_POINT_KEY)
+		return;
+	uint32_t h = key_hash(key, klen);
+	struct bt_pslot *s = probe(pi, h, key, klen);
+	if (s->state == PT_EMPTY) {
+		if (4ull * (pi->used + 1) > 3ull * (pi->mask + 1)) {
+			if (grow(pi) < 0) {
+				bt_point_drop(pi);   /* lookups descend the tree */
+				return;
+			}
+			s = probe(pi, h, key, klen);
+		}
+		pi->used++;
+	}
+	fill(s, h, key, klen, ext, n, vlen);
+}
+
+void bt_point_del(struct bt_point *pi, const uint8_t *key, uint32_t klen)
+{
+	if (!pi->on || klen > BT_POINT_KEY)
+		return;
+	struct bt_pslot *s = probe(pi, key_hash(key, klen), key, klen);
+	if (s->state == PT_EMPTY)
+		return;
+	/* Backward shift: move each later slot of the run into the hole
+	 * unless its home lies cyclically in (hole, j]. */
+	uint32_t hole = (uint32_t)(s - pi->slot);
+	for (uint32_t j = (hole + 1) & pi->mask; pi->slot[j].state != PT_EMPTY; j = (j + 1) & pi->mask) {
+		uint32_t home = pi->slot[j].hash & pi->mask;
+		if (((j - home) & pi->mask) >= ((j - hole) & pi->mask)) {
+			pi->slot[hole] = pi->slot[j];
+			hole = j;
+		}
+	}
+	pi->slot[hole].state = PT_EMPTY;
+	pi->used--;
+}
+
+void bt_point_clear(struct bt_point *pi)
+{
+	if (!pi->on)
+		return;
+	bt_point_drop(pi);
+	pi->on = grow(pi) == 0;
+}
+
+int bt_point_get(const struct bt_point *pi, const uint8_t *key, uint32_t klen,
+		 struct paste_extent *ext, uint32_t *n, uint32_t *len)
+{
+	if (!pi->on || klen > BT_POINT_KEY)
+		return 1;
+	const struct bt_pslot *s = probe(pi, key_hash(key, klen), key, klen);
+	if (s->state == PT_EMPTY)
+		return -ENOENT;
+	if (s->state == PT_TREE)
+		return 1;
+	if (ext && s->n)
+		ext[0] = s->ext;
+	if (n)
+		*n = s->n;
+	if (len)
+		*len = s->vlen;
+	return 0;
+}
+
+int bt_point_build(struct paste_btree *t)
+{
+	struct bt_point *pi = &t->point;
+	bt_point_drop(pi);
+	/* Sized for the tree at once: no rehash while it fills. */
+	uint64_t cap = PT_MIN_SLOTS;
+	while (cap < (1u << 31) && 3 * cap < 4 * t->nkeys + 4)
+		cap *= 2;
+	int r = cap < (1u << 31) ? resize(pi, (uint32_t)cap) : -ENOMEM;
+	for (uint32_t no = BT_FIRST_PAGE; r == 0 && no < t->hwm; no++) {
+		uint8_t *pg = bt_used_leaf(t, no);
+		if (!pg)
+			continue;
+		for (uint32_t i = 0; i < bt_h(pg)->nkeys && pi->on; i++) {
+			const uint8_t *e = bt_entry(pg, i);
+			struct paste_extent ext[1];
+			if (e[2] == 1)
+				extents_copy(ext, e + BT_FIX, 1);
+			bt_point_set(pi, bt_ekey(BT_LEAF, e), ld16(e), ext, e[2], ld32(e + 4));
+		}
+		r = pi->on ? 0 : -ENOMEM;
+	}
+	return r;
+}
+
+const char *bt_point_check(struct paste_btree *t)
+{
+	const struct bt_point *pi = &t->point;
+	if (!pi->on)
+		return NULL;
+	uint64_t indexed = 0;
+	for (uint32_t no = BT_FIRST_PAGE; no < t->hwm; no++) {
+		uint8_t *pg = bt_used_leaf(t, no);
+		if (!pg)
+			continue;
+		for (uint32_t i = 0; i < bt_h(pg)->nkeys; i++) {
+			const uint8_t *e = bt_entry(pg, i);
+			uint32_t klen = ld16(e);
+			if (klen > BT_POINT_KEY)
+				continue;
+			indexed++;
+			const struct bt_pslot *s = probe(pi, key_hash(bt_ekey(BT_LEAF, e), klen),
+							 bt_ekey(BT_LEAF, e), klen);
+			if (s->state == PT_EMPTY)
+				return "a key of the tree is missing from the point index";
+			if (s->state != (e[2] <= 1 ? PT_VALUE : PT_TREE) || s->vlen != ld32(e + 4))
+				return "the point index has another value for a key of the tree";
+			if (s->state == PT_VALUE && s->n != e[2])
+				return "the point index has another extent count for a key of the tree";
+			struct paste_extent x;
+			if (s->n == 1) {
+				extents_copy(&x, e + BT_FIX, 1);
+				if (memcmp(&x, &s->ext, sizeof(x)) != 0)
+					return "the point index has another extent for a key of the tree";
+			}
+		}
+	}
+	if (indexed != pi->used)
+		return "the point index holds keys the tree does not";
+	return NULL;
+}

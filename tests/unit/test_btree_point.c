@@ -1,0 +1,160 @@
+/* test_btree_point.c - the tree's DRAM point index (lib/btree_point.c):
+ * lookups through it agree with the tree for keys on both sides of its
+ * 40-byte limit and for values of 0, 1 and several extents; it grows and
+ * survives deletes in the middle of probe runs; clear empties it; it is
+ * rebuilt by recovery; it can be turned off; and paste_btree_check
+ * compares it with the tree (so test_btree_model checks it over millions
+ * of random operations). */
+#include "btree_fixture.h"
+
+static struct tenv E;
+
+static void setup(const char *name, bool no_index)
+{
+	memset(&E, 0, sizeof(E));
+	E.scfg = (struct paste_store_config){ .size = 64u << 20, .buf_size = 2048, .log_lanes = 2,
+					      .node_size = 16u << 20 };
+	E.tcfg.no_point_index = no_index;
+	E.mode = PASTE_DUR_NONE;
+	E.npool = 64;
+	tenv_start(&E, name);
+}
+
+/* Key i: length 4 + i % 57 (both sides of the 40-byte limit), unique:
+ * its last 4 bytes are i's. */
+static uint32_t key_len(uint32_t i)
+{
+	return 4 + i % 57;
+}
+
+static uint32_t key_of(uint32_t i, uint8_t *k)
+{
+	uint32_t len = key_len(i);
+	memset(k, 'a' + (int)(i % 26), len);
+	for (uint32_t b = 0; b < 4; b++)
+		k[len - 1 - b] = (uint8_t)(i >> (8 * b));
+	return len;
+}
+
+/* What each key should hold (the pool's buffers change at a reopen). */
+struct want {
+	bool present;
+	uint32_t n;
+	struct paste_extent v[3];
+};
+
+/* Value of key i in generation g: 0, 1 or 3 extents. */
+static uint32_t value_of(uint32_t i, uint32_t g, struct paste_extent *v)
+{
+	uint32_t n = (i + g) % 5 == 0 ? 0 : (i + g) % 5 == 1 ? 3 : 1;
+	for (uint32_t e = 0; e < n; e++)
+		v[e] = (struct paste_extent){ E.pool[(i + e + g) % E.npool], (i + g) % 100, 1 + (i + e) % 900 };
+	return n;
+}
+
+/* Every key < nkeys against want[]. Returns the disagreements. */
+static uint32_t compare(uint32_t nkeys, const struct want *want)
+{
+	uint32_t bad = 0;
+	for (uint32_t i = 0; i < nkeys; i++) {
+		uint8_t k[64];
+		uint32_t klen = key_of(i, k), n = 99, len = 99;
+		struct paste_extent got[PASTE_BTREE_MAX_EXTENTS];
+		int r = paste_btree_get(E.t, k, klen, got, &n, &len);
+		if (!want[i].present) {
+			bad += r != -ENOENT;
+			continue;
+		}
+		uint32_t wl = 0;
+		for (uint32_t e = 0; e < want[i].n; e++)
+			wl += want[i].v[e].len;
+		bad += r != 0 || n != want[i].n || len != wl ||
+		       memcmp(got, want[i].v, sizeof(got[0]) * want[i].n) != 0;
+	}
+	return bad;
+}
+
+static uint64_t short_keys(uint32_t nkeys, const struct want *want)
+{
+	uint64_t c = 0;
+	for (uint32_t i = 0; i < nkeys; i++)
+		c += want[i].present && key_len(i) <= 40;
+	return c;
+}
+
+static void set_key(uint32_t i, uint32_t g, struct want *want)
+{
+	uint8_t k[64];
+	uint32_t klen = key_of(i, k);
+	want[i].present = true;
+	want[i].n = value_of(i, g, want[i].v);
+	CHECK_EQ(paste_btree_set(E.t, k, klen, want[i].v, want[i].n, NULL), 0);
+}
+
+static void check_all(const char *when, uint32_t nkeys, const struct want *want, bool indexed)
+{
+	struct paste_btree_info bi;
+	paste_btree_info(E.t, &bi);
+	uint32_t bad = compare(nkeys, want);
+	int chk = tree_check(E.t);
+	if (bad || chk)
+		fprintf(stderr, "  %s: %u lookups wrong, check %d\n", when, bad, chk);
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(chk, 0);
+	CHECK_EQ(bi.point_keys, indexed ? short_keys(nkeys, want) : 0);
+	CHECK(indexed ? bi.point_bytes >= 64 * bi.point_keys * 4 / 3 : bi.point_bytes == 0);
+}
+
+/* Sets, overwrites and deletes of 3000 keys: the table grows past its
+ * first 1024 slots, and deletes land inside probe runs. */
+static void test_lookups(bool no_index)
+{
+	setup(no_index ? "point-off" : "point", no_index);
+	enum { N = 3000 };
+	static struct want want[N];
+	memset(want, 0, sizeof(want));
+	for (uint32_t i = 0; i < N; i++) {
+		set_key(i, 0, want);
+	}
+	check_all("after the sets", N, want, !no_index);
+	for (uint32_t i = 0; i < N; i += 3) {   /* overwrite a third, with other extent counts */
+		set_key(i, 1, want);
+	}
+	for (uint32_t i = 1; i < N; i += 2) {   /* delete half */
+		uint8_t k[64];
+		uint32_t klen = key_of(i, k);
+		CHECK_EQ(paste_btree_del(E.t, k, klen, NULL), 0);
+		CHECK_EQ(paste_btree_del(E.t, k, klen, NULL), -ENOENT);
+		want[i].present = false;
+	}
+	check_all("after overwrites and deletes", N, want, !no_index);
+	uint8_t absent[64];
+	memset(absent, 'z', sizeof(absent));
+	for (uint32_t len = 1; len <= sizeof(absent); len++)
+		CHECK_EQ(paste_btree_get(E.t, absent, len, NULL, NULL, NULL), -ENOENT);
+
+	/* Recovery replays the log into the tree and builds the index anew. */
+	CHECK(tenv_reopen(&E));
+	check_all("after a reopen", N, want, !no_index);
+	CHECK_EQ(paste_btree_checkpoint(E.t), 0);
+	CHECK(tenv_reopen(&E));
+	check_all("after a checkpoint and a reopen", N, want, !no_index);
+
+	CHECK_EQ(paste_btree_clear(E.t, NULL), 0);
+	memset(want, 0, sizeof(want));
+	check_all("after a clear", N, want, !no_index);
+	for (uint32_t i = 0; i < N; i += 7) {
+		set_key(i, 2, want);
+	}
+	check_all("after sets following the clear", N, want, !no_index);
+	tenv_finish(&E);
+}
+
+int main(void)
+{
+	make_dir("btree-point");
+	test_lookups(false);
+	test_lookups(true);
+	rmdir(dir);
+	return check_done();
+}
