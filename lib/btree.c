@@ -404,6 +404,21 @@ static void apply_clear(struct paste_btree *t)
 
 /* Apply a change that is logged (or being replayed). Cannot fail: the
  * caller checked the key, the extents and bt_pages_needed(). */
+int bt_leaf_foreach(struct paste_btree *t, int (*fn)(void *arg, const uint8_t *e), void *arg)
+{
+	for (uint32_t no = BT_FIRST_PAGE; no < t->hwm; no++) {
+		uint8_t *pg = bt_pg(t, no);
+		if ((t->ps[no] & PS_STATE) != PS_USED || bt_h(pg)->type != BT_LEAF)
+			continue;
+		for (uint32_t i = 0; i < bt_h(pg)->nkeys; i++) {
+			int r = fn(arg, bt_entry(pg, i));
+			if (r)
+				return r;
+		}
+	}
+	return 0;
+}
+
 int bt_apply(struct paste_btree *t, const struct paste_btree_record *r, uint64_t lsn)
 {
 	uint8_t key[PASTE_BTREE_MAX_KEY];

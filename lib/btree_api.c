@@ -90,9 +90,11 @@ int paste_btree_del(struct paste_btree *t, const void *key, uint32_t klen, uint6
 	int rc = key_ok(key, klen);
 	if (!t || rc)
 		return t ? rc : -EINVAL;
+	/* The point index knows, or the tree does (a long key, no index). */
 	struct bt_path path;
 	int pr = bt_point_get(&t->point, key, klen, NULL, NULL, NULL);
-	if (pr == -ENOENT || (pr > 0 && (!t->root || !bt_descend(t, key, klen, &path))))
+	bool present = pr == 0 || (pr > 0 && t->root && bt_descend(t, key, klen, &path));
+	if (!present)
 		return -ENOENT;
 	if (!t->p)
 		return -EROFS;
@@ -109,16 +111,16 @@ int paste_btree_del(struct paste_btree *t, const void *key, uint32_t klen, uint6
 }
 
 /* Value extents in the tree (what a clear queues for release). */
+static int add_extents(void *arg, const uint8_t *e)
+{
+	*(uint64_t *)arg += e[2];
+	return 0;
+}
+
 static uint64_t count_extents(struct paste_btree *t)
 {
 	uint64_t n = 0;
-	for (uint32_t no = BT_FIRST_PAGE; no < t->hwm; no++) {
-		uint8_t *pg = bt_used_leaf(t, no);
-		if (!pg)
-			continue;
-		for (uint32_t i = 0; i < bt_h(pg)->nkeys; i++)
-			n += bt_entry(pg, i)[2];
-	}
+	bt_leaf_foreach(t, add_extents, &n);
 	return n;
 }
 

@@ -212,14 +212,6 @@ static inline uint8_t *bt_entry(uint8_t *pg, uint32_t i)
 	return pg + bt_slots(pg)[i];
 }
 
-/* Page no if it is a leaf of the tree, else NULL: for loops over every
- * leaf (clear, the point index, recovery's failure path). */
-static inline uint8_t *bt_used_leaf(const struct paste_btree *t, uint32_t no)
-{
-	uint8_t *pg = bt_pg(t, no);
-	return (t->ps[no] & PS_STATE) == PS_USED && bt_h(pg)->type == BT_LEAF ? pg : NULL;
-}
-
 /* Bytes of a page's capacity in use (slots + entries). */
 static inline uint32_t bt_used(uint8_t *pg)
 {
@@ -307,6 +299,10 @@ void bt_page_free(struct paste_btree *t, uint32_t no);
 uint32_t bt_pages_spare(const struct paste_btree *t);
 uint32_t bt_pages_needed(const struct paste_btree *t);
 int bt_apply(struct paste_btree *t, const struct paste_btree_record *r, uint64_t lsn);
+/* fn(arg, entry) for every leaf entry of the tree, in page-number order
+ * (not key order: no descent); a non-zero return stops the walk and is
+ * returned. O(pages + keys). */
+int bt_leaf_foreach(struct paste_btree *t, int (*fn)(void *arg, const uint8_t *e), void *arg);
 
 /* ---- lib/btree_ckpt.c ---- */
 void bt_release_later(struct paste_btree *t, const struct paste_extent *ext, uint32_t n);

@@ -150,6 +150,17 @@ static int replay_one(void *arg, uint64_t lsn, uint32_t lane, const struct paste
 	return 0;
 }
 
+static int unref_value(void *arg, const uint8_t *e)
+{
+	struct paste_btree *t = arg;
+	struct paste_extent ext;
+	for (uint32_t x = 0; x < e[2]; x++) {
+		memcpy(&ext, e + BT_FIX + BT_EXT * x, BT_EXT);
+		paste_store_unref(t->st, ext.buf, true);
+	}
+	return 0;
+}
+
 int bt_recover(struct paste_btree *t, struct paste_error *err)
 {
 	const char *path = paste_store_path(t->st);
@@ -222,19 +233,7 @@ int bt_recover(struct paste_btree *t, struct paste_error *err)
 	t->recovery_ns = bt_now_ns() - t0;
 	if (rc < 0) {
 		/* Give back what the tree holds: nobody will release it. */
-		struct paste_extent ext;
-		for (uint32_t no = BT_FIRST_PAGE; no < t->hwm; no++) {
-			uint8_t *pg = bt_used_leaf(t, no);
-			if (!pg)
-				continue;
-			for (uint32_t i = 0; i < bt_h(pg)->nkeys; i++) {
-				const uint8_t *e = bt_entry(pg, i);
-				for (uint32_t x = 0; x < e[2]; x++) {
-					memcpy(&ext, e + BT_FIX + BT_EXT * x, BT_EXT);
-					paste_store_unref(t->st, ext.buf, true);
-				}
-			}
-		}
+		bt_leaf_foreach(t, unref_value, t);
 		return paste_error_set(err, rc, "%s: replaying the log into the B+tree: %s (the node "
 				       "area is too small for the records after the checkpoint)",
 				       path, strerror(-rc));
