@@ -452,7 +452,7 @@ struct paste_btree_config {
 				 * lane (0: 50; 1..90) ... or once fewer than an eighth of the
 				 * node area's pages are free */
 	bool no_point_index;    /* no DRAM point index: every lookup descends the tree
-				 * (saves 85-170 bytes of DRAM per key of <= 40 bytes) */
+				 * (saves 85-170 bytes of DRAM per key of <= 32 bytes) */
 };
 
 struct paste_btree_info {
@@ -546,8 +546,8 @@ int paste_btree_clear(struct paste_btree *t, uint64_t *lsn);
 
 /* Look key up: 0 and its value's extents copied to ext[0..*n) (room for
  * PASTE_BTREE_MAX_EXTENTS), *len the value's bytes; -ENOENT when absent;
- * -EINVAL/-ENAMETOOLONG for a bad key. A key of <= 40 bytes whose value
- * has at most one extent is answered by the DRAM point index (a hash of
+ * -EINVAL/-ENAMETOOLONG for a bad key. A key of <= 32 bytes whose value
+ * has at most two extents is answered by the DRAM point index (a hash of
  * the key and, mostly, one cache line), a hit or a miss alike; other keys
  * and values, and trees opened with no_point_index or read-only, descend
  * the tree (bench/btree-get, keys like "key:000000001234"): ~60 ns with

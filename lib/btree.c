@@ -428,7 +428,7 @@ int bt_apply(struct paste_btree *t, const struct paste_btree_record *r, uint64_t
 	switch (r->op) {
 	case PASTE_BTREE_SET:
 		apply_set(t, key, r->klen, r->val, r->n, r->vlen);
-		bt_point_set(&t->point, key, r->klen, r->val, r->n, r->vlen);
+		bt_point_set(&t->point, key, r->klen, r->val, r->n);
 		break;
 	case PASTE_BTREE_DEL:
 		rc = apply_del(t, key, r->klen) ? 0 : -ENOENT;

@@ -104,9 +104,11 @@ struct bt_path {
 	uint32_t depth;
 };
 
-/* The point index (lib/btree_point.c): key -> value extent in DRAM, for
- * keys of at most BT_POINT_KEY bytes. */
-#define BT_POINT_KEY 40u
+/* The point index (lib/btree_point.c): key -> value extents in DRAM, for
+ * keys of at most BT_POINT_KEY bytes and values of at most BT_POINT_EXT
+ * extents (more: the slot sends the lookup to the tree). */
+#define BT_POINT_KEY 32u
+#define BT_POINT_EXT 2u
 struct bt_pslot;
 struct bt_point {
 	struct bt_pslot *slot;        /* mask + 1 slots */
@@ -315,11 +317,11 @@ uint64_t bt_now_ns(void);
 /* ---- lib/btree_point.c ---- */
 /* Kept in step with the tree by bt_apply; no-ops while not built. */
 void bt_point_set(struct bt_point *pi, const uint8_t *key, uint32_t klen,
-		  const struct paste_extent *ext, uint32_t n, uint32_t vlen);
+		  const struct paste_extent *ext, uint32_t n);
 void bt_point_del(struct bt_point *pi, const uint8_t *key, uint32_t klen);
 void bt_point_clear(struct bt_point *pi);
-/* 0: found (ext[0..*n) filled, n <= 1), -ENOENT: not in the tree, 1: ask
- * the tree (a long key, a value of several extents, no index). */
+/* 0: found (ext[0..*n) filled, n <= BT_POINT_EXT), -ENOENT: not in the
+ * tree, 1: ask the tree (a long key, a value of more extents, no index). */
 int bt_point_get(const struct bt_point *pi, const uint8_t *key, uint32_t klen,
 		 struct paste_extent *ext, uint32_t *n, uint32_t *len);
 /* (Re)build from the leaves; -ENOMEM leaves no index. */

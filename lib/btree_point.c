@@ -9,9 +9,12 @@
  * probe here is a CRC32C of the key and, most often, one 64-byte line.
  *
  * What it holds: every key of at most BT_POINT_KEY bytes, with its value's
- * extent when the value has at most one (longer keys are not indexed).
- * For keys that short the index is the whole truth: a miss is a miss. A
- * value of several extents is marked "in the tree" and read from there.
+ * extents when the value has at most BT_POINT_EXT (longer keys are not
+ * indexed). Two, because a value received in a pipeline often straddles
+ * two receive buffers (half of pipelined 1 KiB SETs here), and one extent
+ * sent those GETs down the tree. For keys that short the index is the
+ * whole truth: a miss is a miss. A value of more extents is marked "in the
+ * tree" and read from there.
  *
  * It is not persistent and never written to the store: it is built by a
  * scan of the leaves after recovery, and every later change goes through
@@ -37,13 +40,13 @@
 
 enum { PT_EMPTY = 0, PT_VALUE = 1, PT_TREE = 2 };
 
+/* The value's length is not kept: it is the sum of its extents'. */
 struct bt_pslot {
 	uint32_t hash;
 	uint16_t klen;
 	uint8_t state;              /* PT_* */
-	uint8_t n;                  /* PT_VALUE: extents (0 or 1) */
-	struct paste_extent ext;
-	uint32_t vlen;
+	uint8_t n;                  /* PT_VALUE: extents (0..BT_POINT_EXT) */
+	struct paste_extent ext[BT_POINT_EXT];
 	uint8_t key[BT_POINT_KEY];
 };
 _Static_assert(sizeof(struct bt_pslot) == 64, "a slot is one cache line");
@@ -68,16 +71,15 @@ static struct bt_pslot *probe(const struct bt_point *pi, uint32_t h, const uint8
 }
 
 static void fill(struct bt_pslot *s, uint32_t h, const uint8_t *key, uint32_t klen,
-		 const struct paste_extent *ext, uint32_t n, uint32_t vlen)
+		 const struct paste_extent *ext, uint32_t n)
 {
 	s->hash = h;
 	s->klen = (uint16_t)klen;
 	memcpy(s->key, key, klen);
-	s->state = n <= 1 ? PT_VALUE : PT_TREE;
-	s->n = n <= 1 ? (uint8_t)n : 0;
-	if (n == 1)
-		s->ext = ext[0];
-	s->vlen = vlen;
+	s->state = n <= BT_POINT_EXT ? PT_VALUE : PT_TREE;
+	s->n = n <= BT_POINT_EXT ? (uint8_t)n : 0;
+	for (uint32_t i = 0; i < s->n; i++)
+		s->ext[i] = ext[i];
 }
 
 /* A table of cap slots (a power of two) holding what pi holds. */
@@ -119,7 +121,7 @@ void bt_point_drop(struct bt_point *pi)
 }
 
 void bt_point_set(struct bt_point *pi, const uint8_t *key, uint32_t klen,
-		  const struct paste_extent *ext, uint32_t n, uint32_t vlen)
+		  const struct paste_extent *ext, uint32_t n)
 {
 	if (!pi->on || klen > BT_POINT_KEY)
 		return;
@@ -135,7 +137,7 @@ void bt_point_set(struct bt_point *pi, const uint8_t *key, uint32_t klen,
 		}
 		pi->used++;
 	}
-	fill(s, h, key, klen, ext, n, vlen);
+	fill(s, h, key, klen, ext, n);
 }
 
 void bt_point_del(struct bt_point *pi, const uint8_t *key, uint32_t klen)
@@ -177,22 +179,26 @@ int bt_point_get(const struct bt_point *pi, const uint8_t *key, uint32_t klen,
 		return -ENOENT;
 	if (s->state == PT_TREE)
 		return 1;
-	if (ext && s->n)
-		ext[0] = s->ext;
+	uint32_t vlen = 0;
+	for (uint32_t i = 0; i < s->n; i++) {
+		vlen += s->ext[i].len;
+		if (ext)
+			ext[i] = s->ext[i];
+	}
 	if (n)
 		*n = s->n;
 	if (len)
-		*len = s->vlen;
+		*len = vlen;
 	return 0;
 }
 
 static int index_entry(void *arg, const uint8_t *e)
 {
 	struct bt_point *pi = arg;
-	struct paste_extent ext[1];
-	if (e[2] == 1)
-		extents_copy(ext, e + BT_FIX, 1);
-	bt_point_set(pi, bt_ekey(BT_LEAF, e), ld16(e), ext, e[2], ld32(e + 4));
+	struct paste_extent ext[BT_POINT_EXT];
+	if (e[2] <= BT_POINT_EXT)
+		extents_copy(ext, e + BT_FIX, e[2]);
+	bt_point_set(pi, bt_ekey(BT_LEAF, e), ld16(e), ext, e[2]);
 	return pi->on ? 0 : -ENOMEM;
 }
 
@@ -225,18 +231,18 @@ static int check_entry(void *arg, const uint8_t *e)
 	a->indexed++;
 	const uint8_t *key = bt_ekey(BT_LEAF, e);
 	const struct bt_pslot *s = probe(a->pi, key_hash(key, klen), key, klen);
-	struct paste_extent x;
+	struct paste_extent x[BT_POINT_EXT];
 	if (s->state == PT_EMPTY)
 		a->why = "a key of the tree is missing from the point index";
-	else if (s->state != (e[2] <= 1 ? PT_VALUE : PT_TREE) || s->vlen != ld32(e + 4))
+	else if (s->state != (e[2] <= BT_POINT_EXT ? PT_VALUE : PT_TREE))
 		a->why = "the point index has another value for a key of the tree";
 	else if (s->state == PT_VALUE && s->n != e[2])
 		a->why = "the point index has another extent count for a key of the tree";
-	if (a->why || s->n != 1)
+	if (a->why || s->state == PT_TREE)
 		return a->why != NULL;
-	extents_copy(&x, e + BT_FIX, 1);
-	if (memcmp(&x, &s->ext, sizeof(x)) != 0)
-		a->why = "the point index has another extent for a key of the tree";
+	extents_copy(x, e + BT_FIX, s->n);
+	if (memcmp(x, s->ext, sizeof(x[0]) * s->n) != 0)
+		a->why = "the point index has other extents for a key of the tree";
 	return a->why != NULL;
 }
 

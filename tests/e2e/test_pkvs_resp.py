@@ -100,7 +100,8 @@ def test_point_index_through_redis_cli(pkvs, no_index):
     srv = pkvs.start(["--no-point-index"] if no_index else [])
     p = srv.resp_port
     keys = {f"k{i}": f"v{i}" for i in range(300)}
-    keys.update({("L" * 41) + str(i): "long" + str(i) for i in range(20)})  # over 40 bytes
+    keys.update({("L" * 41) + str(i): "long" + str(i) for i in range(20)})  # over 32 bytes
+    keys.update({("E" * 31) + str(i): "edge" + str(i) for i in range(20)})  # 32 and 33 bytes
     for k, v in keys.items():
         assert cli(p, "SET", k, v) == "OK\n"
     for k in list(keys)[::3]:
@@ -108,7 +109,7 @@ def test_point_index_through_redis_cli(pkvs, no_index):
         del keys[k]
     for attempt in ("before", "after"):
         pers = info_fields(p, "persistence")
-        short = sum(1 for k in keys if len(k) <= 40)
+        short = sum(1 for k in keys if len(k) <= 32)
         assert int(pers["pkvs_point_index_keys"]) == (0 if no_index else short), (attempt, pers)
         assert (int(pers["pkvs_point_index_bytes"]) == 0) == no_index, (attempt, pers)
         for k, v in keys.items():
