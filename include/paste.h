@@ -476,6 +476,8 @@ struct paste_btree_info {
 	uint64_t walk_ns;            /* of which the walk of the checkpointed tree */
 	uint64_t point_keys;         /* keys in the DRAM point index (0: none built) */
 	uint64_t point_bytes;        /* its DRAM */
+	uint64_t hinted_sets;        /* overwrites by this open that went straight to their leaf
+				      * entry by the point index's hint, with no descent */
 	uint32_t header_buf;         /* the buffer the tree copies record headers into, holding
 				      * one reference (PASTE_NO_BUF: none yet) */
 };

@@ -298,12 +298,64 @@ static void fix(struct paste_btree *t, struct bt_path *path, uint32_t d, struct 
 
 /* ---- applying a change ---------------------------------------------------- */
 
+/* A hint is followed only to a page that is in use (every page in use is
+ * in the tree: a page leaves it through bt_page_free), a leaf, written in
+ * this generation (no copy-on-write due, so no parent to re-point), with
+ * key at the hinted index. A key is in the tree once, so that entry is
+ * the key's. A stale hint fails one of the tests and costs a descent. */
+uint8_t *bt_hint_entry(struct paste_btree *t, struct bt_hint hint, const uint8_t *key,
+		       uint32_t klen)
+{
+	if (hint.leaf < BT_FIRST_PAGE || hint.leaf >= t->hwm ||
+	    (t->ps[hint.leaf] & PS_STATE) != PS_USED)
+		return NULL;
+	uint8_t *pg = bt_pg(t, hint.leaf);
+	const struct bt_hdr *h = bt_h(pg);
+	if (h->type != BT_LEAF || h->gen < t->gen || hint.idx >= h->nkeys)
+		return NULL;
+	uint8_t *e = bt_entry(pg, hint.idx);
+	return ld16(e) == klen && memcmp(bt_ekey(BT_LEAF, e), key, klen) == 0 ? e : NULL;
+}
+
+/* The value references of leaf entry e go once its change is durable. */
+static void release_entry(struct paste_btree *t, const uint8_t *e)
+{
+	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+	extents_copy(ext, e + BT_FIX, e[2]);
+	bt_release_later(t, ext, e[2]);
+}
+
+/* Replace the entry at i of a writable leaf with t->entry, if the page
+ * stays within its bounds (the root: any fill). No split or merge, so no
+ * path is needed. */
+static bool replace_in_place(struct paste_btree *t, uint32_t no, uint32_t i, uint32_t size)
+{
+	uint8_t *pg = bt_pg(t, no), *e = bt_entry(pg, i);
+	uint32_t after = bt_used(pg) - (2u + bt_esize(BT_LEAF, e)) + 2u + size;
+	if (after > BT_CAP || (no != t->root && after < BT_UNDERFLOW))
+		return false;
+	release_entry(t, e);
+	bt_page_remove(pg, i);
+	bt_page_insert(pg, i, t->entry, size);
+	return true;
+}
+
+/* *hint: in, where the key was last put (from the point index); out,
+ * where it is now, or leaf 0 after a split or merge moved it. An
+ * overwrite whose hint holds skips the descent: in a pipelined SET the
+ * descent's cold leaf probes were ~10 % of the server's CPU. */
 static void apply_set(struct paste_btree *t, const uint8_t *key, uint32_t klen,
-		      const struct paste_extent *val, uint32_t n, uint32_t vlen)
+		      const struct paste_extent *val, uint32_t n, uint32_t vlen,
+		      struct bt_hint *hint)
 {
 	uint32_t size = bt_leaf_entry(t->entry, key, klen, val, n, vlen);
 	for (uint32_t i = 0; i < n; i++)
 		paste_store_ref(t->st, val[i].buf);
+	if (bt_hint_entry(t, *hint, key, klen) && replace_in_place(t, hint->leaf, hint->idx, size)) {
+		t->hinted++;
+		return;
+	}
+	*hint = (struct bt_hint){ 0, 0 };
 	if (!t->root) {
 		uint32_t r = bt_page_alloc(t);
 		bt_page_init(bt_pg(t, r), r, BT_LEAF, 0, t->gen);
@@ -311,6 +363,7 @@ static void apply_set(struct paste_btree *t, const uint8_t *key, uint32_t klen,
 		t->root = r;
 		t->height = 1;
 		t->nkeys = 1;
+		*hint = (struct bt_hint){ r, 0 };
 		return;
 	}
 	struct bt_path path;
@@ -318,22 +371,20 @@ static void apply_set(struct paste_btree *t, const uint8_t *key, uint32_t klen,
 	path_writable(t, &path);
 	uint32_t d = path.depth - 1, i = path.idx[d];
 	uint8_t *pg = bt_pg(t, path.page[d]);
-	uint32_t old = 0;
+	if (found && replace_in_place(t, path.page[d], i, size)) {
+		*hint = (struct bt_hint){ path.page[d], (uint16_t)i };
+		return;
+	}
 	if (found) {
-		uint8_t *e = bt_entry(pg, i);
-		struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-		extents_copy(ext, e + BT_FIX, e[2]);
-		bt_release_later(t, ext, e[2]);
-		old = 2u + bt_esize(BT_LEAF, e);
+		release_entry(t, bt_entry(pg, i));
 	} else {
 		t->nkeys++;
-	}
-	uint32_t after = bt_used(pg) - old + 2u + size;
-	if (after <= BT_CAP && (d == 0 || after >= BT_UNDERFLOW)) {
-		if (found)
-			bt_page_remove(pg, i);
-		bt_page_insert(pg, i, t->entry, size);
-		return;
+		uint32_t after = bt_used(pg) + 2u + size;
+		if (after <= BT_CAP && (d == 0 || after >= BT_UNDERFLOW)) {
+			bt_page_insert(pg, i, t->entry, size);
+			*hint = (struct bt_hint){ path.page[d], (uint16_t)i };
+			return;
+		}
 	}
 	struct bt_wide *W = t->wide[0];
 	bt_wide_load(W, pg);
@@ -352,9 +403,7 @@ static bool apply_del(struct paste_btree *t, const uint8_t *key, uint32_t klen)
 	uint32_t d = path.depth - 1, i = path.idx[d];
 	uint8_t *pg = bt_pg(t, path.page[d]);
 	uint8_t *e = bt_entry(pg, i);
-	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	extents_copy(ext, e + BT_FIX, e[2]);
-	bt_release_later(t, ext, e[2]);
+	release_entry(t, e);
 	t->nkeys--;
 	uint32_t after = bt_used(pg) - 2u - bt_esize(BT_LEAF, e);
 	if (d == 0 ? bt_h(pg)->nkeys > 1 : after >= BT_UNDERFLOW) {
@@ -388,12 +437,8 @@ static void apply_clear(struct paste_btree *t)
 			continue;
 		}
 		if (h->type == BT_LEAF) {
-			for (uint32_t i = 0; i < h->nkeys; i++) {
-				uint8_t *e = bt_entry(pg, i);
-				struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-				extents_copy(ext, e + BT_FIX, e[2]);
-				bt_release_later(t, ext, e[2]);
-			}
+			for (uint32_t i = 0; i < h->nkeys; i++)
+				release_entry(t, bt_entry(pg, i));
 		}
 		bt_page_free(t, stack[top--]);
 	}
@@ -427,9 +472,12 @@ int bt_apply(struct paste_btree *t, const struct paste_btree_record *r, uint64_t
 	int rc = 0;
 	switch (r->op) {
 	case PASTE_BTREE_SET:
-		apply_set(t, key, r->klen, r->val, r->n, r->vlen);
-		bt_point_set(&t->point, key, r->klen, r->val, r->n);
+	{
+		struct bt_hint hint = bt_point_hint(&t->point, key, r->klen);
+		apply_set(t, key, r->klen, r->val, r->n, r->vlen, &hint);
+		bt_point_set(&t->point, key, r->klen, r->val, r->n, hint);
 		break;
+	}
 	case PASTE_BTREE_DEL:
 		rc = apply_del(t, key, r->klen) ? 0 : -ENOENT;
 		bt_point_del(&t->point, key, r->klen);

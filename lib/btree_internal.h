@@ -110,6 +110,13 @@ struct bt_path {
 #define BT_POINT_KEY 32u
 #define BT_POINT_EXT 2u
 struct bt_pslot;
+/* Where a key's leaf entry was last put (leaf 0: not known), kept in its
+ * point slot so that an overwrite can skip the descent. A hint is only
+ * ever followed after bt_hint_entry has checked it against the page. */
+struct bt_hint {
+	uint32_t leaf;
+	uint16_t idx;
+};
 struct bt_point {
 	struct bt_pslot *slot;        /* mask + 1 slots */
 	uint32_t mask, used;
@@ -141,6 +148,7 @@ struct paste_btree {
 	uint64_t gen;                 /* generation being written: committed + 1 */
 	uint64_t last_lsn;            /* newest record applied */
 	uint64_t mods;                /* changes applied: cursors re-seek when it moved */
+	uint64_t hinted;              /* overwrites that followed a hint (paste_btree_info) */
 	bool replaying;               /* recovery: replaced values are released at once */
 
 	/* the committed checkpoint */
@@ -300,6 +308,10 @@ uint32_t bt_page_alloc(struct paste_btree *t);
 void bt_page_free(struct paste_btree *t, uint32_t no);
 uint32_t bt_pages_spare(const struct paste_btree *t);
 uint32_t bt_pages_needed(const struct paste_btree *t);
+/* The entry hint names, if it is key's live entry in a page this
+ * generation may write in place; else NULL. */
+uint8_t *bt_hint_entry(struct paste_btree *t, struct bt_hint hint, const uint8_t *key,
+		       uint32_t klen);
 int bt_apply(struct paste_btree *t, const struct paste_btree_record *r, uint64_t lsn);
 /* fn(arg, entry) for every leaf entry of the tree, in page-number order
  * (not key order: no descent); a non-zero return stops the walk and is
@@ -317,7 +329,8 @@ uint64_t bt_now_ns(void);
 /* ---- lib/btree_point.c ---- */
 /* Kept in step with the tree by bt_apply; no-ops while not built. */
 void bt_point_set(struct bt_point *pi, const uint8_t *key, uint32_t klen,
-		  const struct paste_extent *ext, uint32_t n);
+		  const struct paste_extent *ext, uint32_t n, struct bt_hint hint);
+struct bt_hint bt_point_hint(const struct bt_point *pi, const uint8_t *key, uint32_t klen);
 void bt_point_del(struct bt_point *pi, const uint8_t *key, uint32_t klen);
 void bt_point_clear(struct bt_point *pi);
 /* 0: found (ext[0..*n) filled, n <= BT_POINT_EXT), -ENOENT: not in the

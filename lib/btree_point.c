@@ -16,6 +16,10 @@
  * whole truth: a miss is a miss. A value of more extents is marked "in the
  * tree" and read from there.
  *
+ * Each slot also keeps a hint, where the key's leaf entry was last put, so
+ * that an overwrite can skip the descent (bt_hint_entry in btree.c says
+ * when a hint may be followed).
+ *
  * It is not persistent and never written to the store: it is built by a
  * scan of the leaves after recovery, and every later change goes through
  * bt_apply, which updates it in the same step as the tree (one thread owns
@@ -38,14 +42,18 @@
 
 #include "btree_internal.h"
 
-enum { PT_EMPTY = 0, PT_VALUE = 1, PT_TREE = 2 };
+/* A slot's state: empty, "in the tree", or a value of k <= BT_POINT_EXT
+ * extents (PT_VALUE + k). */
+enum { PT_EMPTY = 0, PT_TREE = 1, PT_VALUE = 2 };
 
-/* The value's length is not kept: it is the sum of its extents'. */
+/* The value's length is not kept (it is the sum of its extents'), nor the
+ * key's hash (recomputed where a resize or a delete needs a home slot): the
+ * room went to a second extent and to the hint. */
 struct bt_pslot {
-	uint32_t hash;
-	uint16_t klen;
-	uint8_t state;              /* PT_* */
-	uint8_t n;                  /* PT_VALUE: extents (0..BT_POINT_EXT) */
+	uint32_t leaf;              /* the hint: where the key's leaf entry was put */
+	uint16_t leaf_idx;
+	uint8_t klen;
+	uint8_t state;
 	struct paste_extent ext[BT_POINT_EXT];
 	uint8_t key[BT_POINT_KEY];
 };
@@ -58,27 +66,32 @@ static uint32_t key_hash(const uint8_t *key, uint32_t klen)
 	return paste_crc32c(0, key, klen);
 }
 
-/* The slot holding key, or the empty slot ending its probe sequence. */
+/* The slot holding key, or the empty slot ending its probe sequence. The
+ * run's keys share the line or the next, so a compare is cheap. */
 static struct bt_pslot *probe(const struct bt_point *pi, uint32_t h, const uint8_t *key,
 			      uint32_t klen)
 {
 	for (uint32_t i = h & pi->mask;; i = (i + 1) & pi->mask) {
 		struct bt_pslot *s = &pi->slot[i];
-		if (s->state == PT_EMPTY ||
-		    (s->hash == h && s->klen == klen && memcmp(s->key, key, klen) == 0))
+		if (s->state == PT_EMPTY || (s->klen == klen && memcmp(s->key, key, klen) == 0))
 			return s;
 	}
 }
 
-static void fill(struct bt_pslot *s, uint32_t h, const uint8_t *key, uint32_t klen,
-		 const struct paste_extent *ext, uint32_t n)
+static uint32_t slot_extents(const struct bt_pslot *s)
 {
-	s->hash = h;
-	s->klen = (uint16_t)klen;
+	return s->state >= PT_VALUE ? s->state - PT_VALUE : 0;
+}
+
+static void fill(struct bt_pslot *s, const uint8_t *key, uint32_t klen,
+		 const struct paste_extent *ext, uint32_t n, struct bt_hint hint)
+{
+	s->leaf = hint.leaf;
+	s->leaf_idx = hint.idx;
+	s->klen = (uint8_t)klen;
 	memcpy(s->key, key, klen);
-	s->state = n <= BT_POINT_EXT ? PT_VALUE : PT_TREE;
-	s->n = n <= BT_POINT_EXT ? (uint8_t)n : 0;
-	for (uint32_t i = 0; i < s->n; i++)
+	s->state = n <= BT_POINT_EXT ? (uint8_t)(PT_VALUE + n) : PT_TREE;
+	for (uint32_t i = 0; i < slot_extents(s); i++)
 		s->ext[i] = ext[i];
 }
 
@@ -99,7 +112,7 @@ static int resize(struct bt_point *pi, uint32_t cap)
 	for (uint32_t i = 0; pi->slot && i <= pi->mask; i++) {
 		const struct bt_pslot *s = &pi->slot[i];
 		if (s->state != PT_EMPTY)
-			*probe(&np, s->hash, s->key, s->klen) = *s;
+			*probe(&np, key_hash(s->key, s->klen), s->key, s->klen) = *s;
 	}
 	bt_point_drop(pi);
 	*pi = np;
@@ -121,7 +134,7 @@ void bt_point_drop(struct bt_point *pi)
 }
 
 void bt_point_set(struct bt_point *pi, const uint8_t *key, uint32_t klen,
-		  const struct paste_extent *ext, uint32_t n)
+		  const struct paste_extent *ext, uint32_t n, struct bt_hint hint)
 {
 	if (!pi->on || klen > BT_POINT_KEY)
 		return;
@@ -137,7 +150,15 @@ void bt_point_set(struct bt_point *pi, const uint8_t *key, uint32_t klen,
 		}
 		pi->used++;
 	}
-	fill(s, h, key, klen, ext, n);
+	fill(s, key, klen, ext, n, hint);
+}
+
+struct bt_hint bt_point_hint(const struct bt_point *pi, const uint8_t *key, uint32_t klen)
+{
+	if (!pi->on || klen > BT_POINT_KEY)
+		return (struct bt_hint){ 0, 0 };
+	const struct bt_pslot *s = probe(pi, key_hash(key, klen), key, klen);
+	return (struct bt_hint){ s->state == PT_EMPTY ? 0 : s->leaf, s->leaf_idx };
 }
 
 void bt_point_del(struct bt_point *pi, const uint8_t *key, uint32_t klen)
@@ -151,7 +172,7 @@ void bt_point_del(struct bt_point *pi, const uint8_t *key, uint32_t klen)
 	 * unless its home lies cyclically in (hole, j]. */
 	uint32_t hole = (uint32_t)(s - pi->slot);
 	for (uint32_t j = (hole + 1) & pi->mask; pi->slot[j].state != PT_EMPTY; j = (j + 1) & pi->mask) {
-		uint32_t home = pi->slot[j].hash & pi->mask;
+		uint32_t home = key_hash(pi->slot[j].key, pi->slot[j].klen) & pi->mask;
 		if (((j - home) & pi->mask) >= ((j - hole) & pi->mask)) {
 			pi->slot[hole] = pi->slot[j];
 			hole = j;
@@ -179,14 +200,14 @@ int bt_point_get(const struct bt_point *pi, const uint8_t *key, uint32_t klen,
 		return -ENOENT;
 	if (s->state == PT_TREE)
 		return 1;
-	uint32_t vlen = 0;
-	for (uint32_t i = 0; i < s->n; i++) {
+	uint32_t vlen = 0, k = slot_extents(s);
+	for (uint32_t i = 0; i < k; i++) {
 		vlen += s->ext[i].len;
 		if (ext)
 			ext[i] = s->ext[i];
 	}
 	if (n)
-		*n = s->n;
+		*n = k;
 	if (len)
 		*len = vlen;
 	return 0;
@@ -198,7 +219,7 @@ static int index_entry(void *arg, const uint8_t *e)
 	struct paste_extent ext[BT_POINT_EXT];
 	if (e[2] <= BT_POINT_EXT)
 		extents_copy(ext, e + BT_FIX, e[2]);
-	bt_point_set(pi, bt_ekey(BT_LEAF, e), ld16(e), ext, e[2]);
+	bt_point_set(pi, bt_ekey(BT_LEAF, e), ld16(e), ext, e[2], (struct bt_hint){ 0, 0 });
 	return pi->on ? 0 : -ENOMEM;
 }
 
@@ -217,6 +238,7 @@ int bt_point_build(struct paste_btree *t)
 /* What bt_point_check's walk carries: the index, the keys it should hold,
  * the first disagreement. */
 struct point_audit {
+	struct paste_btree *t;
 	const struct bt_point *pi;
 	uint64_t indexed;
 	const char *why;
@@ -232,23 +254,24 @@ static int check_entry(void *arg, const uint8_t *e)
 	const uint8_t *key = bt_ekey(BT_LEAF, e);
 	const struct bt_pslot *s = probe(a->pi, key_hash(key, klen), key, klen);
 	struct paste_extent x[BT_POINT_EXT];
+	uint8_t *hinted;
 	if (s->state == PT_EMPTY)
 		a->why = "a key of the tree is missing from the point index";
-	else if (s->state != (e[2] <= BT_POINT_EXT ? PT_VALUE : PT_TREE))
+	else if (s->state != (e[2] <= BT_POINT_EXT ? PT_VALUE + e[2] : PT_TREE))
 		a->why = "the point index has another value for a key of the tree";
-	else if (s->state == PT_VALUE && s->n != e[2])
-		a->why = "the point index has another extent count for a key of the tree";
+	else if ((hinted = bt_hint_entry(a->t, (struct bt_hint){ s->leaf, s->leaf_idx }, key, klen)) != NULL && hinted != e)
+		a->why = "a point slot's hint passes its check but names a dead entry";
 	if (a->why || s->state == PT_TREE)
 		return a->why != NULL;
-	extents_copy(x, e + BT_FIX, s->n);
-	if (memcmp(x, s->ext, sizeof(x[0]) * s->n) != 0)
+	extents_copy(x, e + BT_FIX, slot_extents(s));
+	if (memcmp(x, s->ext, sizeof(x[0]) * slot_extents(s)) != 0)
 		a->why = "the point index has other extents for a key of the tree";
 	return a->why != NULL;
 }
 
 const char *bt_point_check(struct paste_btree *t)
 {
-	struct point_audit a = { .pi = &t->point };
+	struct point_audit a = { .t = t, .pi = &t->point };
 	if (!a.pi->on)
 		return NULL;
 	if (bt_leaf_foreach(t, check_entry, &a))

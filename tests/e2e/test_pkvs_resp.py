@@ -107,6 +107,15 @@ def test_point_index_through_redis_cli(pkvs, no_index):
     for k in list(keys)[::3]:
         assert cli(p, "DEL", k) == "1\n"
         del keys[k]
+    # Each short key set twice in a row (one redis-cli, commands on stdin):
+    # the second SET finds the first's entry by the point slot's hint,
+    # unless a checkpoint (a new generation) came between the two.
+    twice = [k for k in keys if len(k) <= 32][::2]
+    script = "".join(f"SET {k} {keys[k]}a\nSET {k} {keys[k]}b\n" for k in twice)
+    assert cli(p, stdin=script.encode()) == "OK\n" * 2 * len(twice)
+    keys.update({k: keys[k] + "b" for k in twice})
+    hinted = int(info_fields(p, "persistence")["pkvs_hinted_sets"])
+    assert (hinted == 0) if no_index else (hinted >= len(twice) // 2), (hinted, len(twice))
     for attempt in ("before", "after"):
         pers = info_fields(p, "persistence")
         short = sum(1 for k in keys if len(k) <= 32)
