@@ -66,8 +66,9 @@ static uint32_t key_hash(const uint8_t *key, uint32_t klen)
 	return paste_crc32c(0, key, klen);
 }
 
-/* The slot holding key, or the empty slot ending its probe sequence. The
- * run's keys share the line or the next, so a compare is cheap. */
+/* The slot holding key, or the empty slot ending its probe sequence.
+ * With no hash stored, each slot of the run is compared by length and key,
+ * both in the slot's own line (the line the probe reads anyway). */
 static struct bt_pslot *probe(const struct bt_point *pi, uint32_t h, const uint8_t *key,
 			      uint32_t klen)
 {
