@@ -325,17 +325,21 @@ static void release_entry(struct paste_btree *t, const uint8_t *e)
 	bt_release_later(t, ext, e[2]);
 }
 
-/* Replace the entry at i of a writable leaf with t->entry, if the page
- * stays within its bounds (the root: any fill). No split or merge, so no
- * path is needed. */
-static bool replace_in_place(struct paste_btree *t, uint32_t no, uint32_t i, uint32_t size)
+/* Put t->entry at i of writable leaf no, replacing the entry there if
+ * replace, when the page stays within its bounds (the root: any fill).
+ * No split or merge, so no path is needed. */
+static bool put_in_place(struct paste_btree *t, uint32_t no, uint32_t i, uint32_t size,
+			 bool replace)
 {
-	uint8_t *pg = bt_pg(t, no), *e = bt_entry(pg, i);
-	uint32_t after = bt_used(pg) - (2u + bt_esize(BT_LEAF, e)) + 2u + size;
+	uint8_t *pg = bt_pg(t, no);
+	uint32_t old = replace ? 2u + bt_esize(BT_LEAF, bt_entry(pg, i)) : 0;
+	uint32_t after = bt_used(pg) - old + 2u + size;
 	if (after > BT_CAP || (no != t->root && after < BT_UNDERFLOW))
 		return false;
-	release_entry(t, e);
-	bt_page_remove(pg, i);
+	if (replace) {
+		release_entry(t, bt_entry(pg, i));
+		bt_page_remove(pg, i);
+	}
 	bt_page_insert(pg, i, t->entry, size);
 	return true;
 }
@@ -351,7 +355,7 @@ static void apply_set(struct paste_btree *t, const uint8_t *key, uint32_t klen,
 	uint32_t size = bt_leaf_entry(t->entry, key, klen, val, n, vlen);
 	for (uint32_t i = 0; i < n; i++)
 		paste_store_ref(t->st, val[i].buf);
-	if (bt_hint_entry(t, *hint, key, klen) && replace_in_place(t, hint->leaf, hint->idx, size)) {
+	if (bt_hint_entry(t, *hint, key, klen) && put_in_place(t, hint->leaf, hint->idx, size, true)) {
 		t->hinted++;
 		return;
 	}
@@ -371,21 +375,14 @@ static void apply_set(struct paste_btree *t, const uint8_t *key, uint32_t klen,
 	path_writable(t, &path);
 	uint32_t d = path.depth - 1, i = path.idx[d];
 	uint8_t *pg = bt_pg(t, path.page[d]);
-	if (found && replace_in_place(t, path.page[d], i, size)) {
+	if (!found)
+		t->nkeys++;
+	if (put_in_place(t, path.page[d], i, size, found)) {
 		*hint = (struct bt_hint){ path.page[d], (uint16_t)i };
 		return;
 	}
-	if (found) {
+	if (found)
 		release_entry(t, bt_entry(pg, i));
-	} else {
-		t->nkeys++;
-		uint32_t after = bt_used(pg) + 2u + size;
-		if (after <= BT_CAP && (d == 0 || after >= BT_UNDERFLOW)) {
-			bt_page_insert(pg, i, t->entry, size);
-			*hint = (struct bt_hint){ path.page[d], (uint16_t)i };
-			return;
-		}
-	}
 	struct bt_wide *W = t->wide[0];
 	bt_wide_load(W, pg);
 	if (found)
@@ -473,9 +470,11 @@ int bt_apply(struct paste_btree *t, const struct paste_btree_record *r, uint64_t
 	switch (r->op) {
 	case PASTE_BTREE_SET:
 	{
-		struct bt_hint hint = bt_point_hint(&t->point, key, r->klen);
+		/* apply_set does not change the index: at stays valid. */
+		struct bt_point_pos at = bt_point_find(&t->point, key, r->klen);
+		struct bt_hint hint = bt_point_hint(at);
 		apply_set(t, key, r->klen, r->val, r->n, r->vlen, &hint);
-		bt_point_set(&t->point, key, r->klen, r->val, r->n, hint);
+		bt_point_put(&t->point, at, key, r->klen, r->val, r->n, hint);
 		break;
 	}
 	case PASTE_BTREE_DEL:

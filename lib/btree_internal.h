@@ -327,10 +327,19 @@ int bt_meta_read(const struct paste_btree *t, int slot, struct bt_meta *m);
 uint64_t bt_now_ns(void);
 
 /* ---- lib/btree_point.c ---- */
-/* Kept in step with the tree by bt_apply; no-ops while not built. */
-void bt_point_set(struct bt_point *pi, const uint8_t *key, uint32_t klen,
+/* Kept in step with the tree by bt_apply; no-ops while not built. A set
+ * finds the key's place once (one hash, one probe), reads the hint there,
+ * and puts the new value in the same place. */
+struct bt_point_pos {
+	struct bt_pslot *slot;        /* the key's, or the empty one it would take; NULL:
+				       * the index holds no keys like it (or none at all) */
+	uint32_t hash;
+};
+/* Valid until the index next changes. */
+struct bt_point_pos bt_point_find(const struct bt_point *pi, const uint8_t *key, uint32_t klen);
+struct bt_hint bt_point_hint(struct bt_point_pos at);
+void bt_point_put(struct bt_point *pi, struct bt_point_pos at, const uint8_t *key, uint32_t klen,
 		  const struct paste_extent *ext, uint32_t n, struct bt_hint hint);
-struct bt_hint bt_point_hint(const struct bt_point *pi, const uint8_t *key, uint32_t klen);
 void bt_point_del(struct bt_point *pi, const uint8_t *key, uint32_t klen);
 void bt_point_clear(struct bt_point *pi);
 /* 0: found (ext[0..*n) filled, n <= BT_POINT_EXT), -ENOENT: not in the

@@ -134,32 +134,38 @@ void bt_point_drop(struct bt_point *pi)
 	memset(pi, 0, sizeof(*pi));
 }
 
-void bt_point_set(struct bt_point *pi, const uint8_t *key, uint32_t klen,
-		  const struct paste_extent *ext, uint32_t n, struct bt_hint hint)
+struct bt_point_pos bt_point_find(const struct bt_point *pi, const uint8_t *key, uint32_t klen)
 {
 	if (!pi->on || klen > BT_POINT_KEY)
-		return;
+		return (struct bt_point_pos){ NULL, 0 };
 	uint32_t h = key_hash(key, klen);
-	struct bt_pslot *s = probe(pi, h, key, klen);
+	return (struct bt_point_pos){ probe(pi, h, key, klen), h };
+}
+
+struct bt_hint bt_point_hint(struct bt_point_pos at)
+{
+	if (!at.slot || at.slot->state == PT_EMPTY)
+		return (struct bt_hint){ 0, 0 };
+	return (struct bt_hint){ at.slot->leaf, at.slot->leaf_idx };
+}
+
+void bt_point_put(struct bt_point *pi, struct bt_point_pos at, const uint8_t *key, uint32_t klen,
+		  const struct paste_extent *ext, uint32_t n, struct bt_hint hint)
+{
+	struct bt_pslot *s = at.slot;
+	if (!s || !pi->on)
+		return;
 	if (s->state == PT_EMPTY) {
 		if (4ull * (pi->used + 1) > 3ull * (pi->mask + 1)) {
 			if (grow(pi) < 0) {
 				bt_point_drop(pi);   /* lookups descend the tree */
 				return;
 			}
-			s = probe(pi, h, key, klen);
+			s = probe(pi, at.hash, key, klen);
 		}
 		pi->used++;
 	}
 	fill(s, key, klen, ext, n, hint);
-}
-
-struct bt_hint bt_point_hint(const struct bt_point *pi, const uint8_t *key, uint32_t klen)
-{
-	if (!pi->on || klen > BT_POINT_KEY)
-		return (struct bt_hint){ 0, 0 };
-	const struct bt_pslot *s = probe(pi, key_hash(key, klen), key, klen);
-	return (struct bt_hint){ s->state == PT_EMPTY ? 0 : s->leaf, s->leaf_idx };
 }
 
 void bt_point_del(struct bt_point *pi, const uint8_t *key, uint32_t klen)
@@ -220,7 +226,9 @@ static int index_entry(void *arg, const uint8_t *e)
 	struct paste_extent ext[BT_POINT_EXT];
 	if (e[2] <= BT_POINT_EXT)
 		extents_copy(ext, e + BT_FIX, e[2]);
-	bt_point_set(pi, bt_ekey(BT_LEAF, e), ld16(e), ext, e[2], (struct bt_hint){ 0, 0 });
+	const uint8_t *key = bt_ekey(BT_LEAF, e);
+	bt_point_put(pi, bt_point_find(pi, key, ld16(e)), key, ld16(e), ext, e[2],
+		     (struct bt_hint){ 0, 0 });
 	return pi->on ? 0 : -ENOMEM;
 }
 

@@ -61,6 +61,12 @@ static uint32_t key_len(uint32_t i)
 	return 4 + i % 57;
 }
 
+/* Key i is short enough for the point index (32 bytes, BT_POINT_KEY). */
+static bool indexed(uint32_t i)
+{
+	return key_len(i) <= 32;
+}
+
 static uint32_t key_of(uint32_t i, uint8_t *k)
 {
 	uint32_t len = key_len(i);
@@ -112,7 +118,7 @@ static uint64_t short_keys(uint32_t nkeys, const struct want *want)
 {
 	uint64_t c = 0;
 	for (uint32_t i = 0; i < nkeys; i++)
-		c += want[i].present && key_len(i) <= 32;
+		c += want[i].present && indexed(i);
 	return c;
 }
 
@@ -123,6 +129,16 @@ static void set_key(uint32_t i, uint32_t g, struct want *want)
 	want[i].present = true;
 	want[i].n = value_of(i, g, want[i].v);
 	CHECK_EQ(paste_btree_set(E.t, k, klen, want[i].v, want[i].n, NULL), 0);
+}
+
+/* Key i is there to delete, and then is not. */
+static void del_key(uint32_t i, struct want *want)
+{
+	uint8_t k[64];
+	uint32_t klen = key_of(i, k);
+	CHECK_EQ(paste_btree_del(E.t, k, klen, NULL), 0);
+	CHECK_EQ(paste_btree_del(E.t, k, klen, NULL), -ENOENT);
+	want[i].present = false;
 }
 
 static void check_all(const char *when, uint32_t nkeys, const struct want *want, bool indexed)
@@ -154,13 +170,8 @@ static void test_lookups(bool no_index)
 	for (uint32_t i = 0; i < N; i += 3) {   /* overwrite a third, with other extent counts */
 		set_key(i, 1, want);
 	}
-	for (uint32_t i = 1; i < N; i += 2) {   /* delete half */
-		uint8_t k[64];
-		uint32_t klen = key_of(i, k);
-		CHECK_EQ(paste_btree_del(E.t, k, klen, NULL), 0);
-		CHECK_EQ(paste_btree_del(E.t, k, klen, NULL), -ENOENT);
-		want[i].present = false;
-	}
+	for (uint32_t i = 1; i < N; i += 2)   /* delete half */
+		del_key(i, want);
 	check_all("after overwrites and deletes", N, want, !no_index);
 	uint8_t absent[64];
 	memset(absent, 'z', sizeof(absent));
@@ -207,7 +218,7 @@ static void test_hints(void)
 	uint64_t nshort = 0;
 	for (uint32_t i = 0; i < N; i++) {
 		set_key(i, 0, want);
-		nshort += key_len(i) <= 32;
+		nshort += indexed(i);
 	}
 	CHECK_EQ(paste_btree_checkpoint(E.t), 0);
 	uint64_t h0 = hinted_sets();
@@ -220,17 +231,13 @@ static void test_hints(void)
 	uint64_t h2 = hinted_sets();
 	CHECK_EQ(h2 - h1, nshort);
 	check_all("after overwrites by hint", N, want, true);
-	for (uint32_t i = 0; i < N; i += 3) {
-		uint8_t k[64];
-		uint32_t klen = key_of(i, k);
-		CHECK_EQ(paste_btree_del(E.t, k, klen, NULL), 0);
-		want[i].present = false;
-	}
+	for (uint32_t i = 0; i < N; i += 3)
+		del_key(i, want);
 	uint64_t left = 0;
 	for (uint32_t i = 0; i < N; i++) {
 		if (want[i].present) {
 			set_key(i, 0, want);
-			left += key_len(i) <= 32;
+			left += indexed(i);
 		}
 	}
 	uint64_t h3 = hinted_sets();
@@ -259,13 +266,8 @@ static void test_nomem(void)
 	for (uint32_t i = 700; i < N; i++)
 		set_key(i, 0, want);
 	CHECK_EQ(anon_failed, 1u);   /* dropped once, never retried */
-	for (uint32_t i = 0; i < N; i += 4) {
-		uint8_t k[64];
-		uint32_t klen = key_of(i, k);
-		CHECK_EQ(paste_btree_del(E.t, k, klen, NULL), 0);
-		CHECK_EQ(paste_btree_del(E.t, k, klen, NULL), -ENOENT);
-		want[i].present = false;
-	}
+	for (uint32_t i = 0; i < N; i += 4)
+		del_key(i, want);
 	check_all("after a failed growth", N, want, false);
 
 	fail_anon = false;           /* the next open builds it */
