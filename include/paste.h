@@ -478,6 +478,8 @@ struct paste_btree_info {
 	uint64_t point_bytes;        /* its DRAM */
 	uint64_t hinted_sets;        /* overwrites by this open that went straight to their leaf
 				      * entry by the point index's hint, with no descent */
+	uint64_t hinted_dels;        /* deletes by this open that did (the leaf kept enough
+				      * entries not to merge) */
 	uint32_t header_buf;         /* the buffer the tree copies record headers into, holding
 				      * one reference (PASTE_NO_BUF: none yet) */
 };
@@ -487,7 +489,7 @@ struct paste_btree_info {
  * references before the free list is built). Recovery: the newest valid
  * meta slot; a walk of the checkpointed tree that checks every page (CRC,
  * magic, page number, generation, level, bounds, key order against the
- * parent's separators, extents inside the buffer area, key count) and
+ * parent's separators, extents inside the buffer area, fill, key count) and
  * takes one buffer reference per value extent; the free-page set is what
  * the walk did not reach; then every live log record with LSN > the
  * checkpoint LSN (paste_wal_foreach, LSN order, any lane) whose extent 0

@@ -356,7 +356,7 @@ static void apply_set(struct paste_btree *t, const uint8_t *key, uint32_t klen,
 	for (uint32_t i = 0; i < n; i++)
 		paste_store_ref(t->st, val[i].buf);
 	if (bt_hint_entry(t, *hint, key, klen) && put_in_place(t, hint->leaf, hint->idx, size, true)) {
-		t->hinted++;
+		t->hinted_sets++;
 		return;
 	}
 	*hint = (struct bt_hint){ 0, 0 };
@@ -391,22 +391,40 @@ static void apply_set(struct paste_btree *t, const uint8_t *key, uint32_t klen,
 	fix(t, &path, d, W);
 }
 
-static bool apply_del(struct paste_btree *t, const uint8_t *key, uint32_t klen)
+/* Remove entry i of writable leaf no when the leaf stays within its
+ * bounds (the root: while it keeps a key). No merge, so no path is needed. */
+static bool remove_in_place(struct paste_btree *t, uint32_t no, uint32_t i)
 {
+	uint8_t *pg = bt_pg(t, no);
+	uint8_t *e = bt_entry(pg, i);
+	uint32_t after = bt_used(pg) - 2u - bt_esize(BT_LEAF, e);
+	if (no == t->root ? bt_h(pg)->nkeys < 2 : after < BT_UNDERFLOW)
+		return false;
+	release_entry(t, e);
+	bt_page_remove(pg, i);
+	return true;
+}
+
+/* hint: as apply_set's. A delete whose hint holds and whose leaf keeps
+ * enough skips the descent. */
+static bool apply_del(struct paste_btree *t, const uint8_t *key, uint32_t klen,
+		      struct bt_hint hint)
+{
+	if (bt_hint_entry(t, hint, key, klen) && remove_in_place(t, hint.leaf, hint.idx)) {
+		t->nkeys--;
+		t->hinted_dels++;
+		return true;
+	}
 	struct bt_path path;
 	if (!t->root || !bt_descend(t, key, klen, &path))
 		return false;
 	path_writable(t, &path);
 	uint32_t d = path.depth - 1, i = path.idx[d];
-	uint8_t *pg = bt_pg(t, path.page[d]);
-	uint8_t *e = bt_entry(pg, i);
-	release_entry(t, e);
 	t->nkeys--;
-	uint32_t after = bt_used(pg) - 2u - bt_esize(BT_LEAF, e);
-	if (d == 0 ? bt_h(pg)->nkeys > 1 : after >= BT_UNDERFLOW) {
-		bt_page_remove(pg, i);
+	if (remove_in_place(t, path.page[d], i))
 		return true;
-	}
+	uint8_t *pg = bt_pg(t, path.page[d]);
+	release_entry(t, bt_entry(pg, i));
 	struct bt_wide *W = t->wide[0];
 	bt_wide_load(W, pg);
 	bt_wide_remove(W, i);
@@ -478,9 +496,12 @@ int bt_apply(struct paste_btree *t, const struct paste_btree_record *r, uint64_t
 		break;
 	}
 	case PASTE_BTREE_DEL:
-		rc = apply_del(t, key, r->klen) ? 0 : -ENOENT;
-		bt_point_del(&t->point, key, r->klen);
+	{
+		struct bt_point_pos at = bt_point_find(&t->point, key, r->klen);
+		rc = apply_del(t, key, r->klen, bt_point_hint(at)) ? 0 : -ENOENT;
+		bt_point_del(&t->point, at);
 		break;
+	}
 	case PASTE_BTREE_CLEAR:
 		apply_clear(t);
 		bt_point_clear(&t->point);

@@ -336,6 +336,7 @@ void paste_btree_info(const struct paste_btree *t, struct paste_btree_info *out)
 	out->walk_ns = t->walk_ns;
 	out->point_keys = t->point.on ? t->point.used : 0;
 	out->point_bytes = t->point.on ? 64ull * (t->point.mask + 1ull) : 0;
-	out->hinted_sets = t->hinted;
+	out->hinted_sets = t->hinted_sets;
+	out->hinted_dels = t->hinted_dels;
 	out->header_buf = t->hbuf;
 }

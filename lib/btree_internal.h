@@ -148,7 +148,8 @@ struct paste_btree {
 	uint64_t gen;                 /* generation being written: committed + 1 */
 	uint64_t last_lsn;            /* newest record applied */
 	uint64_t mods;                /* changes applied: cursors re-seek when it moved */
-	uint64_t hinted;              /* overwrites that followed a hint (paste_btree_info) */
+	uint64_t hinted_sets;         /* overwrites that followed a hint (paste_btree_info) */
+	uint64_t hinted_dels;         /* deletes that did */
 	bool replaying;               /* recovery: replaced values are released at once */
 
 	/* the committed checkpoint */
@@ -340,7 +341,7 @@ struct bt_point_pos bt_point_find(const struct bt_point *pi, const uint8_t *key,
 struct bt_hint bt_point_hint(struct bt_point_pos at);
 void bt_point_put(struct bt_point *pi, struct bt_point_pos at, const uint8_t *key, uint32_t klen,
 		  const struct paste_extent *ext, uint32_t n, struct bt_hint hint);
-void bt_point_del(struct bt_point *pi, const uint8_t *key, uint32_t klen);
+void bt_point_del(struct bt_point *pi, struct bt_point_pos at);
 void bt_point_clear(struct bt_point *pi);
 /* 0: found (ext[0..*n) filled, n <= BT_POINT_EXT), -ENOENT: not in the
  * tree, 1: ask the tree (a long key, a value of more extents, no index). */

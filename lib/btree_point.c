@@ -168,12 +168,10 @@ void bt_point_put(struct bt_point *pi, struct bt_point_pos at, const uint8_t *ke
 	fill(s, key, klen, ext, n, hint);
 }
 
-void bt_point_del(struct bt_point *pi, const uint8_t *key, uint32_t klen)
+void bt_point_del(struct bt_point *pi, struct bt_point_pos at)
 {
-	if (!pi->on || klen > BT_POINT_KEY)
-		return;
-	struct bt_pslot *s = probe(pi, key_hash(key, klen), key, klen);
-	if (s->state == PT_EMPTY)
+	struct bt_pslot *s = at.slot;
+	if (!s || !pi->on || s->state == PT_EMPTY)
 		return;
 	/* Backward shift: move each later slot of the run into the hole
 	 * unless its home lies cyclically in (hole, j]. */

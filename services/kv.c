@@ -296,12 +296,12 @@ size_t kv_stats_json(struct kv *kv, char *out, size_t at, size_t cap)
 		"\"recovery_ms\":%.3f,\"kv_sets\":%" PRIu64 ",\"kv_gets\":%" PRIu64 ","
 		"\"kv_hits\":%" PRIu64 ",\"kv_misses\":%" PRIu64 ",\"kv_dels\":%" PRIu64 ","
 		"\"max_value\":%" PRIu64 ",\"point_index_keys\":%" PRIu64 ","
-		"\"point_index_bytes\":%" PRIu64 ",\"hinted_sets\":%" PRIu64 ",",
+		"\"point_index_bytes\":%" PRIu64 ",\"hinted_sets\":%" PRIu64 ",\"hinted_dels\":%" PRIu64 ",",
 		bi.keys, bi.height, bi.pages_used, bi.pages_total, bi.checkpoints, bi.ckpt_lsn,
 		bi.replayed, (double)bi.recovery_ns / 1e6,
 		atomic_load(&kv->n.sets), atomic_load(&kv->n.gets), atomic_load(&kv->n.hits),
 		atomic_load(&kv->n.misses), atomic_load(&kv->n.dels), kv->max_value,
-		bi.point_keys, bi.point_bytes, bi.hinted_sets);
+		bi.point_keys, bi.point_bytes, bi.hinted_sets, bi.hinted_dels);
 	(void)n;
 	return http_put_str(out, at, cap, tmp);
 }
@@ -348,6 +348,9 @@ size_t kv_metrics(struct server *s, void *state, char *out, size_t at, size_t ca
 	at = metrics_one(out, at, cap, "paste_tree_hinted_sets_total", "counter",
 			 "Overwrites that reached their leaf entry by the point index's hint.",
 			 bi.hinted_sets);
+	at = metrics_one(out, at, cap, "paste_tree_hinted_dels_total", "counter",
+			 "Deletes that reached their leaf entry by the point index's hint.",
+			 bi.hinted_dels);
 	at = metrics_one(out, at, cap, "paste_tree_checkpoints_total", "counter",
 			 "Tree checkpoints since start.", bi.checkpoints);
 	at = metrics_one(out, at, cap, "paste_tree_records_since_checkpoint", "gauge",

@@ -314,12 +314,13 @@ void kv_cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg 
 		    "\r\npkvs_recovery_ms:%.3f\r\npkvs_replayed_at_start:%" PRIu64
 		    "\r\npkvs_tree_height:%u\r\npkvs_tree_pages:%u\r\npkvs_tree_pages_total:%u"
 		    "\r\npkvs_point_index_keys:%" PRIu64 "\r\npkvs_point_index_bytes:%" PRIu64
-		    "\r\npkvs_hinted_sets:%" PRIu64 "\r\nstore_failed:%d\r\n\r\n",
+		    "\r\npkvs_hinted_sets:%" PRIu64 "\r\npkvs_hinted_dels:%" PRIu64
+		    "\r\nstore_failed:%d\r\n\r\n",
 		    d != PASTE_DUR_NONE, bi.records_since, paste_durability_name(d),
 		    d == PASTE_DUR_FSYNC ? "group commit (fdatasync)" : d == PASTE_DUR_NONE ? "nothing" : "fence",
 		    bi.checkpoints, bi.ckpt_lsn, bi.records_since, (double)bi.recovery_ns / 1e6,
 		    bi.replayed, bi.height, bi.pages_used, bi.pages_total, bi.point_keys, bi.point_bytes,
-		    bi.hinted_sets, paste_store_failed(s->store, NULL) != 0);
+		    bi.hinted_sets, bi.hinted_dels, paste_store_failed(s->store, NULL) != 0);
 	if (section_wanted(a, n, "stats")) {
 		ADD("# Stats\r\ntotal_connections_received:%" PRIu64 "\r\ntotal_commands_processed:%" PRIu64
 		    "\r\nkeyspace_hits:%" PRIu64 "\r\nkeyspace_misses:%" PRIu64 "\r\npkvs_sets:%" PRIu64

@@ -116,6 +116,13 @@ def test_point_index_through_redis_cli(pkvs, no_index):
     keys.update({k: keys[k] + "b" for k in twice})
     hinted = int(info_fields(p, "persistence")["pkvs_hinted_sets"])
     assert (hinted == 0) if no_index else (hinted >= len(twice) // 2), (hinted, len(twice))
+    # A SET then a DEL of a new short key: the DEL follows the SET's hint
+    # (the leaf keeps enough entries not to merge).
+    gone = [f"d{i}" for i in range(40)]
+    script = "".join(f"SET {k} x\nDEL {k}\n" for k in gone)
+    assert cli(p, stdin=script.encode()) == "OK\n1\n" * len(gone)
+    hinted = int(info_fields(p, "persistence")["pkvs_hinted_dels"])
+    assert (hinted == 0) if no_index else (hinted >= len(gone) // 2), (hinted, len(gone))
     for attempt in ("before", "after"):
         pers = info_fields(p, "persistence")
         short = sum(1 for k in keys if len(k) <= 32)
@@ -123,7 +130,7 @@ def test_point_index_through_redis_cli(pkvs, no_index):
         assert (int(pers["pkvs_point_index_bytes"]) == 0) == no_index, (attempt, pers)
         for k, v in keys.items():
             assert cli(p, "GET", k) == v + "\n", (attempt, k)
-        for k in ("k0", "k3", "absent", "L" * 45):
+        for k in ("k0", "k3", "absent", "L" * 45, "d0", "d39"):
             if k not in keys:
                 assert cli(p, "GET", k) == "\n", (attempt, k)
         srv.restart()

@@ -195,20 +195,21 @@ static void test_lookups(bool no_index)
 	tenv_finish(&E);
 }
 
-static uint64_t hinted_sets(void)
+static uint64_t hinted(bool dels)
 {
 	struct paste_btree_info bi;
 	paste_btree_info(E.t, &bi);
-	return bi.hinted_sets;
+	return dels ? bi.hinted_dels : bi.hinted_sets;
 }
 
-/* Overwrites follow the hint (leaf page, index) their key's last set left
- * in its slot, when that page may still be written in place. After a
+/* Overwrites and deletes follow the hint (leaf page, index) their key's
+ * last set left in its slot, when that page may still be written in
+ * place (and, for a delete, keeps enough entries not to merge). After a
  * checkpoint every page is the checkpointed tree's, so no hint holds; once
- * each key has been set again, every short key's does. Deletes move the
- * entries after them: their hints fail the check and those sets descend.
- * Lookups and the check (which audits each hint that passes) agree
- * throughout. */
+ * each key has been set again, every short key's does. A delete moves the
+ * entries after it: their hints fail the check and those sets and deletes
+ * descend. Lookups and the check (which audits each hint that passes)
+ * agree throughout. */
 static void test_hints(void)
 {
 	setup("point-hints", false);
@@ -221,18 +222,31 @@ static void test_hints(void)
 		nshort += indexed(i);
 	}
 	CHECK_EQ(paste_btree_checkpoint(E.t), 0);
-	uint64_t h0 = hinted_sets();
+	uint64_t h0 = hinted(false), d0 = hinted(true);
+	for (uint32_t i = 0; i < N; i += 10)   /* every leaf is the checkpoint's */
+		del_key(i, want);
+	CHECK_EQ(hinted(true), d0);
 	for (uint32_t i = 0; i < N; i++)   /* same sizes: each entry stays where it is */
 		set_key(i, 0, want);
-	uint64_t h1 = hinted_sets();
+	uint64_t h1 = hinted(false);
 	CHECK_EQ(h1, h0);                  /* every leaf had to be copied first */
+	for (uint32_t i = 0; i < N; i++)   /* the re-inserts moved entries: new hints */
+		set_key(i, 0, want);
+	h1 = hinted(false);
 	for (uint32_t i = 0; i < N; i++)
 		set_key(i, 0, want);
-	uint64_t h2 = hinted_sets();
+	uint64_t h2 = hinted(false);
 	CHECK_EQ(h2 - h1, nshort);
 	check_all("after overwrites by hint", N, want, true);
-	for (uint32_t i = 0; i < N; i += 3)
+	uint64_t dels = 0;
+	for (uint32_t i = 0; i < N; i += 3) {
 		del_key(i, want);
+		dels += indexed(i);
+	}
+	uint64_t d1 = hinted(true);
+	CHECK(d1 - d0 > 0);
+	CHECK(d1 - d0 < dels);             /* entries after a deleted one moved */
+	check_all("after deletes by hint", N, want, true);
 	uint64_t left = 0;
 	for (uint32_t i = 0; i < N; i++) {
 		if (want[i].present) {
@@ -240,12 +254,22 @@ static void test_hints(void)
 			left += indexed(i);
 		}
 	}
-	uint64_t h3 = hinted_sets();
-	CHECK(h3 - h2 < left);             /* entries after a deleted one moved */
+	uint64_t h3 = hinted(false);
+	CHECK(h3 - h2 < left);
 	CHECK(h3 - h2 > 0);
 	check_all("after deletes and overwrites", N, want, true);
 	CHECK(tenv_reopen(&E));            /* a new open knows no hints */
 	check_all("after a reopen", N, want, true);
+	for (uint32_t i = 0; i < N; i++)   /* leaves empty out: merges, a shrinking root */
+		if (want[i].present)
+			set_key(i, 0, want);
+	uint64_t d2 = hinted(true);
+	for (uint32_t i = N; i-- > 0;)
+		if (want[i].present)
+			del_key(i, want);
+	CHECK(hinted(true) > d2);
+	check_all("after deleting every key", N, want, true);
+	CHECK_EQ(paste_btree_count(E.t), 0u);
 	tenv_finish(&E);
 }
 

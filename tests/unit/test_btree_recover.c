@@ -216,6 +216,35 @@ static void test_damage(void)
 	expect_refused(-EBADMSG, "both B+tree meta slots are damaged");
 	poke_byte(nodes + 30, 0x01);
 	poke_byte(nodes + 4096 + 30, 0x01);
+	/* The root's first child cut to its first entry, the rest of its
+	 * page sound (the bytes let go counted as holes) and its CRC right:
+	 * no change leaves a node below the fill bound, so a bug or another
+	 * writer made it. Refused. (Header offsets: lib/btree_internal.h.) */
+	{
+		int fd = open(path, O_RDWR);
+		uint8_t pg[4096], orig[4096];
+		uint32_t child;
+		CHECK_EQ(pread(fd, &child, 4, (off_t)(nodes + (uint64_t)root_page * 4096 + 24)), 4);
+		off_t at = (off_t)(nodes + (uint64_t)child * 4096);
+		CHECK_EQ(pread(fd, orig, sizeof(orig), at), (ssize_t)sizeof(orig));
+		memcpy(pg, orig, sizeof(pg));
+		uint16_t nkeys = 1, top, slot0, frag;
+		memcpy(&top, pg + 22, 2);
+		memcpy(&slot0, pg + 32, 2);
+		uint8_t *e = pg + slot0;
+		uint32_t esize = 8u + (uint32_t)(e[0] | e[1] << 8) + (pg[6] == 1 ? 12u * e[2] : 0u);
+		frag = (uint16_t)(4096u - top - esize);
+		memcpy(pg + 20, &nkeys, 2);
+		memcpy(pg + 28, &frag, 2);
+		uint32_t crc = paste_crc32c(0, pg + 4, sizeof(pg) - 4);
+		memcpy(pg, &crc, 4);
+		CHECK_EQ(pwrite(fd, pg, sizeof(pg), at), (ssize_t)sizeof(pg));
+		expect_refused(-EBADMSG, "a node below the fill bound");
+		CHECK_EQ(pwrite(fd, orig, sizeof(orig), at), (ssize_t)sizeof(orig));
+		close(fd);
+	}
+	CHECK_EQ(tenv_open(&E), true);
+	tenv_close(&E);
 	/* A node area copied from another store: its meta names another
 	 * uuid, so it is not this store's tree. */
 	struct paste_store_geom g1;
