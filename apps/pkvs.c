@@ -96,7 +96,7 @@ int main(int argc, char **argv)
 		OPT_NUM_("checkpoint-ms", "MS", &kvh.cfg.tree.ckpt_ms, 0, 3600000,
 			 "... or MS after the first change since the last one (default 1000)"),
 		OPT_FLAG_("no-point-index", &kvh.cfg.tree.no_point_index,
-			  "no DRAM hash of keys <= 40 bytes: GETs descend the tree (saves ~85-170 B per key)"),
+			  "no DRAM hash of keys <= 32 bytes: GETs descend the tree (saves ~85-170 B per key)"),
 		OPT_NUM_("max-conns", "N", &sc.max_conns, 1, 1u << 20, "connection slots (default 4096)"),
 		OPT_NUM_("ring-bufs", "N", &sc.ring_bufs, 1, 1u << 20, "receive buffers posted (default 4096)"),
 		OPT_SECS_("header-timeout", "S", &sc.header_to_ms, MAX_TIMEOUT,
