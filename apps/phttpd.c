@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 	hc.service = modes[mode].svc;
 	hc.service_cfg = modes[mode].cfg;
 	sc.proto_cfg = &hc;
-	sc.mode = hc.service->name;
+	sc.mode = hc.service->base.name;
 	sc.mode_note = wal_cfg.copy ? ", copy mode" : "";
 
 	struct server *s;

@@ -23,9 +23,9 @@
 #define FAIL_BODY_MAX 319u   /* "store failed: <why>\n", cut here */
 
 struct http_proto_state {
+	struct service_run run;          /* first: service_banner, service_pass */
 	const struct http_config *cfg;
-	const struct http_service *svc;
-	void *ss;                        /* the service's */
+	const struct http_service *svc;  /* run.svc is &svc->base */
 };
 
 size_t http_put_str(char *out, size_t at, size_t cap, const char *s)
@@ -151,7 +151,7 @@ static void reply_stats(struct http_ctx *x, const struct http_proto_state *hs)
 		"\"syscalls\":%" PRIu64 ",\"syscalls_per_request\":%.4f,"
 		"\"bufs_total\":%u,\"bufs_free\":%u,\"bufs_held\":%u,\"enobufs\":%" PRIu64 ","
 		"\"conns\":%u,\"accepts\":%" PRIu64 ",\"fences\":%" PRIu64 ",\"commits\":%" PRIu64 ",",
-		s->cfg.engine == PASTE_ENGINE_URING ? "uring" : "epoll", hs->svc->name,
+		s->cfg.engine == PASTE_ENGINE_URING ? "uring" : "epoll", hs->svc->base.name,
 		paste_durability_name(x->w->persist ? paste_persist_mode(x->w->persist) : PASTE_DUR_NONE),
 		s->cfg.threads, tt.requests, t->polls, t->events,
 		t->polls ? (double)t->events / (double)t->polls : 0.0,
@@ -160,7 +160,7 @@ static void reply_stats(struct http_ctx *x, const struct http_proto_state *hs)
 		t->enobufs, t->conns, t->accepts, t->fences, t->commits);
 	size_t at = n < (int)sizeof(body) ? (size_t)n : sizeof(body) - 1;
 	if (hs->svc->stats)
-		at = hs->svc->stats(s, hs->ss, body, at, sizeof(body) - 1);
+		at = hs->svc->stats(s, hs->run.ss, body, at, sizeof(body) - 1);
 	n = snprintf(body + at, sizeof(body) - at,
 		"\"timeouts\":%" PRIu64 ",\"idle_closes\":%" PRIu64 ",\"store_failed\":%s}\n",
 		tt.timeouts, tt.idle_closes, paste_store_failed(s->store, NULL) ? "true" : "false");
@@ -179,7 +179,7 @@ static void reply_metrics(struct http_ctx *x, const struct http_proto_state *hs)
 	}
 	size_t at = metrics_server(x->w, body, 0, METRICS_CAP);
 	if (hs->svc->metrics)
-		at = hs->svc->metrics(x->w->srv, hs->ss, body, at, METRICS_CAP);
+		at = hs->svc->metrics(x->w->srv, hs->run.ss, body, at, METRICS_CAP);
 	http_reply(x, 200, "text/plain; version=0.0.4; charset=utf-8", body, at, NULL, 0);
 	free(body);
 }
@@ -285,7 +285,7 @@ static void ctx_init(struct http_ctx *x, struct worker *w, uint32_t conn, struct
 	x->c = c;
 	x->h = srv_proto_part(c);
 	x->sc = srv_service_part(x->h, sizeof(struct http_conn));
-	x->ss = hs->ss;
+	x->ss = hs->run.ss;
 }
 
 /* Frame the bytes of one DATA event into requests (pipelining: as many as
@@ -389,7 +389,7 @@ static void http_timeout(struct worker *w, uint32_t conn, struct srv_conn *c)
 
 static uint32_t http_service_conn_size(const void *cfg)
 {
-	return ((const struct http_config *)cfg)->service->conn_size;
+	return ((const struct http_config *)cfg)->service->base.conn_size;
 }
 
 static int http_open(struct server *s, const void *proto_cfg, void **state,
@@ -401,7 +401,7 @@ static int http_open(struct server *s, const void *proto_cfg, void **state,
 		return paste_error_set(err, -ENOMEM, "out of memory");
 	hs->cfg = cfg;
 	hs->svc = cfg->service;
-	int r = hs->svc->open ? hs->svc->open(s, cfg->service_cfg, &hs->ss, err) : 0;
+	int r = service_open(&hs->run, &hs->svc->base, s, cfg->service_cfg, err);
 	if (r) {
 		free(hs);
 		return r;
@@ -415,23 +415,8 @@ static void http_close(struct server *s, void *state)
 	struct http_proto_state *hs = state;
 	if (!hs)
 		return;
-	if (hs->svc->close)
-		hs->svc->close(s, hs->ss);
+	service_close(&hs->run, s);
 	free(hs);
-}
-
-static void http_banner(struct server *s, void *state)
-{
-	struct http_proto_state *hs = state;
-	if (hs->svc->banner)
-		hs->svc->banner(s, hs->ss);
-}
-
-static void http_pass(struct worker *w, void *state)
-{
-	struct http_proto_state *hs = state;
-	if (hs->svc->pass)
-		hs->svc->pass(w, hs->ss);
 }
 
 const struct server_proto http_proto = {
@@ -440,8 +425,8 @@ const struct server_proto http_proto = {
 	.service_conn_size = http_service_conn_size,
 	.open = http_open,
 	.close = http_close,
-	.banner = http_banner,
-	.pass = http_pass,
+	.banner = service_banner,
+	.pass = service_pass,
 	.accept = http_accept,
 	.data = http_data,
 	.closed = http_closed,

@@ -12,6 +12,9 @@
  *   request whole  -> finish(x)           reply with the helpers below
  *   connection end -> closed(x)           release what it holds
  *
+ * Its name, per-connection state, open/close/banner and per-pass hook are
+ * the struct service_base every protocol's services share (server.h).
+ *
  * Services call only downward: these helpers, server.h, libpaste.
  */
 #ifndef PASTE_SERVER_HTTP_H
@@ -55,15 +58,7 @@ struct http_ctx {
 };
 
 struct http_service {
-	const char *name;          /* --mode, /stats "mode" */
-	uint32_t conn_size;        /* per-connection state; 0 for none */
-	/* Process-wide state: *state is passed back as x->ss. cfg is the
-	 * service's own config (struct rpc_config, ...). Runs once before any
-	 * worker, with the store not yet started. 0, or a negative errno with
-	 * err->msg set (the server exits 1). */
-	int (*open)(struct server *s, const void *cfg, void **state, struct paste_error *err);
-	void (*close)(struct server *s, void *state);
-	void (*banner)(struct server *s, void *state);   /* optional start-up lines */
+	struct service_base base;  /* name, per-connection state, open ... pass */
 	/* A head is complete (req points into the event's bytes or the
 	 * reassembly buffer: valid during this call only). Returns the handler
 	 * id (0 .. HTTP_ROUTE_METRICS - 1, stored in x->h->route), or a negative
@@ -87,9 +82,6 @@ struct http_service {
 	/* GET /metrics: append the service's own samples in the Prometheus
 	 * text format (server/metrics.h helpers); returns the new end. */
 	size_t (*metrics)(struct server *s, void *state, char *out, size_t at, size_t cap);
-	/* Optional: once per event-loop pass, after the batch (pkvs: release
-	 * what became durable, checkpoint when due). */
-	void (*pass)(struct worker *w, void *state);
 };
 
 struct http_config {

@@ -21,9 +21,9 @@
 #define ARGV_CAP 65536u
 
 struct resp_proto_state {
+	struct service_run run;          /* first: service_banner, service_pass */
 	const struct resp_config *cfg;
-	const struct resp_service *svc;
-	void *ss;
+	const struct resp_service *svc;  /* run.svc is &svc->base */
 	struct paste_resp_arg *argv;   /* per process: one thread parses at a time per worker */
 	char *scratch;                 /* inline arguments with quotes */
 	uint32_t scratch_cap;
@@ -247,7 +247,7 @@ static void ctx_init(struct resp_ctx *x, struct worker *w, uint32_t conn, struct
 	x->c = c;
 	x->r = srv_proto_part(c);
 	x->sc = srv_service_part(x->r, sizeof(struct resp_conn));
-	x->ss = ps->ss;
+	x->ss = ps->run.ss;
 	x->ev = NULL;
 }
 
@@ -460,7 +460,7 @@ static void resp_timeout(struct worker *w, uint32_t conn, struct srv_conn *c)
 /* The client name lives in the protocol part; services reach it here. */
 static uint32_t resp_service_conn_size(const void *cfg)
 {
-	return ((const struct resp_config *)cfg)->service->conn_size;
+	return ((const struct resp_config *)cfg)->service->base.conn_size;
 }
 
 static int resp_open(struct server *s, const void *cfg_, void **state, struct paste_error *err)
@@ -489,7 +489,7 @@ static int resp_open(struct server *s, const void *cfg_, void **state, struct pa
 	ps->scratch_cap = scratch;
 	ps->cfg = cfg;
 	ps->svc = cfg->service;
-	int r = ps->svc->open ? ps->svc->open(s, cfg->service_cfg, &ps->ss, err) : 0;
+	int r = service_open(&ps->run, &ps->svc->base, s, cfg->service_cfg, err);
 	if (r) {
 		free(ps->argv);
 		free(ps->scratch);
@@ -505,25 +505,10 @@ static void resp_close_proto(struct server *s, void *state)
 	struct resp_proto_state *ps = state;
 	if (!ps)
 		return;
-	if (ps->svc->close)
-		ps->svc->close(s, ps->ss);
+	service_close(&ps->run, s);
 	free(ps->argv);
 	free(ps->scratch);
 	free(ps);
-}
-
-static void resp_banner(struct server *s, void *state)
-{
-	struct resp_proto_state *ps = state;
-	if (ps->svc->banner)
-		ps->svc->banner(s, ps->ss);
-}
-
-static void resp_pass(struct worker *w, void *state)
-{
-	struct resp_proto_state *ps = state;
-	if (ps->svc->pass)
-		ps->svc->pass(w, ps->ss);
 }
 
 const struct server_proto resp_proto = {
@@ -532,8 +517,8 @@ const struct server_proto resp_proto = {
 	.service_conn_size = resp_service_conn_size,
 	.open = resp_open,
 	.close = resp_close_proto,
-	.banner = resp_banner,
-	.pass = resp_pass,
+	.banner = service_banner,
+	.pass = service_pass,
 	.accept = resp_accept,
 	.data = resp_data,
 	.closed = resp_closed,

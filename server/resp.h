@@ -12,7 +12,8 @@
  *   last bulk streams      -> stream_begin(x, argv, argc) then
  *                             stream_data(x, ev, off, n)... stream_end(x)
  *   connection end         -> closed(x)
- *   every event-loop pass  -> pass(w, state)
+ *   every event-loop pass  -> pass(w, state)     (struct service_base,
+ *                                                  server.h, as HTTP's)
  *
  * Replies leave in order per connection and PASTE_SEND_DURABLE: each
  * waits for the batch's barrier, so no reply reveals a change (or the
@@ -60,12 +61,7 @@ struct resp_ctx {
 };
 
 struct resp_service {
-	const char *name;
-	uint32_t conn_size;
-	int (*open)(struct server *s, const void *cfg, void **state, struct paste_error *err);
-	void (*close)(struct server *s, void *state);
-	void (*banner)(struct server *s, void *state);
-	void (*pass)(struct worker *w, void *state);
+	struct service_base base;  /* name, per-connection state, open ... pass */
 	/* argc >= 1; argv[0] is the command name. */
 	void (*command)(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc);
 	/* The command's last argument (argv[argc - 1], p == NULL) is a bulk of

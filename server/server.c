@@ -72,6 +72,36 @@ const uint16_t srv_status_codes[SRV_NSTATUS - 1] = {
 	200, 201, 204, 400, 404, 405, 408, 411, 413, 414, 417, 431, 500, 501, 503, 505, 507, 100,
 };
 
+/* ---- a protocol's service (struct service_base) ---- */
+
+int service_open(struct service_run *r, const struct service_base *svc, struct server *s,
+		 const void *cfg, struct paste_error *err)
+{
+	r->svc = svc;
+	r->ss = NULL;
+	return svc->open ? svc->open(s, cfg, &r->ss, err) : 0;
+}
+
+void service_close(struct service_run *r, struct server *s)
+{
+	if (r->svc->close)
+		r->svc->close(s, r->ss);
+}
+
+void service_banner(struct server *s, void *proto_state)
+{
+	struct service_run *r = proto_state;   /* the protocol state's first member */
+	if (r->svc->banner)
+		r->svc->banner(s, r->ss);
+}
+
+void service_pass(struct worker *w, void *proto_state)
+{
+	struct service_run *r = proto_state;
+	if (r->svc->pass)
+		r->svc->pass(w, r->ss);
+}
+
 void srv_count_status(struct worker *w, int status)
 {
 	uint32_t i = 0;

@@ -210,6 +210,38 @@ struct server {
 /* Bytes per conn_data slot for this protocol and configuration. */
 uint32_t server_conn_size(const struct server_proto *proto, const void *proto_cfg);
 
+/* What a service of any protocol has: HTTP's and RESP's service tables
+ * (struct http_service, struct resp_service) begin with it. Every hook may
+ * be NULL. */
+struct service_base {
+	const char *name;          /* --mode, /stats "mode" */
+	uint32_t conn_size;        /* per-connection state; 0 for none */
+	/* Process-wide state: *state is passed back to every hook (the
+	 * protocols' contexts carry it as x->ss). cfg is the service's own
+	 * config (struct rpc_config, ...). Runs once before any worker, with
+	 * the store not yet started. 0, or a negative errno with err->msg set
+	 * (the server exits 1). */
+	int (*open)(struct server *s, const void *cfg, void **state, struct paste_error *err);
+	void (*close)(struct server *s, void *state);
+	void (*banner)(struct server *s, void *state);   /* start-up lines of its own */
+	/* Once per event-loop pass, after the batch (pkvs: release what
+	 * became durable, checkpoint when due). */
+	void (*pass)(struct worker *w, void *state);
+};
+
+/* A protocol's hold on its service: the table and the state its open
+ * gave. A protocol's state begins with one, so service_banner and
+ * service_pass serve as its server_proto banner and pass hooks. */
+struct service_run {
+	const struct service_base *svc;
+	void *ss;
+};
+int service_open(struct service_run *r, const struct service_base *svc, struct server *s,
+		 const void *cfg, struct paste_error *err);
+void service_close(struct service_run *r, struct server *s);
+void service_banner(struct server *s, void *proto_state);
+void service_pass(struct worker *w, void *proto_state);
+
 /* The state of the protocol connection c belongs to (its open's *state). */
 static inline void *srv_proto_state(const struct worker *w, const struct srv_conn *c)
 {

@@ -114,12 +114,15 @@ size_t kv_copy_value(const struct kv *kv, const struct paste_extent *ext, uint32
 int kv_send_value(struct worker *w, uint32_t conn, const struct paste_extent *ext,
 		  uint32_t n, uint64_t from, uint64_t len);
 
-/* The service hooks both front ends share (http_service and resp_service
- * have the same signatures for these): cfg is the struct kv_handle. */
+/* The struct service_base hooks both front ends share (kv_http_service's
+ * and kv_resp_service's): cfg is the struct kv_handle. */
 int kv_svc_open(struct server *s, const void *cfg, void **state, struct paste_error *err);
 void kv_svc_close(struct server *s, void *state);
 void kv_svc_banner(struct server *s, void *state);
 void kv_svc_pass(struct worker *w, void *state);
+/* The .base of both front ends' tables; conn: the front end's slot part. */
+#define KV_SERVICE_BASE(conn) { .name = "kv", .conn_size = sizeof(conn), .open = kv_svc_open, \
+				.close = kv_svc_close, .banner = kv_svc_banner, .pass = kv_svc_pass }
 
 /* /stats members (each followed by ','): keys, counters, checkpoints. */
 size_t kv_stats_json(struct kv *kv, char *out, size_t at, size_t cap);

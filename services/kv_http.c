@@ -316,16 +316,11 @@ static size_t kv_http_stats(struct server *s, void *state, char *out, size_t at,
 }
 
 const struct http_service kv_http_service = {
-	.name = "kv",
-	.conn_size = sizeof(struct kv_http_conn),
-	.open = kv_svc_open,
-	.close = kv_svc_close,
-	.banner = kv_svc_banner,
+	.base = KV_SERVICE_BASE(struct kv_http_conn),
 	.route = kv_http_route,
 	.body = kv_http_body,
 	.finish = kv_http_finish,
 	.closed = kv_http_closed,
 	.stats = kv_http_stats,
-	.pass = kv_svc_pass,
 	.metrics = kv_metrics,
 };

@@ -490,12 +490,7 @@ static void kv_resp_closed(struct resp_ctx *x)
 }
 
 const struct resp_service kv_resp_service = {
-	.name = "kv",
-	.conn_size = sizeof(struct kv_resp_conn),
-	.open = kv_svc_open,
-	.close = kv_svc_close,
-	.banner = kv_svc_banner,
-	.pass = kv_svc_pass,
+	.base = KV_SERVICE_BASE(struct kv_resp_conn),
 	.command = kv_command,
 	.stream_begin = kv_stream_begin,
 	.stream_data = kv_stream_data,

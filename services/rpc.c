@@ -81,10 +81,12 @@ static size_t rpc_stats(struct server *s, void *state, char *out, size_t at, siz
 }
 
 const struct http_service rpc_service = {
-	.name = "rpc",
-	.conn_size = 0,
-	.open = rpc_open,
-	.close = rpc_close,
+	.base = {
+		.name = "rpc",
+		.conn_size = 0,
+		.open = rpc_open,
+		.close = rpc_close,
+	},
 	.route = rpc_route,
 	.finish = rpc_finish,
 	.stats = rpc_stats,

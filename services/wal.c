@@ -315,11 +315,13 @@ static size_t wal_metrics(struct server *s, void *state, char *out, size_t at, s
 }
 
 const struct http_service wal_service = {
-	.name = "wal",
-	.conn_size = sizeof(struct wal_conn),
-	.open = wal_open,
-	.close = wal_close,
-	.banner = wal_banner,
+	.base = {
+		.name = "wal",
+		.conn_size = sizeof(struct wal_conn),
+		.open = wal_open,
+		.close = wal_close,
+		.banner = wal_banner,
+	},
 	.route = wal_route,
 	.body = wal_body,
 	.finish = wal_finish,

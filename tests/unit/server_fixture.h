@@ -52,7 +52,7 @@ static inline int fx_open(struct fixture *f, enum paste_engine e, const struct h
 		.store_path = f->store, .store_size = 16 << 20, .durability = PASTE_DUR_EMULATED,
 		.ring_bufs = 64, .max_conns = 64, .cpu = -1,
 		.header_to_ms = 60000, .body_to_ms = 60000, .idle_to_ms = 75000,
-		.mode = hc->service->name, .mode_note = "", .proto = &http_proto, .proto_cfg = hc,
+		.mode = hc->service->base.name, .mode_note = "", .proto = &http_proto, .proto_cfg = hc,
 	};
 	if (adjust)
 		adjust(&sc);

@@ -105,7 +105,7 @@ static size_t t_stats(struct server *s, void *state, char *out, size_t at, size_
 }
 
 static const struct http_service rec_service = {
-	.name = "test", .conn_size = sizeof(struct tconn), .open = t_open, .close = t_close,
+	.base = { .name = "test", .conn_size = sizeof(struct tconn), .open = t_open, .close = t_close },
 	.route = t_route, .body = t_body, .finish = t_finish, .closed = t_closed, .stats = t_stats,
 };
 

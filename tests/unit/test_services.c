@@ -24,7 +24,7 @@ static struct server *wal_srv;
 
 static int spy_open(struct server *s, const void *cfg, void **state, struct paste_error *err)
 {
-	int r = wal_service.open(s, cfg, state, err);
+	int r = wal_service.base.open(s, cfg, state, err);
 	wal_ss = *state;
 	wal_srv = s;
 	return r;
@@ -45,7 +45,7 @@ static void test_sizes(void)
 	uint32_t rpc = server_conn_size(&http_proto, &rpc_hc);
 	uint32_t wal = server_conn_size(&http_proto, &(struct http_config){ .service = &wal_service });
 	/* rpc: the server's and the protocol's parts only, no extents */
-	CHECK_EQ(rpc_service.conn_size, 0);
+	CHECK_EQ(rpc_service.base.conn_size, 0);
 	CHECK_EQ(rpc, SRV_ALIGN(sizeof(struct srv_conn)) + SRV_ALIGN(sizeof(struct http_conn)));
 	CHECK(rpc <= 96);
 	CHECK(rpc < sizeof(struct paste_extent) * PASTE_WAL_MAX_EXTENTS);
@@ -225,7 +225,7 @@ int main(void)
 {
 	struct paste_error err;
 	spy = wal_service;
-	spy.open = spy_open;
+	spy.base.open = spy_open;
 	spy.route = spy_route;
 	test_sizes();
 	bool uring = paste_uring_probe(&err) == 0;
