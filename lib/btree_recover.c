@@ -63,13 +63,11 @@ static bool visit(struct walk *wk, uint32_t no, uint32_t level, uint64_t pgen, b
 		why = "page newer than its parent or the checkpoint";
 	if (!why && h->level != level)
 		why = "page at the wrong level";
-	if (!why && h->nkeys == 0 && !root)
-		why = "empty node";
 	/* What every change keeps, so a tree without it was written by a bug
 	 * or by something else: an empty tree has no root, and a node below
 	 * the fill bound merges or borrows. */
-	if (!why && root && h->nkeys == 0)
-		why = "an empty root (an empty tree has no root)";
+	if (!why && h->nkeys == 0)
+		why = root ? "an empty root (an empty tree has no root)" : "empty node";
 	if (!why && !root && bt_used(pg) < BT_UNDERFLOW)
 		why = "a node below the fill bound (it should have merged or borrowed)";
 	if (!why && h->nkeys) {

@@ -1,11 +1,11 @@
 /* test_btree_point.c - the tree's DRAM point index (lib/btree_point.c):
  * lookups through it agree with the tree for keys on both sides of its
  * 32-byte limit and for values of 0, 1, 2 and 3 extents (2 is the most a
- * slot holds); it grows and
- * survives deletes in the middle of probe runs; clear empties it; it is
- * rebuilt by recovery; it can be turned off; and paste_btree_check
- * compares it with the tree (so test_btree_model checks it over millions
- * of random operations); overwrites follow the hints the slots keep. Out of memory for its table (at a growth, a
+ * slot holds); it grows and survives deletes in the middle of probe runs;
+ * clear empties it; it is rebuilt by recovery; it can be turned off; and
+ * paste_btree_check compares it with the tree (so test_btree_model checks
+ * it over millions of random operations); overwrites and deletes follow
+ * the hints the slots keep. Out of memory for its table (at a growth, a
  * clear or the build at open) turns it off and lookups still agree.
  *
  * Allocation failures come from linking with -Wl,--wrap=mmap,--wrap=mmap64
