@@ -266,6 +266,7 @@ static void tree_free(struct paste_btree *t)
 	free(t->ps);
 	free(t->free_stack);
 	free(t->pending);
+	free(t->moved);
 	free(t->dirty);
 	free(t->rel);
 	bt_point_drop(&t->point);
@@ -315,8 +316,9 @@ int paste_btree_open(struct paste_btree **out, struct paste_store *st, struct pa
 	t->ps = calloc(npages, 1);
 	t->free_stack = malloc(sizeof(uint32_t) * npages);
 	t->pending = malloc(sizeof(uint32_t) * npages);
+	t->moved = calloc(npages, sizeof(uint32_t));
 	t->dirty = malloc(sizeof(uint32_t) * npages);
-	bool ok = t->ps && t->free_stack && t->pending && t->dirty;
+	bool ok = t->ps && t->free_stack && t->pending && t->moved && t->dirty;
 	for (int i = 0; i < 4 && ok; i++)
 		ok = (t->wide[i] = malloc(sizeof(struct bt_wide))) != NULL;
 	if (!ok) {

@@ -161,6 +161,7 @@ struct paste_btree {
 	uint32_t *free_stack, nfree;
 	uint32_t hwm;                 /* pages >= hwm were never used since the checkpoint */
 	uint32_t *pending, npending;  /* freed in gen; the committed tree still has them */
+	uint32_t *moved;              /* per pending page: its copy-on-write copy, else 0 */
 	uint32_t *dirty, ndirty;      /* written in gen (PS_LISTED) */
 	uint32_t used;                /* pages in the tree */
 
@@ -309,9 +310,10 @@ uint32_t bt_page_alloc(struct paste_btree *t);
 void bt_page_free(struct paste_btree *t, uint32_t no);
 uint32_t bt_pages_spare(const struct paste_btree *t);
 uint32_t bt_pages_needed(const struct paste_btree *t);
-/* The entry hint names, if it is key's live entry in a page this
- * generation may write in place; else NULL. */
-uint8_t *bt_hint_entry(struct paste_btree *t, struct bt_hint hint, const uint8_t *key,
+/* The entry *hint names, if it is key's live entry in a page this
+ * generation may write in place; else NULL. A hint to a leaf copied on
+ * write in this generation is moved to the copy. */
+uint8_t *bt_hint_entry(struct paste_btree *t, struct bt_hint *hint, const uint8_t *key,
 		       uint32_t klen);
 int bt_apply(struct paste_btree *t, const struct paste_btree_record *r, uint64_t lsn);
 /* fn(arg, entry) for every leaf entry of the tree, in page-number order

@@ -261,12 +261,13 @@ static int check_entry(void *arg, const uint8_t *e)
 	const uint8_t *key = bt_ekey(BT_LEAF, e);
 	const struct bt_pslot *s = probe(a->pi, key_hash(key, klen), key, klen);
 	struct paste_extent x[BT_POINT_EXT];
+	struct bt_hint hint = { s->leaf, s->leaf_idx };
 	uint8_t *hinted;
 	if (s->state == PT_EMPTY)
 		a->why = "a key of the tree is missing from the point index";
 	else if (s->state != (e[2] <= BT_POINT_EXT ? PT_VALUE + e[2] : PT_TREE))
 		a->why = "the point index has another value for a key of the tree";
-	else if ((hinted = bt_hint_entry(a->t, (struct bt_hint){ s->leaf, s->leaf_idx }, key, klen)) != NULL && hinted != e)
+	else if ((hinted = bt_hint_entry(a->t, &hint, key, klen)) != NULL && hinted != e)
 		a->why = "a point slot's hint passes its check but names a dead entry";
 	if (a->why || s->state == PT_TREE)
 		return a->why != NULL;
