@@ -135,14 +135,22 @@ def test_delete_before_ack_truncates_nothing(phttpd, engine):
 
     run_clients(conns, truncator)
     lsn = post.finish()
-    deletes = [d for d in deletes if d[0] < WINDOW]
-    assert deletes, "no DELETE was answered by the non-appending thread within the window"
-    bad = [d for d in deletes if d[1] != 200 or json.loads(d[2]) != {"truncated": 0}]
+    judged = [d for d in deletes if d[0] < WINDOW]
+    assert judged, "no DELETE was answered by the non-appending thread within the window"
+    bad = [d for d in judged if d[1] != 200 or json.loads(d[2]) != {"truncated": 0}]
     assert not bad, f"DELETE before the 201 dropped a record not yet durable: {bad}"
-    # The acknowledged record is still there, and now it can go.
+    # A DELETE answered after the window (its probe answered by the
+    # appender before the POST reached it) waited for the fence and may
+    # rightly have truncated the durable record (seen once in CI). Else the
+    # acknowledged record is still there, and now it can go.
+    late = [d for d in deletes if d[0] >= WINDOW and d[1] == 200
+            and json.loads(d[2]).get("truncated")]
     with HttpConn(srv.port) as c:
-        assert c.request("GET", f"/log/{lsn}").status == 200
-        r = c.request("DELETE", f"/log?upto={BIG}")
-        assert r.status == 200 and json.loads(r.body) == {"truncated": 1}, r
+        if late:
+            assert c.request("GET", f"/log/{lsn}").status == 404
+        else:
+            assert c.request("GET", f"/log/{lsn}").status == 200
+            r = c.request("DELETE", f"/log?upto={BIG}")
+            assert r.status == 200 and json.loads(r.body) == {"truncated": 1}, r
     for c in conns:
         c.close()
