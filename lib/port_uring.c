@@ -328,10 +328,11 @@ static void on_recv(struct paste_port *pt, struct uring *u, struct io_uring_cqe 
 			/* The kernel wrote these bytes during this pass's task
 			 * work, and its TCP work for the other connections has
 			 * pushed them out of L1/L2 since; the app reads them
-			 * after the events before this one. Prefetching the
-			 * first two lines (a command's head, a request line)
-			 * costs ~1 ns here: unpipelined 1 KiB SET, 8 pairs,
-			 * 9.21 -> 8.47 us/op median (docs/results.md, stop 19). */
+			 * after the events before this one. Two prefetches
+			 * cover a command's head or a request line; all of a
+			 * 1 KiB SET's lines did no better. Unpipelined 1 KiB
+			 * SET, 8 pairs: 9.21 -> 8.47 us/op median
+			 * (docs/results.md, stop 19). */
 			__builtin_prefetch(ev->data);
 			__builtin_prefetch((const char *)ev->data + 64);
 			pt->st.bytes_in += (uint64_t)cqe->res;
