@@ -8,6 +8,10 @@ Systems, all started and stopped by this script, side by side in one run:
   always` (one write + fdatasync per event-loop pass, replies held until it
   completes: Redis's group commit), its directory on the same medium;
 - redis-off: Redis with persistence off, the in-memory reference;
+- pkvs-pagecache (only when --systems names it; --medium disk): pkvs
+  with PASTE_FSYNC_IO=mapped, fsync mode's older way (the store's shared
+  mapping, each commit an fdatasync of the page cache) instead of direct
+  writes of the flushed blocks (docs/design.md "fsync mode: direct writes");
 - floor (only when --systems names it): bench/resp-floor, a RESP server on
   a paste port that stores nothing (SET: +OK; GET: a value as long as the
   last SET's). Its cost is the kernel's loopback TCP and the port's: no
@@ -158,10 +162,10 @@ class PkvsServer(harness.Server):
     """pkvs pinned to cpu with a fresh store on the medium (deleted at stop);
     RESP on a free port, HTTP on another (for /stats)."""
 
-    def __init__(self, name, args, cpu, medium_dir):
+    def __init__(self, name, args, cpu, medium_dir, env=None):
         try:
             paste_proc.Pkvs.__init__(self, list(args) + ["--store-size", STORE_SIZE],
-                                     store_dir=medium_dir,
+                                     store_dir=medium_dir, env=env,
                                      prefix=["taskset", "-c", str(cpu)] if cpu is not None else [],
                                      tag="bench-" + name, name=name, check_exit=False,
                                      max_lines=40, new_session=True)
@@ -334,7 +338,8 @@ def parse_args(argv=None):
     p.add_argument("--pm-latency", type=int, default=0,
                    help="pkvs emulated PM: ns per fence (the paper: 10000)")
     p.add_argument("--systems", default="pkvs,redis-always,redis-off",
-                   help="a subset of pkvs,redis-always,redis-off,floor (default %(default)s)")
+                   help="a subset of pkvs,redis-always,redis-off,floor,pkvs-pagecache "
+                   "(default %(default)s)")
     p.add_argument("--quick", action="store_true",
                    help="1 KiB, 50 clients, no pipeline, 1 repetition of 3 s")
     args = p.parse_args(argv)
@@ -354,10 +359,14 @@ def run(argv=None):
         "redis-always": lambda: RedisServer("redis-always", "always", cpus[0], medium),
         "redis-off": lambda: RedisServer("redis-off", "off", cpus[0], medium),
         "floor": lambda: FloorServer("floor", cpus[0], medium),
+        "pkvs-pagecache": lambda: PkvsServer("pkvs-pagecache", pkvs_args, cpus[0], medium,
+                                             env=dict(os.environ, PASTE_FSYNC_IO="mapped")),
     }
     names = [n for n in args.systems.split(",") if n]
     if set(names) - set(makers):
         raise harness.BenchError(f"--systems: want a subset of {','.join(makers)}")
+    if "pkvs-pagecache" in names and args.medium != "disk":
+        raise harness.BenchError("--systems pkvs-pagecache compares fsync mode's ways: --medium disk")
     points = [Point(t, size, c, pl) for size in args.sizes for t in args.tests.split(",")
               for c in args.conns for pl in args.pipeline]
     client = args.client
@@ -412,6 +421,7 @@ def run(argv=None):
     # floor/redis-*: the least any server answering over kernel TCP here
     # could reach; pkvs-floor: pkvs's own work per op.
     pairs = [(a, b) for a, b in (("pkvs", "redis-always"), ("pkvs", "redis-off"),
+                                 ("pkvs-pagecache", "redis-always"), ("pkvs", "pkvs-pagecache"),
                                  ("floor", "redis-always"), ("floor", "redis-off"))
              if a in names and b in names]
     def median(i, name, key):

@@ -233,13 +233,20 @@ struct paste_persist;
 struct paste_persist_config {
 	enum paste_durability mode;   /* AUTO is resolved from the store path */
 	uint64_t pm_latency_ns;       /* emulated: busy wait per fence (seed: 10000) */
+	/* fsync: how many persist objects (threads) will write this store at
+	 * once; 0 means 1. Direct writes go in file-system blocks (4 KiB on
+	 * ext4); where one is larger than a buffer two threads could write
+	 * one block, so with writers > 1 the first open picks the page cache
+	 * instead, and a second direct writer is refused. */
+	uint32_t writers;
 };
 
 int paste_persist_open(struct paste_persist **out, struct paste_store *st,
 		       const struct paste_persist_config *cfg, struct paste_error *err);
 void paste_persist_close(struct paste_persist *p);
 enum paste_durability paste_persist_mode(const struct paste_persist *p);
-/* Which write-back instruction was chosen: "clwb", "clflushopt", "clflush", "none". */
+/* Which write-back was chosen: "clwb", "clflushopt", "clflush"; in fsync
+ * mode "direct writes" or "page cache"; else "none". */
 const char *paste_persist_flush_insn(const struct paste_persist *p);
 
 /* Fault injection (test builds only: libpaste_shim, -DPASTE_PERSIST_SHIM).
@@ -252,7 +259,8 @@ const char *paste_persist_flush_insn(const struct paste_persist *p);
  * production build ignores the variable. */
 
 /* Start writing back [addr, addr+len) without waiting (clwb/clflushopt per
- * 64-byte line; fsync mode records the dirty page range). addr must lie in
+ * 64-byte line; fsync mode records the range, rounded out to the disk's
+ * direct-I/O block, for the next commit to write). addr must lie in
  * the store mapping. Costs ~5 ns per line on DRAM. */
 void paste_persist_flush(struct paste_persist *p, const void *addr, size_t len);
 /* True when something was flushed since the last fence/commit. */
@@ -278,14 +286,19 @@ uint64_t paste_persist_epoch(const struct paste_persist *p);
 uint64_t paste_persist_durable(const struct paste_persist *p);
 
 /* Asynchronous group commit for fsync mode, driven by the uring port:
- * begin_commit moves the pending dirty range into commit `ticket` and
- * returns the fd to fdatasync (this object's own descriptor), -ENODATA if
- * nothing is pending, -EBUSY while a commit is in flight, or the store's
- * failure; end_commit is called when that fdatasync completed with result
- * res. Only one commit is in flight at a time per persist object. */
+ * begin_commit moves what is pending into commit `ticket`, starts its I/O
+ * (direct writes of the flushed blocks, then fdatasync; or fdatasync of
+ * the page cache: see PASTE_DUR_FSYNC in man paste_persist) in the persist
+ * object's own io_uring, and returns an eventfd that becomes readable when
+ * that I/O ended; or -ENODATA if nothing is pending, -EBUSY while a commit
+ * is in flight, or the store's failure. The caller reads the eventfd (8
+ * bytes; the uring port queues the read in its ring) and then calls
+ * end_commit with the read's result. Only one commit is in flight at a
+ * time per persist object. */
 int paste_persist_begin_commit(struct paste_persist *p, uint64_t *ticket);
-/* res < 0 fails the store. Returns 0 when the commit made its epoch
- * durable, else the store's failure (negative errno). */
+/* res: the eventfd read's result; res < 0 fails the store, as does a
+ * failed write or fdatasync of the commit. Returns 0 when the commit made
+ * its epoch durable, else the store's failure (negative errno). */
 int paste_persist_end_commit(struct paste_persist *p, uint64_t ticket, int res);
 
 /* ------------------------------------------------------------------ */

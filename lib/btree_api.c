@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include "btree_internal.h"
+#include "persist_internal.h"
 
 /* ---- the API -------------------------------------------------------------- */
 
@@ -326,12 +327,15 @@ int paste_btree_open(struct paste_btree **out, struct paste_store *st, struct pa
 		return paste_error_set(err, -ENOMEM, "out of memory for the tree's page tables "
 				       "(%u pages)", npages);
 	}
-	if (p && paste_persist_mode(p) != PASTE_DUR_FSYNC) {
+	if (p && (paste_persist_mode(p) != PASTE_DUR_FSYNC || persist_writes_direct(p))) {
+		/* PM, or fsync mode with direct writes: the file gets only
+		 * what is flushed, so the tree works in the store mapping. */
 		t->nodes = nodes;
 	} else {
 		/* Read-only: recovery's replay writes into a private copy of
 		 * the node area; the file is never written.
-		 * fsync mode: the tree works in a private copy too, and a
+		 * fsync mode through the page cache: the tree works in a
+		 * private copy too, and a
 		 * checkpoint copies its pages into the file (bt_publish).
 		 * Otherwise every group commit's fdatasync would also write
 		 * back each leaf changed since the last checkpoint: one

@@ -56,6 +56,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "paste.h"
+#include "persist_internal.h"
+#include "store_internal.h"
 
 #if !defined(__x86_64__)
 #error "persist.c: cache-line write-back is implemented for x86-64 only"
@@ -97,10 +99,8 @@ struct paste_persist {
 	bool pending;
 	uint32_t nwb;                     /* queued write-backs: [lo, hi) file offsets */
 	struct { uint64_t lo, hi; } wb[WB_RANGES];
-	/* fsync: the file range flushed since the last sync, for inspection in
-	 * a debugger; fdatasync covers the whole file anyway, and the ranged
-	 * calls (sync_file_range) do not flush the disk cache or metadata. */
-	uint64_t dirty_lo, dirty_hi;
+	struct fsync_io io;               /* fsync: lib/persist_fsync.c */
+	bool io_open;
 	bool in_flight;                   /* fsync: a begun, unfinished commit */
 	uint64_t ticket;                  /* the last commit begun */
 	uint64_t ticket_epoch;            /* the epoch that commit closes */
@@ -436,7 +436,6 @@ int paste_persist_open(struct paste_persist **out, struct paste_store *st,
 	p->st = st;
 	p->mode = cfg->mode == PASTE_DUR_AUTO ? paste_durability_detect(path) : cfg->mode;
 	p->pm_latency_ns = cfg->pm_latency_ns;
-	p->dirty_lo = UINT64_MAX;
 	p->fd = -1;
 	p->epoch = 1;
 	pick_writeback(p);
@@ -465,9 +464,17 @@ int paste_persist_open(struct paste_persist **out, struct paste_store *st,
 			 a.st_dev != b.st_dev || a.st_ino != b.st_ino)
 			r = paste_error_set(err, -ESTALE, "%s: the path no longer names the open store", path);
 	}
+	if (r == 0 && p->mode == PASTE_DUR_FSYNC && (r = fsio_open(&p->io, st, p->fd, cfg->writers, err)) == 0)
+		p->io_open = true;
+	if (r == 0 && p->mode != PASTE_DUR_FSYNC && p->mode != PASTE_DUR_NONE && store_is_private(st))
+		r = paste_error_set(err, -EINVAL, "%s: durability %s, but the store is mapped privately "
+				    "for another persist object's direct writes (fsync mode): use one "
+				    "durability per store", path, paste_durability_name(p->mode));
 	if (r == 0)
 		r = shim_attach(st, err);
 	if (r < 0) {
+		if (p->io_open)
+			fsio_close(&p->io);
 		if (p->fd >= 0)
 			close(p->fd);
 		free(p);
@@ -481,6 +488,8 @@ void paste_persist_close(struct paste_persist *p)
 {
 	if (!p)
 		return;
+	if (p->io_open)
+		fsio_close(&p->io);
 	if (p->fd >= 0)
 		close(p->fd);
 	free(p->pend.v);
@@ -517,8 +526,15 @@ enum paste_durability paste_persist_mode(const struct paste_persist *p)
 	return p->mode;
 }
 
+bool persist_writes_direct(const struct paste_persist *p)
+{
+	return p->mode == PASTE_DUR_FSYNC && fsio_direct(&p->io);
+}
+
 const char *paste_persist_flush_insn(const struct paste_persist *p)
 {
+	if (p->mode == PASTE_DUR_FSYNC)
+		return fsio_direct(&p->io) ? "direct writes" : "page cache";
 	return p->mode == PASTE_DUR_EMULATED || p->mode == PASTE_DUR_PMEM ? p->insn : "none";
 }
 
@@ -549,10 +565,7 @@ void paste_persist_flush(struct paste_persist *p, const void *addr, size_t len)
 	uint64_t lo = (a - b) & ~(uint64_t)(LINE - 1);
 	uint64_t hi = (a - b + len + LINE - 1) & ~(uint64_t)(LINE - 1);
 	if (p->mode == PASTE_DUR_FSYNC) {
-		if (lo < p->dirty_lo)
-			p->dirty_lo = lo;
-		if (hi > p->dirty_hi)
-			p->dirty_hi = hi;
+		fsio_add(&p->io, lo, hi);
 	} else if (p->nwb && lo <= p->wb[p->nwb - 1].hi && hi >= p->wb[p->nwb - 1].lo) {
 		if (lo < p->wb[p->nwb - 1].lo)
 			p->wb[p->nwb - 1].lo = lo;
@@ -576,8 +589,6 @@ bool paste_persist_pending(const struct paste_persist *p)
 static void clear_pending(struct paste_persist *p)
 {
 	p->pending = false;
-	p->dirty_lo = UINT64_MAX;
-	p->dirty_hi = 0;
 }
 
 /* A failed barrier: the lines it covered are not durable and never will
@@ -613,16 +624,16 @@ int paste_persist_fence(struct paste_persist *p)
 		clear_pending(p);
 		return publish(p, closing);
 	}
-	/* fdatasync also covers a commit still in flight: apply its lines
-	 * first so the image sees older snapshots before newer ones. */
+	/* The sync waits for a commit still in flight and covers it: apply
+	 * its lines first so the image sees older snapshots before newer. */
 	if (!p->pending && !p->in_flight)
 		return publish(p, closing - 1);
 	p->epoch++;
-	int r = fdatasync(p->fd) < 0 ? -errno : 0;
+	int r = fsio_sync(&p->io, p->in_flight);
 	if (r == 0)
 		r = fault_hit(FAULT_FDATASYNC);
 	if (r < 0)
-		return barrier_failed(p, r, "fdatasync");
+		return barrier_failed(p, r, fsio_direct(&p->io) ? "direct writes, fdatasync" : "fdatasync");
 	shim_apply(&p->flight);
 	shim_apply(&p->pend);
 	clear_pending(p);
@@ -643,7 +654,12 @@ int paste_persist_begin_commit(struct paste_persist *p, uint64_t *ticket)
 	p->ticket_epoch = p->epoch++;
 	shim_move(&p->flight, &p->pend);
 	clear_pending(p);
-	return p->fd;
+	int fd = fsio_begin(&p->io);
+	if (fd < 0) {
+		p->in_flight = false;
+		return barrier_failed(p, fd, "group commit (submitting its writes)");
+	}
+	return fd;
 }
 
 int paste_persist_end_commit(struct paste_persist *p, uint64_t ticket, int res)
@@ -655,11 +671,14 @@ int paste_persist_end_commit(struct paste_persist *p, uint64_t ticket, int res)
 		return -EINVAL;
 	}
 	p->in_flight = false;
+	int r = fsio_end(&p->io);
+	res = res < 0 ? res : r;
 	if (res == 0)
 		res = fault_hit(FAULT_COMMIT);
 	if (res < 0) {
 		char what[64];
-		snprintf(what, sizeof(what), "group commit %llu (fdatasync)", (unsigned long long)ticket);
+		snprintf(what, sizeof(what), "group commit %llu (%sfdatasync)", (unsigned long long)ticket,
+			 fsio_direct(&p->io) ? "direct writes, " : "");
 		return barrier_failed(p, res, what);
 	}
 	shim_apply(&p->flight);

@@ -408,7 +408,7 @@ static void handle_cqe(struct paste_port *pt, struct uring *u, struct io_uring_c
 	case OP_RECV:   on_recv(pt, u, cqe, slot, gen); break;
 	case OP_SEND:   on_send(pt, u, cqe, slot, gen); break;
 	case OP_CLOSE:  on_close(pt, slot, gen); break;
-	case OP_FSYNC:  port_commit_done(pt, cqe->res); break;   /* the barrier's group commit */
+	case OP_COMMIT: port_commit_done(pt, cqe->res); break;   /* the barrier's group commit */
 	default: break;  /* cancel results, stray closes */
 	}
 }
@@ -427,15 +427,17 @@ static bool accept_may_retry(struct uring *u)
 	return false;
 }
 
-/* Step 3, fsync mode: the group commit the pass's barrier started, as an
- * asynchronous fdatasync in the same enter as the replies it does not
- * cover; its completion calls port_commit_done. */
+/* Step 3, fsync mode: the group commit the pass's barrier started runs
+ * in the persist object's own ring (its writes and fdatasync: see
+ * lib/persist_fsync.c) and ends by writing the eventfd it returned; a read
+ * of that, queued in the same enter as the replies the commit does not
+ * cover, brings its end here: port_commit_done. */
 static void uring_commit(struct paste_port *pt, int fd)
 {
 	struct uring *u = pt->engine;
 	struct io_uring_sqe *sqe = sqe_get(pt, u);
-	io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
-	io_uring_sqe_set_data64(sqe, ud(OP_FSYNC, 0, 0));
+	io_uring_prep_read(sqe, fd, &u->commit_word, sizeof(u->commit_word), 0);
+	io_uring_sqe_set_data64(sqe, ud(OP_COMMIT, 0, 0));
 }
 
 /* Step 4: re-arm the receives that ended while their connection lives,

@@ -14,7 +14,7 @@
 /* user_data layout: op (4 bits) | generation (28 bits) | slot (32 bits); a
  * completion whose generation differs from the slot's is stale (the
  * connection was closed and the slot reused) and only its buffer matters. */
-enum { OP_ACCEPT = 1, OP_RECV, OP_SEND, OP_CANCEL, OP_CLOSE, OP_FSYNC, OP_ACCEPT_MS };
+enum { OP_ACCEPT = 1, OP_RECV, OP_SEND, OP_CANCEL, OP_CLOSE, OP_COMMIT, OP_ACCEPT_MS };
 
 #define GEN_MASK 0x0fffffffu
 #define ALLOC_BATCH 64u
@@ -47,6 +47,7 @@ struct uring {
 	bool ring_ok;              /* u->ring was set up (close tears it down) */
 	bool min_wait;             /* kernel has IORING_FEAT_MIN_TIMEOUT (6.12+) */
 	uint32_t sends_inflight;   /* send SQEs whose CQE has not been reaped */
+	uint64_t commit_word;      /* the group commit's eventfd is read into this */
 	uint32_t min_wait_us;
 	/* Accept-heavy load (see MW_WINDOW): passes, new connections and
 	 * DATA events counted over the current window. */

@@ -44,7 +44,7 @@ int paste_uring_probe(struct paste_error *err)
 		{ IORING_OP_ACCEPT, "ACCEPT" }, { IORING_OP_RECV, "RECV" },
 		{ IORING_OP_SEND, "SEND" }, { IORING_OP_SENDMSG, "SENDMSG" },
 		{ IORING_OP_CLOSE, "CLOSE" }, { IORING_OP_ASYNC_CANCEL, "ASYNC_CANCEL" },
-		{ IORING_OP_FSYNC, "FSYNC" },
+		{ IORING_OP_FSYNC, "FSYNC" }, { IORING_OP_READ, "READ" },
 	};
 	r = 0;
 	for (size_t i = 0; pr && i < sizeof(need) / sizeof(need[0]); i++)
@@ -135,7 +135,7 @@ int uring_open(struct paste_port *pt, struct paste_error *err)
 
 /* The persist object allows one commit in flight and only its end lets
  * the next begin: a commit left running would make every later barrier on
- * this persist object wait forever. An fdatasync is short; wait for it. */
+ * this persist object wait forever. A commit is short; wait for it. */
 static void finish_commit(struct paste_port *pt, struct uring *u)
 {
 	io_uring_submit(&u->ring);
@@ -143,7 +143,7 @@ static void finish_commit(struct paste_port *pt, struct uring *u)
 		struct io_uring_cqe *cqe;
 		if (io_uring_wait_cqe(&u->ring, &cqe) < 0)
 			return;
-		if ((int)(cqe->user_data >> 60) == OP_FSYNC)
+		if ((int)(cqe->user_data >> 60) == OP_COMMIT)
 			port_commit_done(pt, cqe->res);
 		io_uring_cqe_seen(&u->ring, cqe);   /* buffers: ring slots, released below */
 	}

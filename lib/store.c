@@ -52,6 +52,8 @@ struct paste_store {
 	uint32_t nfree;            /* read without the lock via __atomic_load */
 	bool started;
 	bool map_sync;             /* mapped MAP_SYNC (DAX) */
+	bool map_private;          /* remapped for direct writes (store_map_private) */
+	int direct_writers;        /* __atomic: persist objects writing directly */
 	bool in_use;               /* read-only open could not take the shared lock */
 	/* The failed state: `failed` (a negative errno, __atomic) is published
 	 * after `fail_why`, so a reader that sees it sees the sentence. */
@@ -257,6 +259,45 @@ void paste_store_close(struct paste_store *st)
 }
 
 bool paste_store_map_sync(const struct paste_store *st) { return st->map_sync; }
+bool store_is_private(const struct paste_store *st) { return __atomic_load_n(&st->map_private, __ATOMIC_ACQUIRE); }
+int store_direct_writers(struct paste_store *st, int delta)
+{
+	return __atomic_add_fetch(&st->direct_writers, delta, __ATOMIC_ACQ_REL);
+}
+
+/* The new mapping is made beside the old and moved over it (mremap with
+ * MREMAP_FIXED replaces in one step), so a failure leaves the old one.
+ * MAP_POPULATE on a private writable mapping breaks copy-on-write for
+ * every page now: one copy of the file (~0.3 s per GiB here), and the
+ * page cache copy can then be dropped by the kernel as clean. */
+int store_map_private(struct paste_store *st, struct paste_error *err)
+{
+	int r = 0;
+	pthread_mutex_lock(&st->lock);
+	if (!st->map_private) {
+		size_t size = st->geom.file_size;
+		void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE, st->fd, 0);
+		if (m == MAP_FAILED || mremap(m, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, st->base) == MAP_FAILED) {
+			r = -errno;
+			if (m != MAP_FAILED)
+				munmap(m, size);
+			paste_error_set(err, r, "%s: cannot map the store privately for direct writes: %s",
+					st->path, strerror(-r));
+		} else {
+			/* A direct write over a cached page is not issued inline
+			 * (io_uring's nowait attempt finds the page and hands the
+			 * write to a worker thread) and must invalidate it: the
+			 * page cache copy is of no use now, so drop it (the
+			 * tree too works in this mapping then: lib/btree_api.c). */
+			if (fdatasync(st->fd) == 0)
+				posix_fadvise(st->fd, 0, 0, POSIX_FADV_DONTNEED);
+			madvise(st->base, size, MADV_DONTFORK);
+			__atomic_store_n(&st->map_private, true, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&st->lock);
+	return r;
+}
 bool paste_store_in_use(const struct paste_store *st) { return st->in_use; }
 
 /* ---- the failed state ------------------------------------------------- */

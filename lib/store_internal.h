@@ -21,4 +21,13 @@ int store_create(const char *path, struct paste_store_geom *g, struct paste_erro
 int store_validate(int fd, const char *path, const struct paste_store_config *cfg,
 		   struct paste_store_geom *g, struct paste_error *err);
 
+/* What lib/persist_fsync.c asks of lib/store.c: replace the shared mapping
+ * with a private copy at the same address, once per store (fsync mode's
+ * direct writes then are the only way bytes reach the file). Done before
+ * the store carries I/O: the first persist object's open. */
+int store_map_private(struct paste_store *st, struct paste_error *err);
+bool store_is_private(const struct paste_store *st);
+/* Live persist objects writing the store directly, after adding delta. */
+int store_direct_writers(struct paste_store *st, int delta);
+
 #endif

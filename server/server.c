@@ -453,7 +453,8 @@ int server_open(struct server **out, const struct server_config *cfg)
 	s->durability = cfg->durability == PASTE_DUR_AUTO ? paste_durability_detect(cfg->store_path)
 							   : cfg->durability;
 	for (uint32_t i = 0; i < cfg->threads; i++) {
-		struct paste_persist_config pc = { .mode = s->durability, .pm_latency_ns = cfg->pm_latency_ns };
+		struct paste_persist_config pc = { .mode = s->durability, .pm_latency_ns = cfg->pm_latency_ns,
+						   .writers = cfg->threads };
 		struct worker *w = &s->workers[i];
 		w->srv = s;
 		w->id = i;

@@ -19,6 +19,17 @@ static int check_pass, check_fail;
 		__FILE__, __LINE__, #a, check_a_, #b, check_b_); } \
 } while (0)
 
+/* fsync mode without a port: wait for a group commit's eventfd (what the
+ * uring port reads in its ring); the result is end_commit's res. */
+#include <errno.h>
+#include <stdint.h>
+#include <unistd.h>
+static inline int commit_wait(int fd)
+{
+	uint64_t v;
+	return read(fd, &v, sizeof(v)) == (ssize_t)sizeof(v) ? 0 : -errno;
+}
+
 static inline int check_done(void)
 {
 	printf("%d passed, %d failed\n", check_pass, check_fail);

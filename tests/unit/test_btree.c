@@ -443,7 +443,7 @@ static void test_release_when_durable(void)
 }
 
 /* fsync mode with the port's group commit in flight: a checkpoint's
- * fences are synchronous fdatasyncs that cover it, not -EBUSY. */
+ * fences are synchronous syncs that wait for it and cover it, not -EBUSY. */
 static void test_fsync_commit_in_flight(void)
 {
 	setup("fsync", PASTE_DUR_FSYNC);
@@ -456,7 +456,7 @@ static void test_fsync_commit_in_flight(void)
 	CHECK_EQ(set_str(E.t, "b", &v, 1), 0);
 	CHECK_EQ(paste_btree_checkpoint(E.t), 0);
 	CHECK(paste_persist_durable(E.p) >= e);
-	CHECK_EQ(paste_persist_end_commit(E.p, ticket, fdatasync(fd) < 0 ? -errno : 0), 0);
+	CHECK_EQ(paste_persist_end_commit(E.p, ticket, commit_wait(fd)), 0);
 	struct paste_btree_info in;
 	paste_btree_info(E.t, &in);
 	CHECK_EQ(in.checkpoints, 1);

@@ -126,7 +126,7 @@ static void commit_second(void)
 		uint64_t e = paste_persist_epoch(f.p);
 		int fd = paste_persist_begin_commit(f.p, &t);
 		CHECK(fd >= 0);
-		int res = fdatasync(fd) < 0 ? -errno : 0;
+		int res = commit_wait(fd);
 		CHECK_EQ(res, 0);
 		CHECK_EQ(paste_persist_end_commit(f.p, t, res), i == 0 ? 0 : -EIO);
 		CHECK(i == 0 ? paste_persist_durable(f.p) >= e : paste_persist_durable(f.p) < e);
@@ -145,7 +145,7 @@ static void other_ops_untouched(void)
 	paste_persist_flush(f.p, paste_store_buf(f.st, 0), 64);
 	int fd = paste_persist_begin_commit(f.p, &t);
 	CHECK(fd >= 0);
-	CHECK_EQ(paste_persist_end_commit(f.p, t, 0), 0);
+	CHECK_EQ(paste_persist_end_commit(f.p, t, commit_wait(fd)), 0);
 	CHECK_EQ(paste_store_failed(f.st, NULL), 0);
 	close_fixture(&f);
 }

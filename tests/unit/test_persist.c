@@ -180,7 +180,8 @@ static void test_fsync(struct paste_store *st)
 	struct paste_persist *p = open_mode(st, PASTE_DUR_FSYNC, 0);
 	if (!p)
 		return;
-	CHECK(strcmp(paste_persist_flush_insn(p), "none") == 0);
+	const char *io = paste_persist_flush_insn(p);
+	CHECK(strcmp(io, "direct writes") == 0 || strcmp(io, "page cache") == 0);
 	uint64_t ticket = 0, t2 = 0;
 	CHECK_EQ(paste_persist_begin_commit(p, &ticket), -ENODATA);   /* nothing pending */
 	memcpy(paste_store_buf(st, 1), "durable", 7);
@@ -188,9 +189,7 @@ static void test_fsync(struct paste_store *st)
 	paste_persist_flush(p, paste_store_buf(st, 1), 7);
 	CHECK(paste_persist_pending(p));
 	int fd = paste_persist_begin_commit(p, &ticket);
-	/* Its own descriptor, not the store's: writeback errors reach every
-	 * open file description, so each thread sees its own. */
-	CHECK(fd >= 0 && fd != paste_store_fd(st));
+	CHECK(fd >= 0 && fd != paste_store_fd(st));              /* the commit's eventfd */
 	CHECK(!paste_persist_pending(p));
 	CHECK(paste_persist_durable(p) < e1);                   /* not yet */
 	CHECK_EQ(paste_persist_begin_commit(p, &t2), -ENODATA); /* moved into the commit */
@@ -201,12 +200,12 @@ static void test_fsync(struct paste_store *st)
 	CHECK(paste_persist_pending(p));
 	CHECK(paste_persist_end_commit(p, ticket + 7, 0) < 0);  /* unknown: ignored */
 	CHECK_EQ(paste_persist_begin_commit(p, &t2), -EBUSY);
-	CHECK_EQ(paste_persist_end_commit(p, ticket, fdatasync(fd) < 0 ? -errno : 0), 0);
+	CHECK_EQ(paste_persist_end_commit(p, ticket, commit_wait(fd)), 0);
 	CHECK(paste_persist_durable(p) >= e1);                  /* the commit's epoch */
 	CHECK(paste_persist_durable(p) < e2);                   /* not the next one */
 	CHECK_EQ(paste_persist_begin_commit(p, &t2), fd);
 	CHECK(t2 != ticket);
-	CHECK_EQ(paste_persist_end_commit(p, t2, 0), 0);
+	CHECK_EQ(paste_persist_end_commit(p, t2, commit_wait(fd)), 0);
 	CHECK(paste_persist_durable(p) >= e2);
 	paste_persist_flush(p, paste_store_buf(st, 3), 10);
 	CHECK_EQ(paste_persist_fence(p), 0);                    /* a synchronous fdatasync */
@@ -215,6 +214,155 @@ static void test_fsync(struct paste_store *st)
 	CHECK_EQ(paste_persist_fence(p), 0);
 	CHECK_EQ(paste_store_failed(st, NULL), 0);
 	paste_persist_close(p);
+}
+
+/* Direct writes (fsync mode on a disk file system): the store is mapped
+ * privately, so the file holds exactly what was flushed and committed or
+ * fenced, nothing written without a flush, and not a flushed range before
+ * its commit ran. Bytes in the same block as a flushed range go with it
+ * (buffer 1 and 100 bytes on); buffer 2 starts the next 4 KiB block (the
+ * buffer area is page-aligned; 2 KiB buffers) and does not. */
+static void test_direct(const char *parent)
+{
+	struct tmpstore t;
+	if (!tmpstore_open(&t, parent)) {
+		CHECK(0);
+		return;
+	}
+	struct paste_persist *p = open_mode(t.st, PASTE_DUR_FSYNC, 0);
+	if (!p || strcmp(paste_persist_flush_insn(p), "direct writes") != 0) {
+		fprintf(stderr, "test_direct: %s takes no direct writes: skipped\n", parent);
+		paste_persist_close(p);
+		tmpstore_close(&t);
+		return;
+	}
+	const struct paste_store_geom *g = paste_store_geom(t.st);
+	int rd = open(t.path, O_RDONLY);
+	uint8_t *b1 = paste_store_buf(t.st, 1), *b2 = paste_store_buf(t.st, 2);
+	uint8_t *b3 = paste_store_buf(t.st, 3);
+	char got[16];
+	CHECK(g->buf_offset % 4096 == 0 && g->buf_size == 2048);
+	memcpy(b1, "flushed", 7);
+	memcpy(b1 + 100, "same-block", 10);       /* not flushed, in the flushed block */
+	memcpy(b2, "next-block", 10);             /* not flushed, the next block */
+	memcpy(b3, "never", 5);
+	paste_persist_flush(p, b1, 7);
+	uint64_t off1 = g->buf_offset + 1ull * g->buf_size, off2 = off1 + g->buf_size;
+	uint64_t off3 = off2 + g->buf_size;
+	uint64_t t1;
+	int fd = paste_persist_begin_commit(p, &t1);
+	CHECK(fd >= 0);
+	memcpy(b1 + 200, "late", 4);              /* after the begin: may or may not land */
+	CHECK_EQ(paste_persist_end_commit(p, t1, commit_wait(fd)), 0);
+	CHECK(pread(rd, got, 7, (off_t)off1) == 7 && !memcmp(got, "flushed", 7));
+	CHECK(pread(rd, got, 10, (off_t)off1 + 100) == 10 && !memcmp(got, "same-block", 10));
+	CHECK(pread(rd, got, 10, (off_t)off2) == 10 && memcmp(got, "next-block", 10) != 0);
+	CHECK(pread(rd, got, 5, (off_t)off3) == 5 && memcmp(got, "never", 5) != 0);
+	/* The synchronous fence writes too, and waits for a commit in flight. */
+	paste_persist_flush(p, b3, 5);
+	int fd2 = paste_persist_begin_commit(p, &t1);
+	memcpy(b2, "fenced-too", 10);
+	paste_persist_flush(p, b2, 10);
+	CHECK_EQ(paste_persist_fence(p), 0);
+	CHECK(pread(rd, got, 5, (off_t)off3) == 5 && !memcmp(got, "never", 5));
+	CHECK(pread(rd, got, 10, (off_t)off2) == 10 && !memcmp(got, "fenced-too", 10));
+	CHECK_EQ(paste_persist_end_commit(p, t1, commit_wait(fd2)), 0);
+	CHECK_EQ(paste_persist_durable(p), paste_persist_epoch(p) - 1);
+	/* One block in a commit in flight and in the fence after it, many
+	 * times over: the fence's newer bytes must be the ones that stay. */
+	for (int i = 0; i < 50; i++) {
+		char v[16];
+		snprintf(v, sizeof(v), "old-%04d", i);
+		memcpy(b2, v, 8);
+		paste_persist_flush(p, b2, 8);
+		int f3 = paste_persist_begin_commit(p, &t1);
+		snprintf(v, sizeof(v), "new-%04d", i);
+		memcpy(b2, v, 8);
+		paste_persist_flush(p, b2, 8);
+		CHECK_EQ(paste_persist_fence(p), 0);
+		CHECK_EQ(paste_persist_end_commit(p, t1, commit_wait(f3)), 0);
+		if (pread(rd, got, 8, (off_t)off2) != 8 || memcmp(got, v, 8) != 0) {
+			CHECK(0);
+			break;
+		}
+	}
+	/* One store, one way to make it durable: its mapping is private now. */
+	struct paste_persist *q = NULL;
+	struct paste_persist_config em = { .mode = PASTE_DUR_EMULATED };
+	struct paste_error err = { 0 };
+	CHECK_EQ(paste_persist_open(&q, t.st, &em, &err), -EINVAL);
+	CHECK(strstr(err.msg, "privately") != NULL);
+	/* Blocks of 4 KiB over 2 KiB buffers: a second direct writer (a thread
+	 * whose buffers may share a block with ours) is refused. */
+	struct paste_persist_config fs = { .mode = PASTE_DUR_FSYNC };
+	CHECK_EQ(paste_persist_open(&q, t.st, &fs, &err), g->buf_size < 4096 ? -EBUSY : 0);
+	paste_persist_close(q);
+	q = NULL;
+	/* Nor may a later one use the page cache: the mapping holds the bytes. */
+	setenv("PASTE_FSYNC_IO", "mapped", 1);
+	CHECK_EQ(paste_persist_open(&q, t.st, &fs, &err), -EBUSY);
+	CHECK(strstr(err.msg, "no fsync persist object") != NULL);
+	unsetenv("PASTE_FSYNC_IO");
+	CHECK_EQ(paste_store_failed(t.st, NULL), 0);
+	close(rd);
+	paste_persist_close(p);
+	tmpstore_close(&t);
+}
+
+/* The page-cache way (PASTE_FSYNC_IO=mapped, and file systems without
+ * O_DIRECT): the shared mapping stays and fdatasync writes it back. */
+static void test_mapped(const char *parent)
+{
+	struct tmpstore t;
+	setenv("PASTE_FSYNC_IO", "mapped", 1);
+	bool ok = tmpstore_open(&t, parent);
+	CHECK(ok);
+	struct paste_persist *p = ok ? open_mode(t.st, PASTE_DUR_FSYNC, 0) : NULL;
+	unsetenv("PASTE_FSYNC_IO");
+	if (!p) {
+		if (ok)
+			tmpstore_close(&t);
+		return;
+	}
+	CHECK(strcmp(paste_persist_flush_insn(p), "page cache") == 0);
+	int rd = open(t.path, O_RDONLY);
+	uint8_t *b1 = paste_store_buf(t.st, 1);
+	memcpy(b1, "mapped", 6);
+	paste_persist_flush(p, b1, 6);
+	uint64_t tk;
+	int fd = paste_persist_begin_commit(p, &tk);
+	CHECK(fd >= 0);
+	CHECK_EQ(paste_persist_end_commit(p, tk, commit_wait(fd)), 0);
+	char got[8];
+	const struct paste_store_geom *g = paste_store_geom(t.st);
+	CHECK(pread(rd, got, 6, (off_t)(g->buf_offset + g->buf_size)) == 6 && !memcmp(got, "mapped", 6));
+	struct paste_persist *q = NULL;
+	struct paste_persist_config em = { .mode = PASTE_DUR_EMULATED };
+	CHECK_EQ(paste_persist_open(&q, t.st, &em, NULL), 0);   /* still shared */
+	paste_persist_close(q);
+	paste_persist_close(p);
+	tmpstore_close(&t);
+	/* Several writers over buffers smaller than a block: the page cache,
+	 * as server.c asks for with --threads 2. */
+	ok = tmpstore_open(&t, parent);
+	CHECK(ok);
+	struct paste_persist_config two = { .mode = PASTE_DUR_FSYNC, .writers = 2 };
+	if (ok && paste_persist_open(&p, t.st, &two, NULL) == 0) {
+		CHECK(strcmp(paste_persist_flush_insn(p), "page cache") == 0);
+		CHECK_EQ(paste_persist_open(&q, t.st, &two, NULL), 0);
+		paste_persist_close(q);
+	} else {
+		CHECK(0);
+	}
+	setenv("PASTE_FSYNC_IO", "sideways", 1);
+	struct paste_error err = { 0 };
+	struct paste_persist_config fs = { .mode = PASTE_DUR_FSYNC };
+	CHECK_EQ(paste_persist_open(&q, t.st, &fs, &err), -EINVAL);
+	CHECK(strstr(err.msg, "PASTE_FSYNC_IO") != NULL);
+	unsetenv("PASTE_FSYNC_IO");
+	close(rd);
+	paste_persist_close(p);
+	tmpstore_close(&t);
 }
 
 /* The first failed sync fails the store for every persist object (every
@@ -342,8 +490,19 @@ int main(void)
 		paste_persist_close(p);
 		test_fsync(disk.st);
 		test_pmem_refused(disk.st);
-		test_failed_commit(disk.st);   /* last: the store stays failed */
 		tmpstore_close(&disk);
+	} else {
+		CHECK(0);
+	}
+	/* Two persist objects at once: 4 KiB buffers, so both may write
+	 * directly (no block holds two threads' buffers). */
+	small.buf_size = 4096;
+	if (tmpstore_open(&disk, parent)) {
+		test_failed_commit(disk.st);   /* the store stays failed */
+		tmpstore_close(&disk);
+		small.buf_size = 0;
+		test_direct(parent);
+		test_mapped(parent);
 	} else {
 		CHECK(0);
 	}

@@ -1,0 +1,54 @@
+/* persist_internal.h - what lib/persist.c asks of lib/persist_fsync.c (fsync
+ * mode's I/O: direct writes of flushed blocks, or the page cache; see its
+ * top). One per fsync-mode persist object, used by one thread. Not API. */
+#ifndef PASTE_PERSIST_INTERNAL_H
+#define PASTE_PERSIST_INTERNAL_H
+
+#include <liburing.h>
+#include "paste.h"
+
+struct fsio_ranges {                  /* file offsets [lo, hi), block-aligned */
+	struct { uint64_t lo, hi; } *v;
+	size_t n, cap;
+};
+
+struct fsync_io {
+	struct paste_store *st;
+	struct io_uring ring;
+	bool ring_ok;
+	int fd;                   /* the persist object's descriptor: fdatasync */
+	int dfd;                  /* fd once O_DIRECT is set on it, or -1: the page cache */
+	int efd;                  /* eventfd a commit writes when it ends */
+	uint32_t block;           /* direct writes' alignment */
+	struct fsio_ranges pend, flight;
+	uint32_t owed_flight, owed_sync;   /* CQEs not yet reaped */
+	int flight_res, sync_res;          /* first error of each */
+	bool flight_reaped;       /* a synchronous sync already waited for it */
+	uint64_t efd_val;
+};
+
+/* Opens the eventfd and the ring; picks direct writes (sets O_DIRECT on fd
+ * and maps the store privately) when the file takes them and `writers`
+ * (paste_persist_config) cannot share a block. fd stays the caller's. */
+int fsio_open(struct fsync_io *io, struct paste_store *st, int fd, uint32_t writers,
+	      struct paste_error *err);
+void fsio_close(struct fsync_io *io);
+bool fsio_direct(const struct fsync_io *io);
+/* A flushed byte range (file offsets). */
+void fsio_add(struct fsync_io *io, uint64_t lo, uint64_t hi);
+/* Start writing and syncing what was added: returns the eventfd that
+ * becomes readable when it ended (one commit at a time). */
+int fsio_begin(struct fsync_io *io);
+/* After the eventfd was read: 0 when the commit is durable, else why not. */
+int fsio_end(struct fsync_io *io);
+/* Synchronously: let a begun commit end (flight_open), then write and sync
+ * what was added since. 0, or the first error (the begun commit's too). */
+int fsio_sync(struct fsync_io *io, bool flight_open);
+
+/* What lib/btree_api.c asks of lib/persist.c: does p write only what is
+ * flushed (PM, or fsync mode with direct writes), so a page changed in
+ * the store mapping stays out of the file until it is flushed? fsync mode
+ * through the page cache writes back every dirty page. */
+bool persist_writes_direct(const struct paste_persist *p);
+
+#endif
