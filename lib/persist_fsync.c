@@ -16,8 +16,10 @@
  *   against ~65; its latency fell from 550-690 to ~225 us (one page: ~460
  *   to ~170). In pkvs (1 KiB SETs, 50 / 100 clients) the server's CPU per
  *   SET fell by 8-13 %: docs/results.md, stop 20.
- * MAPPED (a file system without O_DIRECT, or PASTE_FSYNC_IO=mapped): the
- *   shared mapping stays, and a commit is one fdatasync of the file.
+ * MAPPED (a file system without O_DIRECT, a store larger than half the
+ *   available memory, several writers over buffers smaller than a block,
+ *   or PASTE_FSYNC_IO=mapped): the shared mapping stays, and a commit is
+ *   one fdatasync of the file.
  *
  * Either way the I/O runs in a small io_uring of this persist object's own
  * (one per thread), so a synchronous fence (the epoll engine, truncation,
@@ -38,6 +40,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +78,91 @@ static uint32_t direct_block(int fd)
 	return b;
 }
 
+/* The private copy is anonymous memory the kernel cannot evict (the page
+ * cache of a shared mapping it can), so a store must fit comfortably:
+ * at most half of MemAvailable (which counts the store's own cached
+ * pages, freed as the copy replaces them). PASTE_MEMAVAILABLE_KB stands
+ * in for /proc/meminfo in tests. */
+static bool fits_in_memory(uint64_t size)
+{
+	unsigned long long kb = 0;
+	const char *fake = getenv("PASTE_MEMAVAILABLE_KB");
+	if (fake && *fake) {
+		kb = strtoull(fake, NULL, 10);
+	} else {
+		FILE *f = fopen("/proc/meminfo", "re");
+		char line[128];
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+				break;
+		if (f)
+			fclose(f);
+		if (kb == 0)
+			return true;            /* unknown: do not guess against it */
+	}
+	return size / 1024 <= kb / 2;
+}
+
+/* Direct writes or the page cache, for one more fsync persist object of
+ * st; counts it in the store. Under choose_lock: the counts are read, then
+ * changed. */
+static pthread_mutex_t choose_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int choose_way(struct fsync_io *io, struct paste_store *st, int fd, uint32_t writers,
+		      const char *want, struct paste_error *err)
+{
+	/* A block bigger than the smallest thing one thread owns (a buffer)
+	 * would let two threads write one block: see the top. Then only one
+	 * persist object may write directly. Once the store is mapped
+	 * privately, the page cache holds none of its writes: every fsync
+	 * persist object must write directly. The one descriptor writes and
+	 * syncs (O_DIRECT set on it). */
+	uint32_t block = direct_block(fd);
+	bool priv = store_is_private(st);
+	bool shared_blocks = block > paste_store_geom(st)->buf_size;
+	bool can = block && block <= 4096 && !(block & (block - 1)) &&
+		   (priv || fits_in_memory(paste_store_geom(st)->file_size));
+	const char *no = NULL;
+	if (priv && shared_blocks && (store_fsync_users(st, true, 0) > 0 || writers > 1))
+		no = "another persist object writes it directly in blocks larger than its buffers: "
+		     "one thread only (open every one with writers > 1, or PASTE_FSYNC_IO=mapped)";
+	else if (priv && (!can || (want && strcmp(want, "mapped") == 0)))
+		no = "it is mapped privately for direct writes, and this one cannot make them";
+	else if (!priv && (!can || (shared_blocks && writers > 1) || (want && strcmp(want, "mapped") == 0) ||
+			   store_fsync_users(st, false, 0) > 0)) {
+		/* (The last: one already syncs the shared mapping; a private
+		 * one now would leave it syncing nothing.) */
+		if (!want || strcmp(want, "direct") != 0) {
+			store_fsync_users(st, false, 1);
+			io->counted = true;
+			return 0;                       /* the page cache, then */
+		}
+		no = "PASTE_FSYNC_IO=direct, but the file takes no direct writes in blocks of 4 KiB "
+		     "or less (no larger than a buffer, with several writers), or the store is "
+		     "larger than half the available memory, or another persist object syncs it "
+		     "through the page cache";
+	}
+	if (!no && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_DIRECT) < 0) {
+		if (!priv && (!want || strcmp(want, "direct") != 0)) {
+			store_fsync_users(st, false, 1);
+			io->counted = true;
+			return 0;
+		}
+		no = "O_DIRECT refused";
+	}
+	if (no)
+		return paste_error_set(err, -EBUSY, "%s: no fsync persist object here: %s",
+				       paste_store_path(st), no);
+	int r = store_map_private(st, err);
+	if (r < 0)
+		return r;
+	io->dfd = fd;
+	store_fsync_users(st, true, 1);
+	io->counted = true;
+	io->block = block;
+	return 0;
+}
+
 int fsio_open(struct fsync_io *io, struct paste_store *st, int fd, uint32_t writers,
 	      struct paste_error *err)
 {
@@ -96,45 +184,12 @@ int fsio_open(struct fsync_io *io, struct paste_store *st, int fd, uint32_t writ
 		return paste_error_set(err, r, "%s: io_uring for fsync mode: %s", path, strerror(-r));
 	}
 	io->ring_ok = true;
-	/* A block bigger than the smallest thing one thread owns (a buffer)
-	 * would let two threads write one block: see the top. Then only one
-	 * persist object may write directly. Once the store is mapped
-	 * privately, the page cache holds none of its writes: every fsync
-	 * persist object must write directly. The one descriptor writes and
-	 * syncs (O_DIRECT set on it). */
-	uint32_t block = direct_block(fd);
-	bool priv = store_is_private(st);
-	bool shared_blocks = block > paste_store_geom(st)->buf_size;
-	bool can = block && block <= 4096 && !(block & (block - 1));
-	const char *no = NULL;
-	if (priv && shared_blocks && (store_direct_writers(st, 0) > 0 || writers > 1))
-		no = "another persist object writes it directly in blocks larger than its buffers: "
-		     "one thread only (open every one with writers > 1, or PASTE_FSYNC_IO=mapped)";
-	else if (priv && (!can || (want && strcmp(want, "mapped") == 0)))
-		no = "it is mapped privately for direct writes, and this one cannot make them";
-	else if (!priv && (!can || (shared_blocks && writers > 1) || (want && strcmp(want, "mapped") == 0))) {
-		if (!want || strcmp(want, "direct") != 0)
-			return 0;                       /* the page cache, then */
-		no = "PASTE_FSYNC_IO=direct, but the file takes no direct writes in blocks of 4 KiB "
-		     "or less (no larger than a buffer, with several writers)";
-	}
-	if (!no && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_DIRECT) < 0) {
-		if (!priv && (!want || strcmp(want, "direct") != 0))
-			return 0;
-		no = "O_DIRECT refused";
-	}
-	if (no) {
+	pthread_mutex_lock(&choose_lock);
+	r = choose_way(io, st, fd, writers, want, err);
+	pthread_mutex_unlock(&choose_lock);
+	if (r < 0)
 		fsio_close(io);
-		return paste_error_set(err, -EBUSY, "%s: no fsync persist object here: %s", path, no);
-	}
-	if ((r = store_map_private(st, err)) < 0) {
-		fsio_close(io);
-		return r;
-	}
-	io->dfd = fd;
-	store_direct_writers(st, 1);
-	io->block = block;
-	return 0;
+	return r;
 }
 
 void fsio_close(struct fsync_io *io)
@@ -142,8 +197,9 @@ void fsio_close(struct fsync_io *io)
 	if (io->ring_ok)
 		io_uring_queue_exit(&io->ring);
 	io->ring_ok = false;
-	if (io->dfd >= 0)
-		store_direct_writers(io->st, -1);
+	if (io->counted)
+		store_fsync_users(io->st, io->dfd >= 0, -1);
+	io->counted = false;
 	if (io->efd >= 0)
 		close(io->efd);
 	io->dfd = io->efd = -1;

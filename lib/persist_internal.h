@@ -16,6 +16,7 @@ struct fsync_io {
 	struct paste_store *st;
 	struct io_uring ring;
 	bool ring_ok;
+	bool counted;             /* in the store's fsync_users */
 	int fd;                   /* the persist object's descriptor: fdatasync */
 	int dfd;                  /* fd once O_DIRECT is set on it, or -1: the page cache */
 	int efd;                  /* eventfd a commit writes when it ends */

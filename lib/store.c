@@ -53,7 +53,7 @@ struct paste_store {
 	bool started;
 	bool map_sync;             /* mapped MAP_SYNC (DAX) */
 	bool map_private;          /* remapped for direct writes (store_map_private) */
-	int direct_writers;        /* __atomic: persist objects writing directly */
+	int fsync_users[2];        /* __atomic: fsync persist objects, [1] writing directly */
 	bool in_use;               /* read-only open could not take the shared lock */
 	/* The failed state: `failed` (a negative errno, __atomic) is published
 	 * after `fail_why`, so a reader that sees it sees the sentence. */
@@ -260,9 +260,9 @@ void paste_store_close(struct paste_store *st)
 
 bool paste_store_map_sync(const struct paste_store *st) { return st->map_sync; }
 bool store_is_private(const struct paste_store *st) { return __atomic_load_n(&st->map_private, __ATOMIC_ACQUIRE); }
-int store_direct_writers(struct paste_store *st, int delta)
+int store_fsync_users(struct paste_store *st, bool direct, int delta)
 {
-	return __atomic_add_fetch(&st->direct_writers, delta, __ATOMIC_ACQ_REL);
+	return __atomic_add_fetch(&st->fsync_users[direct], delta, __ATOMIC_ACQ_REL);
 }
 
 /* The new mapping is made beside the old and moved over it (mremap with

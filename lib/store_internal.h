@@ -27,7 +27,8 @@ int store_validate(int fd, const char *path, const struct paste_store_config *cf
  * the store carries I/O: the first persist object's open. */
 int store_map_private(struct paste_store *st, struct paste_error *err);
 bool store_is_private(const struct paste_store *st);
-/* Live persist objects writing the store directly, after adding delta. */
-int store_direct_writers(struct paste_store *st, int delta);
+/* Live fsync persist objects on the store, writing directly or through
+ * the page cache, after adding delta. */
+int store_fsync_users(struct paste_store *st, bool direct, int delta);
 
 #endif

@@ -327,6 +327,21 @@ static void test_mapped(const char *parent)
 	CHECK(strcmp(paste_persist_flush_insn(p), "page cache") == 0);
 	int rd = open(t.path, O_RDONLY);
 	uint8_t *b1 = paste_store_buf(t.st, 1);
+	/* A store over half the available memory stays shared: a private
+	 * copy would be memory the kernel cannot evict. */
+	struct paste_persist *big = NULL;
+	setenv("PASTE_MEMAVAILABLE_KB", "4096", 1);         /* the store is 4 MiB */
+	CHECK_EQ(paste_persist_open(&big, t.st, NULL, NULL), 0);
+	CHECK(big && strcmp(paste_persist_flush_insn(big), "page cache") == 0);
+	paste_persist_close(big);
+	setenv("PASTE_FSYNC_IO", "direct", 1);
+	CHECK_EQ(paste_persist_open(&big, t.st, NULL, NULL), -EBUSY);
+	unsetenv("PASTE_FSYNC_IO");
+	unsetenv("PASTE_MEMAVAILABLE_KB");
+	/* Nor does one become private while p syncs the shared mapping. */
+	CHECK_EQ(paste_persist_open(&big, t.st, NULL, NULL), 0);
+	CHECK(big && strcmp(paste_persist_flush_insn(big), "page cache") == 0);
+	paste_persist_close(big);
 	memcpy(b1, "mapped", 6);
 	paste_persist_flush(p, b1, 6);
 	uint64_t tk;
