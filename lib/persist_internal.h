@@ -5,6 +5,7 @@
 #define PASTE_PERSIST_INTERNAL_H
 
 #include <liburing.h>
+#include <sys/uio.h>
 #include "paste.h"
 
 struct fsio_ranges {                  /* file offsets [lo, hi), block-aligned */
@@ -26,6 +27,9 @@ struct fsync_io {
 	int flight_res, sync_res;          /* first error of each */
 	bool flight_reaped;       /* a synchronous sync already waited for it */
 	uint64_t efd_val;
+	uint8_t *bounce;          /* the commit's last-block snapshots */
+	struct iovec *iov;        /* two per run */
+	size_t bounce_runs;       /* room in both, in runs */
 };
 
 /* Opens the eventfd and the ring; picks direct writes (sets O_DIRECT on fd

@@ -252,8 +252,12 @@ static void test_direct(const char *parent)
 	uint64_t t1;
 	int fd = paste_persist_begin_commit(p, &t1);
 	CHECK(fd >= 0);
-	memcpy(b1 + 200, "late", 4);              /* after the begin: may or may not land */
+	/* After the begin, in the same block: a record appended while the
+	 * commit is in flight. The commit writes the block as it was at the
+	 * begin, so the record cannot reach the disk before its data. */
+	memcpy(b1 + 200, "late", 4);
 	CHECK_EQ(paste_persist_end_commit(p, t1, commit_wait(fd)), 0);
+	CHECK(pread(rd, got, 4, (off_t)off1 + 200) == 4 && memcmp(got, "late", 4) != 0);
 	CHECK(pread(rd, got, 7, (off_t)off1) == 7 && !memcmp(got, "flushed", 7));
 	CHECK(pread(rd, got, 10, (off_t)off1 + 100) == 10 && !memcmp(got, "same-block", 10));
 	CHECK(pread(rd, got, 10, (off_t)off2) == 10 && memcmp(got, "next-block", 10) != 0);
