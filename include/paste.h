@@ -254,9 +254,9 @@ const char *paste_persist_flush_insn(const struct paste_persist *p);
  * counted from 1; with '+' the Nth and every later one) of OP fail with
  * ERRNO (EIO by default; ENOSPC also understood). OP is flush (the store
  * fails at that flush), fence (sfence path), fdatasync (the synchronous
- * fence in fsync mode) or commit (the completion of the io_uring port's
- * asynchronous fdatasync: the sync runs, its result is replaced). A
- * production build ignores the variable. */
+ * fence in fsync mode) or commit (the end of an asynchronous group commit);
+ * for the last two the writes and the fdatasync run, and their result is
+ * replaced. A production build ignores the variable. */
 
 /* Start writing back [addr, addr+len) without waiting (clwb/clflushopt per
  * 64-byte line; fsync mode records the range, rounded out to the disk's
@@ -291,7 +291,9 @@ uint64_t paste_persist_durable(const struct paste_persist *p);
  * the page cache: see PASTE_DUR_FSYNC in man paste_persist) in the persist
  * object's own io_uring, and returns an eventfd that becomes readable when
  * that I/O ended; or -ENODATA if nothing is pending, -EBUSY while a commit
- * is in flight, or the store's failure. The caller reads the eventfd (8
+ * is in flight, -EOPNOTSUPP without io_uring (refused by sysctl or seccomp:
+ * fences only, fdatasync of the page cache), or the store's failure. The
+ * caller reads the eventfd (8
  * bytes; the uring port queues the read in its ring) and then calls
  * end_commit with the read's result. Only one commit is in flight at a
  * time per persist object. */

@@ -180,13 +180,20 @@ int fsio_open(struct fsync_io *io, struct paste_store *st, int fd, uint32_t writ
 	if (io->efd < 0)
 		return paste_error_set(err, -errno, "%s: eventfd: %s", path, strerror(errno));
 	int r = io_uring_queue_init(RING_ENTRIES, &io->ring, 0);
-	if (r < 0) {
-		fsio_close(io);
-		return paste_error_set(err, r, "%s: io_uring for fsync mode: %s", path, strerror(-r));
-	}
-	io->ring_ok = true;
+	io->ring_ok = r == 0;
 	pthread_mutex_lock(&choose_lock);
-	r = choose_way(io, st, fd, writers, want, err);
+	if (io->ring_ok) {
+		r = choose_way(io, st, fd, writers, want, err);
+	} else if (store_is_private(st) || (want && strcmp(want, "direct") == 0)) {
+		r = paste_error_set(err, -EBUSY, "%s: no io_uring (%s) for fsync mode's direct writes",
+				    path, strerror(-r));
+	} else {
+		/* No io_uring (the epoll engine's fallback when it is
+		 * disabled): the page cache, synced by fdatasync itself. */
+		store_fsync_users(st, false, 1);
+		io->counted = true;
+		r = 0;
+	}
 	pthread_mutex_unlock(&choose_lock);
 	if (r < 0)
 		fsio_close(io);
@@ -408,6 +415,8 @@ static void reap(struct fsync_io *io)
 
 int fsio_begin(struct fsync_io *io)
 {
+	if (!io->ring_ok)
+		return -EOPNOTSUPP;     /* only the uring port begins commits */
 	struct fsio_ranges t = io->flight;
 	io->flight = io->pend;
 	io->pend = t;
@@ -450,6 +459,8 @@ int fsio_end(struct fsync_io *io)
 
 int fsio_sync(struct fsync_io *io, bool flight_open)
 {
+	if (!io->ring_ok)
+		return fdatasync(io->fd) < 0 ? -errno : 0;
 	if (flight_open && !io->flight_reaped) {
 		/* Writes still in flight may land after ours: let them end. */
 		reap(io);

@@ -44,7 +44,10 @@ int paste_uring_probe(struct paste_error *err)
 		{ IORING_OP_ACCEPT, "ACCEPT" }, { IORING_OP_RECV, "RECV" },
 		{ IORING_OP_SEND, "SEND" }, { IORING_OP_SENDMSG, "SENDMSG" },
 		{ IORING_OP_CLOSE, "CLOSE" }, { IORING_OP_ASYNC_CANCEL, "ASYNC_CANCEL" },
-		{ IORING_OP_FSYNC, "FSYNC" }, { IORING_OP_READ, "READ" },
+		/* fsync mode: its commits' ring (lib/persist_fsync.c), and
+		 * the read of their eventfd here */
+		{ IORING_OP_FSYNC, "FSYNC" }, { IORING_OP_WRITE, "WRITE" },
+		{ IORING_OP_WRITEV, "WRITEV" }, { IORING_OP_READ, "READ" },
 	};
 	r = 0;
 	for (size_t i = 0; pr && i < sizeof(need) / sizeof(need[0]); i++)

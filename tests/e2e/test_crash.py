@@ -164,8 +164,9 @@ class AckingLoad:
 
 @pytest.mark.parametrize("durability", ["emulated", "fsync"])
 def test_shim_crash_images(phttpd, engine, durability):
-    # fsync: the image takes a line only when the group commit (an
-    # io_uring fdatasync for the uring engine) that covers it completed.
+    # fsync: the image takes a line only when the group commit (its direct
+    # writes and fdatasync, in the persist object's ring) that covers it
+    # completed.
     workdir = Path(phttpd.tmpdir())
     image = workdir / "image"
     args = ["--durability", durability, "--store-size", CRASH_STORE_SIZE]

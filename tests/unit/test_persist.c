@@ -8,7 +8,13 @@
 #include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/filter.h>
 #include <linux/magic.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include "check.h"
 #include "paste.h"
 
@@ -384,6 +390,54 @@ static void test_mapped(const char *parent)
 	tmpstore_close(&t);
 }
 
+/* Without io_uring (disabled by sysctl, or a seccomp policy: the epoll
+ * engine's case), fsync mode still works: the page cache, synced by
+ * fdatasync itself. A child process with io_uring_setup refused by a
+ * seccomp filter. */
+static void test_no_uring(const char *parent)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct sock_filter f[] = {
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+			_exit(3);
+		struct tmpstore t;
+		if (!tmpstore_open(&t, parent))
+			_exit(4);
+		struct paste_persist *p = NULL;
+		struct paste_persist_config fs = { .mode = PASTE_DUR_FSYNC };
+		int bad = paste_persist_open(&p, t.st, &fs, NULL) != 0 ||
+			  strcmp(paste_persist_flush_insn(p), "page cache") != 0;
+		uint64_t tk;
+		if (!bad) {
+			uint8_t *b = paste_store_buf(t.st, 1);
+			memcpy(b, "no-ring", 7);
+			paste_persist_flush(p, b, 7);
+			bad = paste_persist_begin_commit(p, &tk) != -EOPNOTSUPP || paste_persist_fence(p) != 0;
+			const struct paste_store_geom *g = paste_store_geom(t.st);
+			char got[8];
+			int rd = open(t.path, O_RDONLY);
+			bad |= pread(rd, got, 7, (off_t)(g->buf_offset + g->buf_size)) != 7 || memcmp(got, "no-ring", 7);
+			close(rd);
+		}
+		setenv("PASTE_FSYNC_IO", "direct", 1);   /* direct writes need the ring */
+		struct paste_persist *q = NULL;
+		bad |= paste_persist_open(&q, t.st, &fs, NULL) != -EBUSY;
+		paste_persist_close(p);
+		tmpstore_close(&t);
+		_exit(bad ? 1 : 0);
+	}
+	int status = -1;
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 /* The first failed sync fails the store for every persist object (every
  * thread): no epoch is published again, even by a sync that returns 0. */
 static void test_failed_commit(struct paste_store *st)
@@ -522,6 +576,7 @@ int main(void)
 		small.buf_size = 0;
 		test_direct(parent);
 		test_mapped(parent);
+		test_no_uring(parent);
 	} else {
 		CHECK(0);
 	}
