@@ -5,9 +5,10 @@
  * DIRECT (the default on a file system that takes O_DIRECT): the store is
  *   mapped privately (store_map_private), so the page cache never holds the
  *   live bytes and the kernel never writes a page back on its own. Each
- *   flush records its range rounded out to the device's direct-I/O block
- *   (512 bytes here); a commit writes exactly those blocks with O_DIRECT
- *   from the mapping, then one fdatasync (IOSQE_IO_DRAIN: after every write
+ *   flush records its range rounded out to the file system's block (4 KiB
+ *   on ext4: direct_block); a commit sorts and merges the ranges, writes
+ *   each run with O_DIRECT from the mapping (its last block from a copy:
+ *   queue_sync), then one fdatasync (IOSQE_IO_DRAIN: after every write
  *   ended) flushes the disk's cache. What it saves, measured here (ext4 on
  *   virtio, build/bench/commit-io): a commit of 32 dirty pages cost
  *   300-370 us of CPU through the page cache (write-protect faults as the
@@ -18,20 +19,23 @@
  *   SET fell by 8-13 %: docs/results.md, stop 20.
  * MAPPED (a file system without O_DIRECT, a store larger than half the
  *   available memory, several writers over buffers smaller than a block,
- *   or PASTE_FSYNC_IO=mapped): the shared mapping stays, and a commit is
- *   one fdatasync of the file.
+ *   another persist object of the store already mapped, or
+ *   PASTE_FSYNC_IO=mapped): the shared mapping stays, and a commit is one
+ *   fdatasync of the file.
  *
  * Either way the I/O runs in a small io_uring of this persist object's own
- * (one per thread), so a synchronous fence (the epoll engine, truncation,
+ * (one per thread; without io_uring, refused by sysctl or seccomp, only
+ * MAPPED, and a fence calls fdatasync itself), so a synchronous fence (the epoll engine, truncation,
  * tree checkpoints) and the uring port's asynchronous commit share one
  * path: begin queues the writes, the fdatasync and, hard-linked after it,
  * an 8-byte write to an eventfd, which the port reads in its own ring; end
  * reaps the results. Cost: one io_uring_enter per commit for the submit.
  *
  * Why only flushed blocks, never a gap between two ranges: two threads'
- * persist objects may write neighbouring blocks (buffers of 512 bytes and
- * up, log lanes and tree pages of 4 KiB, each owned by one thread at a
- * time). A write captures the mapping when the device reads it, and two
+ * persist objects may write neighbouring blocks (log lanes and tree pages
+ * of 4 KiB, buffers of 512 bytes and up, each owned by one thread at a
+ * time; where a block holds two buffers, only one persist object may
+ * write directly: choose_way). A write captures the mapping when the device reads it, and two
  * in-flight writes of one block may land in either order; a block only its
  * owner writes, one commit at a time, cannot go back in time. The WAL's
  * checkpoint slots, 64 bytes per lane, share blocks across lanes: they are
