@@ -113,8 +113,15 @@ static bool fits_in_memory(uint64_t size)
  * changed. */
 static pthread_mutex_t choose_lock = PTHREAD_MUTEX_INITIALIZER;
 
+static int page_cache_way(struct fsync_io *io)
+{
+	store_fsync_users(io->st, false, 1);
+	io->counted = true;
+	return 0;
+}
+
 static int choose_way(struct fsync_io *io, struct paste_store *st, int fd, uint32_t writers,
-		      const char *want, struct paste_error *err)
+		      bool want_mapped, bool want_direct, struct paste_error *err)
 {
 	/* A block bigger than the smallest thing one thread owns (a buffer)
 	 * would let two threads write one block: see the top. Then only one
@@ -131,28 +138,22 @@ static int choose_way(struct fsync_io *io, struct paste_store *st, int fd, uint3
 	if (priv && shared_blocks && (store_fsync_users(st, true, 0) > 0 || writers > 1))
 		no = "another persist object writes it directly in blocks larger than its buffers: "
 		     "one thread only (open every one with writers > 1, or PASTE_FSYNC_IO=mapped)";
-	else if (priv && (!can || (want && strcmp(want, "mapped") == 0)))
+	else if (priv && (!can || want_mapped))
 		no = "it is mapped privately for direct writes, and this one cannot make them";
-	else if (!priv && (!can || (shared_blocks && writers > 1) || (want && strcmp(want, "mapped") == 0) ||
+	else if (!priv && (!can || (shared_blocks && writers > 1) || want_mapped ||
 			   store_fsync_users(st, false, 0) > 0)) {
 		/* (The last: one already syncs the shared mapping; a private
 		 * one now would leave it syncing nothing.) */
-		if (!want || strcmp(want, "direct") != 0) {
-			store_fsync_users(st, false, 1);
-			io->counted = true;
-			return 0;                       /* the page cache, then */
-		}
+		if (!want_direct)
+			return page_cache_way(io);
 		no = "PASTE_FSYNC_IO=direct, but the file takes no direct writes in blocks of 4 KiB "
 		     "or less (no larger than a buffer, with several writers), or the store is "
 		     "larger than half the available memory, or another persist object syncs it "
 		     "through the page cache";
 	}
 	if (!no && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_DIRECT) < 0) {
-		if (!priv && (!want || strcmp(want, "direct") != 0)) {
-			store_fsync_users(st, false, 1);
-			io->counted = true;
-			return 0;
-		}
+		if (!priv && !want_direct)
+			return page_cache_way(io);
 		no = "O_DIRECT refused";
 	}
 	if (no)
@@ -178,7 +179,9 @@ int fsio_open(struct fsync_io *io, struct paste_store *st, int fd, uint32_t writ
 	io->dfd = -1;
 	io->efd = -1;
 	io->st = st;
-	if (want && *want && strcmp(want, "mapped") != 0 && strcmp(want, "direct") != 0)
+	bool want_mapped = want && strcmp(want, "mapped") == 0;
+	bool want_direct = want && strcmp(want, "direct") == 0;
+	if (want && *want && !want_mapped && !want_direct)
 		return paste_error_set(err, -EINVAL, "PASTE_FSYNC_IO=%s: 'direct' or 'mapped'", want);
 	io->efd = eventfd(0, EFD_CLOEXEC);
 	if (io->efd < 0)
@@ -186,18 +189,13 @@ int fsio_open(struct fsync_io *io, struct paste_store *st, int fd, uint32_t writ
 	int r = io_uring_queue_init(RING_ENTRIES, &io->ring, 0);
 	io->ring_ok = r == 0;
 	pthread_mutex_lock(&choose_lock);
-	if (io->ring_ok) {
-		r = choose_way(io, st, fd, writers, want, err);
-	} else if (store_is_private(st) || (want && strcmp(want, "direct") == 0)) {
+	if (io->ring_ok)
+		r = choose_way(io, st, fd, writers, want_mapped, want_direct, err);
+	else if (store_is_private(st) || want_direct)
 		r = paste_error_set(err, -EBUSY, "%s: no io_uring (%s) for fsync mode's direct writes",
 				    path, strerror(-r));
-	} else {
-		/* No io_uring (the epoll engine's fallback when it is
-		 * disabled): the page cache, synced by fdatasync itself. */
-		store_fsync_users(st, false, 1);
-		io->counted = true;
-		r = 0;
-	}
+	else        /* the epoll engine's case: fdatasync of the page cache itself */
+		r = page_cache_way(io);
 	pthread_mutex_unlock(&choose_lock);
 	if (r < 0)
 		fsio_close(io);
@@ -302,8 +300,6 @@ static void sort_merge(struct fsio_ranges *l)
 	l->n = k + 1;
 }
 
-/* Queue the writes of l, then the fdatasync after all of them; returns how
- * many ops were queued (each posts one CQE tagged `tag`). */
 /* Room for a snapshot of each run's last block (see queue_sync), and an
  * iovec pair per run; both live until the commit ended. */
 static int bounce_room(struct fsync_io *io, size_t runs)

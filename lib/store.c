@@ -288,9 +288,9 @@ int store_map_private(struct paste_store *st, struct paste_error *err)
 			 * (io_uring's nowait attempt finds the page and hands the
 			 * write to a worker thread) and must invalidate it: the
 			 * page cache copy is of no use now, so drop it (the
-			 * tree too works in this mapping then: lib/btree_api.c). */
-			if (fdatasync(st->fd) == 0)
-				posix_fadvise(st->fd, 0, 0, POSIX_FADV_DONTNEED);
+			 * tree too works in this mapping then: lib/btree_api.c).
+			 * Failing to drop it costs speed, not safety. */
+			drop_cached_pages(st->fd, st->path, false, NULL);
 			madvise(st->base, size, MADV_DONTFORK);
 			__atomic_store_n(&st->map_private, true, __ATOMIC_RELEASE);
 		}
