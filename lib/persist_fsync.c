@@ -374,7 +374,8 @@ static int queue_sync(struct fsync_io *io, struct fsio_ranges *l, uint64_t tag,
 }
 
 /* One CQE's verdict: a write must be whole (a short O_DIRECT write is an
- * error the disk gave no errno for), an fdatasync 0. */
+ * error the disk gave no errno for; the eventfd's, 8 bytes), an fdatasync
+ * 0. The low 32 bits of user_data are the bytes a write wants. */
 static int cqe_result(const struct io_uring_cqe *cqe)
 {
 	uint32_t want = (uint32_t)cqe->user_data;
@@ -400,12 +401,11 @@ static void reap(struct fsync_io *io)
 			return;
 		}
 		bool flight = (cqe->user_data >> 32) == TAG_FLIGHT;
-		int res = (cqe->user_data >> 32) == 0 ? (cqe->res == 8 ? 0 : cqe->res < 0 ? cqe->res : -EIO)
-						     : cqe_result(cqe);
+		int res = cqe_result(cqe);
 		int *into = flight ? &io->flight_res : &io->sync_res;
 		if (res < 0 && !*into)
 			*into = res;
-		if (flight || (cqe->user_data >> 32) == 0)
+		if (flight)
 			io->owed_flight--;
 		else
 			io->owed_sync--;
@@ -428,11 +428,11 @@ int fsio_begin(struct fsync_io *io)
 		return q;
 	io->owed_flight = (uint32_t)q;
 	/* Hard-linked: runs whatever the fdatasync returned, so the port always
-	 * hears of the end. Tag 0: its CQE counts toward the flight. */
+	 * hears of the end. A write of the flight like the others: 8 bytes. */
 	struct io_uring_sqe *sqe = get_sqe(io);
 	io->efd_val = 1;
 	io_uring_prep_write(sqe, io->efd, &io->efd_val, 8, 0);
-	io_uring_sqe_set_data64(sqe, 0);
+	io_uring_sqe_set_data64(sqe, (uint64_t)TAG_FLIGHT << 32 | sizeof(io->efd_val));
 	io->owed_flight++;
 	int r = io_uring_submit(&io->ring);
 	if (r < 0) {
