@@ -293,10 +293,9 @@ uint64_t paste_persist_durable(const struct paste_persist *p);
  * that I/O ended; or -ENODATA if nothing is pending, -EBUSY while a commit
  * is in flight, -EOPNOTSUPP without io_uring (refused by sysctl or seccomp:
  * fences only, fdatasync of the page cache), or the store's failure. The
- * caller reads the eventfd (8
- * bytes; the uring port queues the read in its ring) and then calls
- * end_commit with the read's result. Only one commit is in flight at a
- * time per persist object. */
+ * caller reads the eventfd (8 bytes; the uring port queues the read in its
+ * ring) and then calls end_commit with the read's result. Only one commit
+ * is in flight at a time per persist object. */
 int paste_persist_begin_commit(struct paste_persist *p, uint64_t *ticket);
 /* res: the eventfd read's result; res < 0 fails the store, as does a
  * failed write or fdatasync of the commit. Returns 0 when the commit made

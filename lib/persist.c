@@ -591,6 +591,12 @@ static void clear_pending(struct paste_persist *p)
 	p->pending = false;
 }
 
+/* What a failed fsync-mode barrier had run, for its message. */
+static const char *sync_what(const struct paste_persist *p)
+{
+	return fsio_direct(&p->io) ? "direct writes, fdatasync" : "fdatasync";
+}
+
 /* A failed barrier: the lines it covered are not durable and never will
  * be, and neither is anything flushed after them. The pending state is
  * kept (nothing is "done"); the store's failed state stops every ack. */
@@ -633,7 +639,7 @@ int paste_persist_fence(struct paste_persist *p)
 	if (r == 0)
 		r = fault_hit(FAULT_FDATASYNC);
 	if (r < 0)
-		return barrier_failed(p, r, fsio_direct(&p->io) ? "direct writes, fdatasync" : "fdatasync");
+		return barrier_failed(p, r, sync_what(p));
 	shim_apply(&p->flight);
 	shim_apply(&p->pend);
 	clear_pending(p);
@@ -678,9 +684,8 @@ int paste_persist_end_commit(struct paste_persist *p, uint64_t ticket, int res)
 	if (res == 0)
 		res = fault_hit(FAULT_COMMIT);
 	if (res < 0) {
-		char what[64];
-		snprintf(what, sizeof(what), "group commit %llu (%sfdatasync)", (unsigned long long)ticket,
-			 fsio_direct(&p->io) ? "direct writes, " : "");
+		char what[96];
+		snprintf(what, sizeof(what), "group commit %llu (%s)", (unsigned long long)ticket, sync_what(p));
 		return barrier_failed(p, res, what);
 	}
 	shim_apply(&p->flight);
