@@ -11,7 +11,9 @@
  * waiting for more). Every pointer must lie in the bytes handed over or
  * in the scratch area; the one-shot and chunked runs parse exact-size
  * copies so ASan sees any read past them. Inline commands are also split
- * by a plain reference of sdssplitargs's rules and compared. Limits are
+ * by a plain reference of sdssplitargs's rules and compared. The look
+ * ahead (paste_resp_peek_key) must name the parser's second argument
+ * whenever the parser found one in the same bytes. Limits are
  * the defaults, then small hash-chosen ones so every limit is reachable
  * by short inputs. Seeds: fuzz/corpus/resp/.
  */
@@ -193,6 +195,25 @@ static void check_cmd(const struct setup *su, const struct paste_resp_parser *ps
 	}
 }
 
+/* paste_resp_peek_key on the bytes the parser just read a command from:
+ * when the parser found a second argument in them, the peek names it;
+ * when the peek names one, it is the parser's. */
+static void check_peek(int rc, const struct paste_resp_cmd *cmd, const char *p, size_t len,
+		       size_t at)
+{
+	const char *key = NULL;
+	size_t klen = 0;
+	bool g = paste_resp_peek_key(p, len, &key, &klen);
+	bool has = !cmd->is_inline && cmd->argc >= 2 && cmd->argv[1].p &&
+		   (rc == PASTE_RESP_CMD || rc == PASTE_RESP_STREAM);
+	if (has && !g)
+		fail("peek missed a command's key", at);
+	if (g && has && (key != cmd->argv[1].p || klen != cmd->argv[1].len))
+		fail("peek names another key than the parser", at);
+	if (g && (key < p || klen > len || key + klen > p + len))
+		fail("peek points outside the bytes", at);
+}
+
 /* Read the input delivered in chunks ending at cuts[0..ncuts) (the last is
  * its length); copy: parse exact-size copies, else the input in place. */
 static struct trace drive(const struct setup *su, const uint8_t *in,
@@ -240,6 +261,7 @@ static struct trace drive(const struct setup *su, const uint8_t *in,
 			break;
 		}
 		check_cmd(su, &ps, rc, &cmd, p, len, at);
+		check_peek(rc, &cmd, p, len, at);
 		/* The command's hash joins the trace only once it is whole. */
 		uint64_t ch = fnv(t.h, &cmd.argc, sizeof(cmd.argc));
 		ch = fnv(ch, &cmd.is_inline, sizeof(cmd.is_inline));

@@ -575,6 +575,17 @@ int paste_btree_clear(struct paste_btree *t, uint64_t *lsn);
 int paste_btree_get(struct paste_btree *t, const void *key, uint32_t klen,
 		    struct paste_extent *ext, uint32_t *n, uint32_t *len);
 uint64_t paste_btree_count(const struct paste_btree *t);
+/* A look ahead: key will be looked up soon (the next command of a
+ * batch), so start loading what paste_btree_get and the point index's
+ * part of paste_btree_set/del read first: the key's home slot in the
+ * point index. Changes nothing. Returns 1 when it did (the index answers
+ * for this key), 0 when a lookup of this key descends the tree instead
+ * (a key over 32 bytes, no index), -EINVAL for no tree or key. Costs a
+ * CRC32C of the key and a prefetch, against a cache miss (~150 ns here)
+ * when the lookup comes ~1 us later: in pkvs's pipelined 1 KiB GET the
+ * lookup fell from 9.6 % of the server's CPU to 1.4 %, the look ahead
+ * (this and paste_resp_peek_key) took 2.5 %. */
+int paste_btree_prefetch(const struct paste_btree *t, const void *key, uint32_t klen);
 /* The tree's key order: memcmp over the shorter length, then the shorter
  * first. <0, 0, >0. */
 int paste_btree_keycmp(const void *a, uint32_t alen, const void *b, uint32_t blen);
@@ -944,6 +955,14 @@ void paste_resp_parser_reset(struct paste_resp_parser *ps);
  * again from their "$L" lines (O(argc), once, at the end). */
 int paste_resp_parse(struct paste_resp_parser *ps, const char *p, size_t len,
 		     struct paste_resp_cmd *cmd);
+
+/* A look ahead, for prefetching: when p[0..len) begins with a multibulk
+ * command of two or more arguments whose first two are all in, point
+ * *key at the second (the key of GET, SET, DEL, INCR...) and return true.
+ * Checks no limit and keeps nothing: a guess that paste_resp_parse, run
+ * on the same bytes, confirms (the same argv[1]) or refutes with an
+ * error. Costs three short number lines; no pass over the bytes. */
+bool paste_resp_peek_key(const char *p, size_t len, const char **key, size_t *klen);
 
 /* After PASTE_RESP_STREAM and the argument's bytes: p[0..len) are the
  * bytes after them. Returns 1 or 2, the bytes of the CRLF (complete: the

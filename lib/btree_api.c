@@ -169,6 +169,13 @@ int paste_btree_get(struct paste_btree *t, const void *key, uint32_t klen,
 	return 0;
 }
 
+int paste_btree_prefetch(const struct paste_btree *t, const void *key, uint32_t klen)
+{
+	if (!t || !key)
+		return -EINVAL;
+	return bt_point_prefetch(&t->point, key, klen) != NULL;
+}
+
 uint64_t paste_btree_count(const struct paste_btree *t)
 {
 	return t ? t->nkeys : 0;

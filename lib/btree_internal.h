@@ -347,6 +347,10 @@ void bt_point_del(struct bt_point *pi, struct bt_point_pos at);
 void bt_point_clear(struct bt_point *pi);
 /* 0: found (ext[0..*n) filled, n <= BT_POINT_EXT), -ENOENT: not in the
  * tree, 1: ask the tree (a long key, a value of more extents, no index). */
+/* Start loading the line a lookup of key reads first (its home slot);
+ * returns it, or NULL when the index would not be asked (no index, a
+ * long key). */
+const void *bt_point_prefetch(const struct bt_point *pi, const uint8_t *key, uint32_t klen);
 int bt_point_get(const struct bt_point *pi, const uint8_t *key, uint32_t klen,
 		 struct paste_extent *ext, uint32_t *n, uint32_t *len);
 /* (Re)build from the leaves; -ENOMEM leaves no index. */

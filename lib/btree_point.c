@@ -195,6 +195,15 @@ void bt_point_clear(struct bt_point *pi)
 	grow(pi);   /* on again, or (ENOMEM) left off: lookups descend */
 }
 
+const void *bt_point_prefetch(const struct bt_point *pi, const uint8_t *key, uint32_t klen)
+{
+	if (!pi->on || klen > BT_POINT_KEY)
+		return NULL;
+	const struct bt_pslot *s = &pi->slot[key_hash(key, klen) & pi->mask];
+	__builtin_prefetch(s);
+	return s;
+}
+
 int bt_point_get(const struct bt_point *pi, const uint8_t *key, uint32_t klen,
 		 struct paste_extent *ext, uint32_t *n, uint32_t *len)
 {

@@ -405,6 +405,47 @@ int paste_resp_parse(struct paste_resp_parser *ps, const char *p, size_t len,
 	return r;
 }
 
+/* The peek's number: "<t><digits>\r\n" at p[*at..len) with the type byte
+ * t; lax (a leading zero passes), as a wrong guess costs only a wasted
+ * prefetch, and at most 18 digits, so no overflow. *at moves past it. */
+static inline bool peek_number(const char *p, size_t len, size_t *at, char t, size_t *v)
+{
+	size_t i = *at + 1, x = 0;
+	if (*at >= len || p[*at] != t)
+		return false;
+	for (; i < len && i - *at <= 18 && p[i] >= '0' && p[i] <= '9'; i++)
+		x = x * 10 + (size_t)(p[i] - '0');
+	if (i == *at + 1 || i + 1 >= len || p[i] != '\r' || p[i + 1] != '\n')
+		return false;
+	*at = i + 2;
+	*v = x;
+	return true;
+}
+
+/* One "$L\r\n<L bytes>" at p[*at..len), all in: its bytes; *at moves
+ * past them and their CRLF's place (not checked: the parser will). */
+static inline const char *peek_bulk(const char *p, size_t len, size_t *at, size_t *n)
+{
+	if (!peek_number(p, len, at, '$', n) || *n > len - *at)
+		return NULL;
+	const char *b = p + *at;
+	*at += *n + 2;
+	return b;
+}
+
+bool paste_resp_peek_key(const char *p, size_t len, const char **key, size_t *klen)
+{
+	size_t at = 0, nargs, n;
+	if (!peek_number(p, len, &at, '*', &nargs) || nargs < 2 || !peek_bulk(p, len, &at, &n))
+		return false;
+	const char *k = peek_bulk(p, len, &at, &n);
+	if (!k)
+		return false;
+	*key = k;
+	*klen = n;
+	return true;
+}
+
 int paste_resp_stream_crlf(struct paste_resp_parser *ps, const char *p, size_t len)
 {
 	size_t i = 0;

@@ -299,6 +299,16 @@ static void run_gathered(struct resp_ctx *x, const struct resp_proto_state *ps)
 	}
 }
 
+/* The command at p[0..len) is the next one this thread runs: let the
+ * service start loading what it needs while this one runs. */
+static inline void look_ahead(const struct resp_proto_state *ps, const char *p, size_t len)
+{
+	const char *key;
+	size_t klen;
+	if (ps->svc->prefetch && paste_resp_peek_key(p, len, &key, &klen))
+		ps->svc->prefetch(ps->run.ss, key, klen);
+}
+
 static void resp_data(struct worker *w, const struct paste_event *ev, struct srv_conn *c)
 {
 	const struct resp_proto_state *ps = srv_proto_state(w, c);
@@ -410,13 +420,27 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 				c->timer = SRV_T_BODY;
 				continue;
 			}
+			/* The value is here whole: the next command follows it. */
+			if (blen + 2 < avail - used)
+				look_ahead(ps, at + used + blen + 2, avail - used - (size_t)blen - 2);
 			stream_begin(&x, ps, &cmd);
 			continue;
 		}
 		c->timer = SRV_T_IDLE;
-		if (cmd.argc)
+		if (cmd.argc) {
+			look_ahead(ps, at + used, avail - used);
 			run_command(&x, ps, cmd.argv, cmd.argc);
+		}
 	}
+}
+
+/* Only a connection between commands: elsewhere the event's bytes are a
+ * value's or the rest of a split command's. */
+static void resp_peek(struct worker *w, const struct paste_event *ev, struct srv_conn *c)
+{
+	const struct resp_conn *r = srv_proto_part(c);
+	if (r->state == R_CMD && !r->len)
+		look_ahead(srv_proto_state(w, c), (const char *)ev->data, ev->len);
 }
 
 static void resp_accept(struct worker *w, uint32_t conn, struct srv_conn *c)
@@ -521,6 +545,7 @@ const struct server_proto resp_proto = {
 	.pass = service_pass,
 	.accept = resp_accept,
 	.data = resp_data,
+	.peek = resp_peek,
 	.closed = resp_closed,
 	.timeout = resp_timeout,
 };

@@ -84,6 +84,10 @@ struct resp_service {
 	/* Release what the connection holds (a half-streamed value).
 	 * Idempotent: may be called more than once. */
 	void (*closed)(struct resp_ctx *x);
+	/* Optional look ahead: a command with this key (argv[1]) is coming
+	 * next on this thread (paste_resp_peek_key's guess); start loading
+	 * what running it will read. Changes nothing. ss: as resp_ctx's. */
+	void (*prefetch)(void *ss, const char *key, size_t klen);
 };
 
 struct resp_config {

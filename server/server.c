@@ -274,6 +274,12 @@ int server_worker_pass(struct worker *w, int timeout_ms)
 		const struct paste_event *ev = &evs[i];
 		struct srv_conn *c = paste_port_conn_data(w->port, ev->conn);
 		const struct server_proto *proto = s->lis[ev->listener].proto;
+		if (i + 1 < n && evs[i + 1].type == PASTE_EV_DATA) {
+			const struct paste_event *next = &evs[i + 1];
+			const struct server_proto *np = s->lis[next->listener].proto;
+			if (np->peek)
+				np->peek(w, next, paste_port_conn_data(w->port, next->conn));
+		}
 		switch (ev->type) {
 		case PASTE_EV_ACCEPT:
 			c->last_ms = w->now_ms;

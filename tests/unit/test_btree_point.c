@@ -167,6 +167,22 @@ static void test_lookups(bool no_index)
 		set_key(i, 0, want);
 	}
 	check_all("after the sets", N, want, !no_index);
+	/* The look ahead: the index answers for short keys, and it changes
+	 * nothing (the check above and below compare index and tree). */
+	uint32_t prefetched = 0, long_keys = 0;
+	for (uint32_t i = 0; i < N; i++) {
+		uint8_t k[64];
+		uint32_t klen = key_of(i, k);
+		int r = paste_btree_prefetch(E.t, k, klen);
+		CHECK_EQ(r, !no_index && indexed(i) ? 1 : 0);
+		prefetched += r == 1;
+		long_keys += !indexed(i);
+	}
+	CHECK_EQ(prefetched, no_index ? 0 : N - long_keys);
+	CHECK(long_keys > 0);
+	CHECK_EQ(paste_btree_prefetch(NULL, "k", 1), -EINVAL);
+	CHECK_EQ(paste_btree_prefetch(E.t, NULL, 1), -EINVAL);
+	check_all("after the look ahead", N, want, !no_index);
 	for (uint32_t i = 0; i < N; i += 3) {   /* overwrite a third, with other extent counts */
 		set_key(i, 1, want);
 	}
@@ -306,6 +322,8 @@ static void test_nomem(void)
 	for (uint32_t i = 0; i < N; i += 4)
 		del_key(i, want);
 	check_all("after a failed growth", N, want, false);
+	uint8_t k0[64];
+	CHECK_EQ(paste_btree_prefetch(E.t, k0, key_of(1, k0)), 0);   /* no index: no look ahead */
 
 	fail_anon = false;           /* the next open builds it */
 	CHECK(tenv_reopen(&E));

@@ -598,6 +598,97 @@ static void test_helpers(void)
 	}
 }
 
+/* peek on an exact-size copy: true and the key's offset and length, or
+ * false. */
+static bool peek(const char *s, size_t len, size_t *off, size_t *klen)
+{
+	char *c = copy_of(s, len);
+	const char *key;
+	bool ok = paste_resp_peek_key(c, len, &key, klen);
+	if (ok)
+		*off = (size_t)(key - c);
+	free(c);
+	return ok;
+}
+
+/* paste_resp_peek_key: the key of a command whose first two arguments are
+ * in, nothing otherwise; and on every prefix of a pipeline, whatever it
+ * says agrees with what the parser then finds. */
+static void test_peek(void)
+{
+	size_t off = 0, klen = 0;
+	const char *get = "*2\r\n$3\r\nGET\r\n$5\r\nkey:1\r\n";
+	CHECK(peek(get, strlen(get), &off, &klen));
+	CHECK(off == 17 && klen == 5);
+	/* The key is all in, its CRLF not yet: still a guess worth making. */
+	CHECK(peek(get, strlen(get) - 2, &off, &klen) && off == 17 && klen == 5);
+	CHECK(!peek(get, strlen(get) - 3, &off, &klen));   /* the key is not all in */
+	CHECK(!peek(get, 16, &off, &klen));                /* "$5\r" */
+	/* A SET whose value is still arriving has its key. */
+	const char *set = "*3\r\n$3\r\nSET\r\n$3\r\nabc\r\n$1024\r\nxx";
+	CHECK(peek(set, strlen(set), &off, &klen) && off == 17 && klen == 3);
+	/* An empty key is a key; a one-argument command has none. */
+	CHECK(peek("*2\r\n$3\r\nGET\r\n$0\r\n\r\n", 19, &off, &klen) && off == 17 && klen == 0);
+	CHECK(!peek("*1\r\n$4\r\nPING\r\n", 14, &off, &klen));
+	CHECK(!peek("*0\r\n", 4, &off, &klen));
+	CHECK(!peek("*-1\r\n", 5, &off, &klen));
+	CHECK(!peek("", 0, &off, &klen));
+	/* Inline commands and bad framing: no guess. */
+	CHECK(!peek("GET key\r\n", 9, &off, &klen));
+	CHECK(!peek("*2\r\n+3\r\nGET\r\n$1\r\nk\r\n", 20, &off, &klen));
+	CHECK(!peek("*2\r\n$3\r\nGET\r\n:1\r\nk\r\n", 20, &off, &klen));
+	CHECK(!peek("*2\n$3\r\nGET\r\n$1\r\nk\r\n", 19, &off, &klen));
+	CHECK(!peek("*2\r\n$-1\r\n$1\r\nk\r\n", 16, &off, &klen));
+	CHECK(!peek("*2\r\n$\r\nGET\r\n$1\r\nk\r\n", 19, &off, &klen));
+	/* A length past what is in, and one too long to be a number we read. */
+	CHECK(!peek("*2\r\n$3\r\nGET\r\n$9\r\nabc\r\n", 22, &off, &klen));
+	CHECK(!peek("*2\r\n$3\r\nGET\r\n$9999999999999999999999\r\nk", 40, &off, &klen));
+
+	/* Every prefix of a pipeline of generated commands: a guess names
+	 * exactly the parser's argv[1] whenever the parser completes the
+	 * command, and the whole command always gets its guess. */
+	char in[4096];
+	size_t n = 0, cmds = 0;
+	uint64_t x = 88172645463325252ull;
+	while (n < sizeof(in) - 200) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		unsigned argc = 1 + (unsigned)(x % 4), klen_w = (unsigned)(x >> 8) % 40;
+		n += (size_t)sprintf(in + n, "*%u\r\n$3\r\nGET\r\n", argc);
+		for (unsigned i = 1; i < argc; i++) {
+			unsigned l = i == 1 ? klen_w : (unsigned)(x >> (12 + i)) % 20;
+			n += (size_t)sprintf(in + n, "$%u\r\n", l);
+			for (unsigned j = 0; j < l; j++)
+				in[n++] = (char)('a' + (x >> j) % 26);
+			in[n++] = '\r';
+			in[n++] = '\n';
+		}
+		cmds++;
+	}
+	struct paste_resp_parser ps;
+	struct paste_resp_cmd cmd;
+	paste_resp_parser_init(&ps, NULL);
+	cmd_init(&cmd);
+	size_t at = 0, agreed = 0;
+	for (size_t k = 0; k < cmds; k++) {
+		int rc = paste_resp_parse(&ps, in + at, n - at, &cmd);
+		CHECK_EQ(rc, PASTE_RESP_CMD);
+		for (size_t len = 0; len <= cmd.used; len++) {
+			bool g = peek(in + at, len, &off, &klen);
+			if (g && cmd.argc >= 2)
+				CHECK(in + at + off == cmd.argv[1].p && klen == cmd.argv[1].len);
+			if (g)
+				CHECK(cmd.argc >= 2);
+			if (len == cmd.used && cmd.argc >= 2) {
+				CHECK(g);
+				agreed++;
+			}
+		}
+		at += cmd.used;
+	}
+	CHECK_EQ(at, n);
+	CHECK(agreed > cmds / 2);
+}
+
 int main(void)
 {
 	test_multibulk();
@@ -607,6 +698,7 @@ int main(void)
 	test_limits();
 	test_incremental();
 	test_pipelined();
+	test_peek();
 	test_stream();
 	test_writers();
 	test_helpers();
