@@ -358,8 +358,10 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 			pos += (uint32_t)k;
 			r->state = R_CMD;
 			c->timer = SRV_T_IDLE;
-			if (!r->refused)
+			if (!r->refused) {
+				look_ahead(ps, at + k, avail - (uint32_t)k);
 				ps->svc->stream_end(&x);
+			}
 			continue;
 		}
 		struct paste_resp_cmd cmd = { .argv = ps->argv, .argv_cap = ARGV_CAP,
@@ -420,9 +422,6 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 				c->timer = SRV_T_BODY;
 				continue;
 			}
-			/* The value is here whole: the next command follows it. */
-			if (blen + 2 < avail - used)
-				look_ahead(ps, at + used + blen + 2, avail - used - (size_t)blen - 2);
 			stream_begin(&x, ps, &cmd);
 			continue;
 		}
@@ -435,7 +434,9 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 }
 
 /* Only a connection between commands: elsewhere the event's bytes are a
- * value's or the rest of a split command's. */
+ * value's or the rest of a split command's. (The server never peeks at
+ * the next event of the connection being handled, whose state here would
+ * be the one before that event.) */
 static void resp_peek(struct worker *w, const struct paste_event *ev, struct srv_conn *c)
 {
 	const struct resp_conn *r = srv_proto_part(c);

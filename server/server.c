@@ -274,7 +274,8 @@ int server_worker_pass(struct worker *w, int timeout_ms)
 		const struct paste_event *ev = &evs[i];
 		struct srv_conn *c = paste_port_conn_data(w->port, ev->conn);
 		const struct server_proto *proto = s->lis[ev->listener].proto;
-		if (i + 1 < n && evs[i + 1].type == PASTE_EV_DATA) {
+		/* (Not the same connection's: its state is the one before ev.) */
+		if (i + 1 < n && evs[i + 1].type == PASTE_EV_DATA && evs[i + 1].conn != ev->conn) {
 			const struct paste_event *next = &evs[i + 1];
 			const struct server_proto *np = s->lis[next->listener].proto;
 			if (np->peek)

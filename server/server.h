@@ -94,9 +94,10 @@ struct server_proto {
 	 * everything it holds. No event follows for this slot. */
 	void (*closed)(struct worker *w, uint32_t conn, struct srv_conn *c);
 	/* Optional look ahead: ev (DATA) is the event after the one about to
-	 * be handled; start loading what it will need (RESP: the key's slot
-	 * in the tree's point index). Changes nothing. Costs a short scan of
-	 * ev's first bytes, against a cache miss the next data() would take. */
+	 * be handled, of another connection; start loading what it will need
+	 * (RESP: the key's slot in the tree's point index). Changes nothing.
+	 * Costs a short scan of ev's first bytes, against a cache miss the
+	 * next data() would take. */
 	void (*peek)(struct worker *w, const struct paste_event *ev, struct srv_conn *c);
 	/* c->timer's timeout expired; the protocol decides what that means
 	 * (HTTP: 408 and close, or a silent close when idle) and must leave
