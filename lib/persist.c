@@ -655,7 +655,7 @@ int paste_persist_begin_commit(struct paste_persist *p, uint64_t *ticket)
 		return -ENODATA;
 	if (p->in_flight)
 		return -EBUSY;
-	if (!p->io.ring_ok)
+	if (!fsio_can_begin(&p->io))
 		return -EOPNOTSUPP;      /* no io_uring: fences only (the epoll engine) */
 	p->in_flight = true;
 	*ticket = ++p->ticket;

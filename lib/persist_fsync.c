@@ -413,6 +413,11 @@ static void reap(struct fsync_io *io)
 	}
 }
 
+bool fsio_can_begin(const struct fsync_io *io)
+{
+	return io->ring_ok;
+}
+
 int fsio_begin(struct fsync_io *io)
 {
 	if (!io->ring_ok)

@@ -41,6 +41,9 @@ void fsio_close(struct fsync_io *io);
 bool fsio_direct(const struct fsync_io *io);
 /* A flushed byte range (file offsets). */
 void fsio_add(struct fsync_io *io, uint64_t lo, uint64_t hi);
+/* Can commits be begun (asynchronously)? Not without io_uring: then every
+ * sync is a synchronous fdatasync (the epoll engine's fences). */
+bool fsio_can_begin(const struct fsync_io *io);
 /* Start writing and syncing what was added: returns the eventfd that
  * becomes readable when it ended (one commit at a time). */
 int fsio_begin(struct fsync_io *io);
