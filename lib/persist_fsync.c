@@ -113,11 +113,18 @@ static bool fits_in_memory(uint64_t size)
  * changed. */
 static pthread_mutex_t choose_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int page_cache_way(struct fsync_io *io)
+/* Count io in its store as writing directly or through the page cache
+ * (fsio_close takes it out again, by io->dfd). */
+static int count_in(struct fsync_io *io, bool direct)
 {
-	store_fsync_users(io->st, false, 1);
+	store_fsync_users(io->st, direct, 1);
 	io->counted = true;
 	return 0;
+}
+
+static int page_cache_way(struct fsync_io *io)
+{
+	return count_in(io, false);
 }
 
 static int choose_way(struct fsync_io *io, struct paste_store *st, int fd, uint32_t writers,
@@ -163,10 +170,8 @@ static int choose_way(struct fsync_io *io, struct paste_store *st, int fd, uint3
 	if (r < 0)
 		return r;
 	io->dfd = fd;
-	store_fsync_users(st, true, 1);
-	io->counted = true;
 	io->block = block;
-	return 0;
+	return count_in(io, true);
 }
 
 int fsio_open(struct fsync_io *io, struct paste_store *st, int fd, uint32_t writers,
