@@ -16,7 +16,12 @@ Systems, all started and stopped by this script, side by side in one run:
   a paste port that stores nothing (SET: +OK; GET: a value as long as the
   last SET's). Its cost is the kernel's loopback TCP and the port's: no
   server answering over kernel TCP here costs less, and pkvs's cost above
-  it is pkvs's own work (reported under the ratios).
+  it is pkvs's own work (reported under the ratios);
+- floor-durable (only when --systems names it): resp-floor that also
+  flushes every SET's bytes where they landed and holds each reply for its
+  batch's barrier (emulated PM's fence on /dev/shm, fsync's group commit on
+  --medium disk), as pkvs does, with no log and no tree: the least a
+  durable server on a paste port costs here, so the least pkvs could.
 With --pm-latency NS pkvs also pays NS per fence (the paper's 10 us PM).
 
 Points: redis-benchmark -t set and -t get, values of --sizes bytes (1024
@@ -153,9 +158,14 @@ class FloorServer(ForeignResp):
 
     what = "resp-floor"
 
+    def __init__(self, name, cpu, medium_dir, durability="none", pm_latency=0):
+        super().__init__(name, cpu, medium_dir)
+        self.durability, self.pm_latency = durability, pm_latency
+
     def argv(self, directory, port):
         return [harness.binary(os.path.join("bench", "resp-floor")),
-                os.path.join(directory, "floor.store"), str(port)]
+                os.path.join(directory, "floor.store"), str(port), self.durability,
+                str(self.pm_latency)]
 
 
 class PkvsServer(harness.Server):
@@ -338,7 +348,7 @@ def parse_args(argv=None):
     p.add_argument("--pm-latency", type=int, default=0,
                    help="pkvs emulated PM: ns per fence (the paper: 10000)")
     p.add_argument("--systems", default="pkvs,redis-always,redis-off",
-                   help="a subset of pkvs,redis-always,redis-off,floor,pkvs-pagecache "
+                   help="a subset of pkvs,redis-always,redis-off,floor,floor-durable,pkvs-pagecache "
                    "(default %(default)s)")
     p.add_argument("--quick", action="store_true",
                    help="1 KiB, 50 clients, no pipeline, 1 repetition of 3 s")
@@ -359,6 +369,8 @@ def run(argv=None):
         "redis-always": lambda: RedisServer("redis-always", "always", cpus[0], medium),
         "redis-off": lambda: RedisServer("redis-off", "off", cpus[0], medium),
         "floor": lambda: FloorServer("floor", cpus[0], medium),
+        "floor-durable": lambda: FloorServer("floor-durable", cpus[0], medium, durability,
+                                             args.pm_latency),
         "pkvs-pagecache": lambda: PkvsServer("pkvs-pagecache", pkvs_args, cpus[0], medium,
                                              env=dict(os.environ, PASTE_FSYNC_IO="mapped")),
     }
@@ -422,7 +434,8 @@ def run(argv=None):
     # could reach; pkvs-floor: pkvs's own work per op.
     pairs = [(a, b) for a, b in (("pkvs", "redis-always"), ("pkvs", "redis-off"),
                                  ("pkvs-pagecache", "redis-always"), ("pkvs", "pkvs-pagecache"),
-                                 ("floor", "redis-always"), ("floor", "redis-off"))
+                                 ("floor", "redis-always"), ("floor", "redis-off"),
+                                 ("floor-durable", "redis-always"))
              if a in names and b in names]
     def median(i, name, key):
         return harness.median_of([r for r in results[(i, name)] if r], key)
@@ -435,11 +448,12 @@ def run(argv=None):
             if ca and cb and ta and tb:
                 ratio_lines.append(f"- {pt.workload}, c={pt.conns}: {a}/{b} ops/s {ta / tb:.2f}x, "
                                    f"CPU per op {ca / cb:.2f}x")
-        if "pkvs" in names and "floor" in names:
-            cp, cf = median(i, "pkvs", "cpu_us_per_req"), median(i, "floor", "cpu_us_per_req")
-            if cp and cf:
-                ratio_lines.append(f"- {pt.workload}, c={pt.conns}: pkvs's own work "
-                                   f"{cp - cf:+.2f} us/op over the floor's {cf:.2f}")
+        for fl in ("floor", "floor-durable"):
+            if "pkvs" in names and fl in names:
+                cp, cf = median(i, "pkvs", "cpu_us_per_req"), median(i, fl, "cpu_us_per_req")
+                if cp and cf:
+                    ratio_lines.append(f"- {pt.workload}, c={pt.conns}: pkvs "
+                                       f"{cp - cf:+.2f} us/op over {fl}'s {cf:.2f}")
     notes = failures + client_notes(points, names, results)
     text = "\n\n".join(filter(None, [
         harness.header(f"Key-value stores over RESP: pkvs ({durability}"

@@ -1,18 +1,33 @@
 /*
  * resp_floor.c - the floor under any RESP server on a paste port. It
  * answers SET with +OK, GET with a value as long as the last SET's (of
- * 'x's), PING with +PONG and anything else with an error, and stores,
- * logs and flushes nothing. bench/kvs.py runs it beside pkvs and Redis
- * (--systems ...,floor): what it costs per op is what the kernel's
- * loopback TCP and the port cost every server on this machine, so pkvs's
- * cost above it is pkvs's own work (its parse, the log record, flushes
- * and the fence, the tree, reference counts), and no server that answers
- * over kernel TCP can cost less than it.
+ * 'x's), PING with +PONG and anything else with an error; it stores and
+ * logs nothing and, unless asked, flushes nothing. bench/kvs.py runs it
+ * beside pkvs and Redis (--systems ...,floor): what it costs per op is
+ * what the kernel's loopback TCP and the port cost every server on this
+ * machine, so pkvs's cost above it is pkvs's own work (its parse, the log
+ * record, flushes and the fence, the tree, reference counts), and no
+ * server that answers over kernel TCP can cost less than it.
  *
- *   resp-floor STORE [PORT]   STORE: the receive buffers' file (created;
- *                             /dev/shm); PORT 0 (the default): a free
- *                             one. Prints "resp-floor: ready on
- *                             127.0.0.1:PORT"; SIGTERM/SIGINT stop it.
+ * With a durability MODE other than none it is the durable floor (kvs.py's
+ * floor-durable): the bytes of every DATA event that ends a SET (or leaves
+ * a command incomplete) are flushed where they landed, and +OK waits for
+ * the port's barrier (PASTE_SEND_DURABLE); a batch of GETs flushes
+ * nothing. Each batch of SETs so pays one fence (emulated, pmem) or one
+ * group commit (fsync: the flushed blocks written, then fdatasync), as
+ * pkvs's do. It keeps no log and no index, so nothing it "stores" could
+ * be found again: its cost is the least any durable server on a paste
+ * port pays here, and pkvs's cost above it is its log, tree and
+ * reference counts.
+ *
+ *   resp-floor STORE [PORT [MODE [PM_NS]]]
+ *       STORE: the receive buffers' file (created; on the medium measured);
+ *       PORT 0 (the default): a free one; MODE: none (the default),
+ *       emulated, pmem, fsync or auto; PM_NS: emulated PM's busy wait per
+ *       fence. Prints "resp-floor: ready on 127.0.0.1:PORT (durability
+ *       MODE[, WAY])" (WAY: paste_persist_flush_insn's answer);
+ *       SIGTERM/SIGINT stop it, and it prints "resp-floor: N fences, M
+ *       commits" first.
  *
  * The parse is the library's (paste_resp_parse, as pkvs's). A command
  * split across DATA events is put together in a per-connection buffer: a
@@ -43,6 +58,10 @@ static void on_signal(int sig) { (void)sig; stop = 1; }
 static char xs[MAX_VALUE];          /* every GET's value: 'x' * last_len */
 static size_t last_len = SIZE_MAX;  /* SIZE_MAX: no SET yet, GET is a miss */
 
+static struct paste_persist *persist;   /* NULL: durability none */
+static unsigned send_flags;             /* PASTE_SEND_DURABLE with persist */
+static bool set_seen;                   /* the DATA event being handled ended a SET */
+
 static void answer(struct paste_port *pt, uint32_t conn, const struct paste_resp_cmd *cmd)
 {
 	const struct paste_resp_arg *a = cmd->argv;
@@ -51,7 +70,8 @@ static void answer(struct paste_port *pt, uint32_t conn, const struct paste_resp
 		return;
 	if (paste_resp_arg_eq(&a[0], "SET") && cmd->argc >= 3) {
 		last_len = a[2].len;
-		paste_port_send(pt, conn, "+OK\r\n", 5, 0);
+		set_seen = true;
+		paste_port_send(pt, conn, "+OK\r\n", 5, send_flags);
 	} else if (paste_resp_arg_eq(&a[0], "GET") && cmd->argc == 2) {
 		if (last_len == SIZE_MAX) {
 			paste_port_send(pt, conn, "$-1\r\n", 5, 0);
@@ -111,11 +131,9 @@ static int keep(struct fconn *f, const char *p, size_t n)
 	return 0;
 }
 
-static void on_data(struct paste_port *pt, const struct paste_event *ev)
+static void on_data_bytes(struct paste_port *pt, const struct paste_event *ev, struct fconn *f,
+			  const char *p, size_t n)
 {
-	struct fconn *f = paste_port_conn_data(pt, ev->conn);
-	const char *p = (const char *)ev->data;
-	size_t n = ev->len;
 	if (f->len == 0) {
 		size_t used = consume(pt, ev->conn, f, p, n);
 		if (used < n && keep(f, p + used, n - used))
@@ -131,10 +149,26 @@ static void on_data(struct paste_port *pt, const struct paste_event *ev)
 	f->len -= (uint32_t)used;
 }
 
+static void on_data(struct paste_port *pt, const struct paste_event *ev)
+{
+	struct fconn *f = paste_port_conn_data(pt, ev->conn);
+	const char *p = (const char *)ev->data;
+	size_t n = ev->len;
+	set_seen = false;
+	on_data_bytes(pt, ev, f, p, n);
+	/* Durable floor: flush the bytes where they landed, as pkvs flushes
+	 * its values, when they end a SET or begin a command still incomplete
+	 * (the start of a value, maybe); a batch of GETs flushes nothing. */
+	if (persist && (set_seen || f->len))
+		paste_persist_flush(persist, p, n);
+}
+
+
 int main(int argc, char **argv)
 {
-	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: resp-floor STORE [PORT]\n");
+	enum paste_durability mode = PASTE_DUR_NONE;
+	if (argc < 2 || argc > 5 || (argc > 3 && paste_durability_parse(argv[3], &mode) < 0)) {
+		fprintf(stderr, "usage: resp-floor STORE [PORT [none|emulated|pmem|fsync|auto [PM_NS]]]\n");
 		return 2;
 	}
 	memset(xs, 'x', sizeof(xs));
@@ -150,14 +184,27 @@ int main(int argc, char **argv)
 	int rc = 1;
 	if (paste_store_open(&st, argv[1], &scfg, PASTE_STORE_CREATE | PASTE_STORE_EXCL, &err) < 0)
 		goto out;
+	if (mode == PASTE_DUR_AUTO)
+		mode = paste_durability_detect(argv[1]);
+	if (mode != PASTE_DUR_NONE) {
+		struct paste_persist_config pcfg = {
+			.mode = mode, .pm_latency_ns = argc > 4 ? strtoull(argv[4], NULL, 10) : 0,
+		};
+		if (paste_persist_open(&persist, st, &pcfg, &err) < 0)
+			goto out;
+		send_flags = PASTE_SEND_DURABLE;
+	}
 	paste_store_start(st);           /* no log: every buffer is free */
 	cfg.store = st;
+	cfg.persist = persist;
 	if (paste_port_open(&pt, &cfg, &err) < 0)
 		goto out;
 	struct sigaction sa = { .sa_handler = on_signal };   /* no SA_RESTART: poll returns */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	printf("resp-floor: ready on 127.0.0.1:%u\n", paste_port_local_port(pt));
+	printf("resp-floor: ready on 127.0.0.1:%u (durability %s%s%s)\n", paste_port_local_port(pt),
+	       paste_durability_name(mode), persist ? ", " : "",
+	       persist ? paste_persist_flush_insn(persist) : "");
 	fflush(stdout);
 	while (!stop) {
 		struct paste_event *evs;
@@ -181,6 +228,10 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+	struct paste_port_stats ps;
+	paste_port_stats(pt, &ps);
+	printf("resp-floor: %llu fences, %llu commits\n", (unsigned long long)ps.fences,
+	       (unsigned long long)ps.commits);
 	rc = 0;
 out:
 	if (rc)
@@ -192,6 +243,7 @@ out:
 		}
 	}
 	paste_port_close(pt);
+	paste_persist_close(persist);
 	if (st) {                        /* created here (EXCL): nobody else's */
 		paste_store_close(st);
 		unlink(argv[1]);

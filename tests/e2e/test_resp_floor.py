@@ -5,9 +5,12 @@ commands are cut: SET with +OK, GET with a value as long as the last SET's,
 through redis-cli, pipelines sent a byte at a time, a value spread over
 many receive buffers, and pload's run as kvs.py drives it; a malformed
 frame gets Redis's protocol error and a close; SIGTERM stops it and
-removes its store file."""
+removes its store file. With a durability mode (kvs.py's floor-durable) a
+batch of SETs pays one fence or one group commit, what it stores is in the
+file once +OK came back, and reads flush nothing."""
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -17,17 +20,31 @@ import pytest
 from conftest import RespConn, binary, resp_command
 
 
-@pytest.fixture
-def floor(tmp_path):
-    store = tmp_path / "floor.store"
-    proc = subprocess.Popen([binary("bench/resp-floor"), str(store), "0"],
+def start_floor(store, *mode):
+    proc = subprocess.Popen([binary("bench/resp-floor"), str(store), "0", *mode],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     line = proc.stdout.readline()
-    m = re.search(r"ready on 127\.0\.0\.1:(\d+)", line)
+    m = re.search(r"ready on 127\.0\.0\.1:(\d+) \(durability ([^)]*)\)", line)
     if not m:
         proc.kill()
         pytest.fail(f"resp-floor did not start: {line!r} {proc.stdout.read()!r}")
-    proc.port, proc.store = int(m.group(1)), store
+    proc.port, proc.store, proc.durability = int(m.group(1)), store, m.group(2)
+    return proc
+
+
+def stop_counting(proc):
+    """SIGTERM; the fences and commits its port paid."""
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=10)
+    assert proc.returncode == 0, out
+    m = re.search(r"resp-floor: (\d+) fences, (\d+) commits", out)
+    assert m, out
+    return int(m.group(1)), int(m.group(2))
+
+
+@pytest.fixture
+def floor(tmp_path):
+    proc = start_floor(tmp_path / "floor.store")
     yield proc
     if proc.poll() is None:
         proc.kill()
@@ -108,3 +125,68 @@ def test_usage_and_an_existing_store_are_refused(floor, tmp_path):
                         capture_output=True, text=True, timeout=10)
     assert cp.returncode == 1 and "resp-floor:" in cp.stderr, cp
     assert floor.store.exists()                          # not someone else's to remove
+
+
+@pytest.mark.parametrize("mode", ["none", "emulated", "fsync"])
+def test_durable_floor_pays_a_barrier_per_batch_of_sets(tmp_path, mode):
+    proc = start_floor(tmp_path / "floor.store", mode)
+    try:
+        assert proc.durability.split(",")[0] == mode
+        with RespConn(proc.port, timeout=10) as c:
+            for i in range(20):                          # 20 batches of one SET
+                assert c.command("SET", f"k{i}", "v" * 1500) == "OK"
+            c.send(resp_command("SET", "big", b"w" * (100 << 10)))   # over many buffers
+            assert c.read_reply() == "OK"
+        fences, commits = stop_counting(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if mode == "none":
+        assert (fences, commits) == (0, 0)
+    elif mode == "emulated":
+        assert fences >= 21 and commits == 0, (fences, commits)
+    else:
+        assert commits >= 21 and fences == 0, (fences, commits)
+
+
+def test_durable_floor_flushes_nothing_for_reads(tmp_path):
+    proc = start_floor(tmp_path / "floor.store", "emulated")
+    try:
+        with RespConn(proc.port) as c:
+            assert c.command("SET", "k", "v" * 100) == "OK"
+            for _ in range(30):
+                assert c.command("GET", "k") == b"x" * 100
+                assert c.command("PING") == "PONG"
+        fences, commits = stop_counting(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (fences, commits) == (1, 0)
+
+
+def test_durable_floor_acks_a_set_once_its_bytes_are_in_the_file(tmp_path):
+    """With direct writes the store is mapped privately: the file changes
+    only by a commit's writes, so a value found there after its +OK was
+    flushed where it landed and committed before the ack."""
+    proc = start_floor(tmp_path / "floor.store", "fsync")
+    try:
+        if "direct writes" not in proc.durability:
+            pytest.skip(f"the file system takes no direct writes here ({proc.durability})")
+        values = [os.urandom(16).hex().encode() * 40 for _ in range(3)]   # 1280 B each
+        with RespConn(proc.port) as c:
+            for i, v in enumerate(values):
+                assert c.command("SET", f"k{i}", v) == "OK"
+                data = proc.store.read_bytes()
+                assert v in data, f"SET {i}: its value is not in the file after +OK"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_durable_floor_refuses_an_unknown_mode(tmp_path):
+    cp = subprocess.run([binary("bench/resp-floor"), str(tmp_path / "f.store"), "0", "sometimes"],
+                        capture_output=True, text=True, timeout=10)
+    assert cp.returncode == 2 and "usage" in cp.stderr, cp
+    assert not (tmp_path / "f.store").exists()
