@@ -39,7 +39,8 @@ static const struct {
 static const struct opt_choice mode_names[] = { { "rpc", 0 }, { "wal", 1 }, { NULL, 0 } };
 
 static const struct opt_choice engines[] = {
-	{ "uring", PASTE_ENGINE_URING }, { "epoll", PASTE_ENGINE_EPOLL }, { NULL, 0 },
+	{ "uring", PASTE_ENGINE_URING }, { "epoll", PASTE_ENGINE_EPOLL },
+	{ "epoll-batch", PASTE_ENGINE_EPOLL_BATCH }, { NULL, 0 },
 };
 static const struct opt_choice durabilities[] = {
 	{ "auto", PASTE_DUR_AUTO }, { "pmem", PASTE_DUR_PMEM }, { "emulated", PASTE_DUR_EMULATED },
@@ -68,8 +69,9 @@ int main(int argc, char **argv)
 		OPT_NUM_("port", "N", &sc.port, 0, 65535, "listen port (default 60000; 0 picks a free one)"),
 		OPT_NUM_("threads", "N", &sc.threads, 1, PASTE_MAX_LANES,
 			 "worker threads, one ring + SO_REUSEPORT listener each (default 1)"),
-		OPT_CHOICE_("engine", "uring|epoll", &sc.engine, engines,
-			    "paste port or the socket-API baseline (default uring)"),
+		OPT_CHOICE_("engine", "uring|epoll-batch|epoll", &sc.engine, engines,
+			    "paste port, the socket API batched (where io_uring is refused), "
+			    "or its one-connection-a-poll baseline (default uring)"),
 		OPT_CHOICE_("mode", "rpc|wal", &mode, mode_names,
 			    "fixed replies, or the durable log (default rpc)"),
 		OPT_NUM_("body-len", "N", &rpc_cfg.body_len, 0, 1 << 20, "RPC reply body bytes (default 64)"),

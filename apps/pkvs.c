@@ -25,7 +25,8 @@
 #define MAX_TIMEOUT 1000000u
 
 static const struct opt_choice engines[] = {
-	{ "uring", PASTE_ENGINE_URING }, { "epoll", PASTE_ENGINE_EPOLL }, { NULL, 0 },
+	{ "uring", PASTE_ENGINE_URING }, { "epoll", PASTE_ENGINE_EPOLL },
+	{ "epoll-batch", PASTE_ENGINE_EPOLL_BATCH }, { NULL, 0 },
 };
 static const struct opt_choice durabilities[] = {
 	{ "auto", PASTE_DUR_AUTO }, { "pmem", PASTE_DUR_PMEM }, { "emulated", PASTE_DUR_EMULATED },
@@ -75,7 +76,8 @@ int main(int argc, char **argv)
 		OPT_STR_("host", "ADDR", &sc.host, "listen address (default 127.0.0.1; ::1 works)"),
 		OPT_STR_("http-port", "N|off", &http_port, "HTTP front end port (default 8080; 0 picks a free one)"),
 		OPT_STR_("resp-port", "N|off", &resp_port, "Redis-protocol port (default 6379; 0 picks a free one)"),
-		OPT_CHOICE_("engine", "E", &sc.engine, engines, "uring (default) or epoll"),
+		OPT_CHOICE_("engine", "E", &sc.engine, engines,
+			    "uring (default), epoll-batch (where io_uring is refused) or epoll"),
 		OPT_STR_("store", "PATH", &sc.store_path,
 			 "packet store file (default $PKVS_STORE, else " PKVS_DEFAULT_STORE ")"),
 		OPT_SIZE_("store-size", "SIZE", &sc.store_size, 1ull << 40,

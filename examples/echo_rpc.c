@@ -6,12 +6,12 @@
  * per pass serves every connection: it sends the replies queued in the
  * previous pass and returns one batch of events for all of them. Replies
  * leave straight from the store buffer the request landed in (no copy);
- * the epoll engine (the socket-API baseline) has no store buffers, so
- * there they are copied.
+ * the epoll engines (the socket API) have no store buffers, so there
+ * they are copied.
  *
- *   echo_rpc STORE [PORT [uring|epoll]]   PORT 0 (the default) picks a
- *                                        free one; "listening on
- *                                        127.0.0.1:PORT" is printed
+ *   echo_rpc STORE [PORT [uring|epoll|epoll-batch]]
+ *       PORT 0 (the default) picks a free one; "listening on
+ *       127.0.0.1:PORT" is printed
  *
  * STORE is the packet store the receive buffers are carved from (created
  * if missing; /dev/shm is a good place: nothing here is made durable).
@@ -32,8 +32,9 @@ static void on_signal(int sig) { (void)sig; stop = 1; }
 
 int main(int argc, char **argv)
 {
-	if (argc < 2 || argc > 4 || (argc == 4 && strcmp(argv[3], "uring") && strcmp(argv[3], "epoll"))) {
-		fprintf(stderr, "usage: echo_rpc STORE [PORT [uring|epoll]]\n");
+	if (argc < 2 || argc > 4 || (argc == 4 && strcmp(argv[3], "uring") && strcmp(argv[3], "epoll") &&
+				     strcmp(argv[3], "epoll-batch"))) {
+		fprintf(stderr, "usage: echo_rpc STORE [PORT [uring|epoll|epoll-batch]]\n");
 		return 2;
 	}
 	struct paste_error err = { 0 };
@@ -46,14 +47,15 @@ int main(int argc, char **argv)
 		goto out;
 	paste_store_start(st);           /* no log: every buffer is free */
 	struct paste_port_config cfg = {
-		.engine = argc == 4 && !strcmp(argv[3], "epoll") ? PASTE_ENGINE_EPOLL : PASTE_ENGINE_URING,
+		.engine = argc < 4 || !strcmp(argv[3], "uring") ? PASTE_ENGINE_URING
+			  : !strcmp(argv[3], "epoll") ? PASTE_ENGINE_EPOLL : PASTE_ENGINE_EPOLL_BATCH,
 		.port = (uint16_t)atoi(argc > 2 ? argv[2] : "0"), .store = st,
 		.ring_bufs = 1024, .max_conns = 1024,
 	};
 	if (paste_port_open(&pt, &cfg, &err) < 0)
 		goto out;
 	fprintf(stderr, "echo_rpc: %s engine; listening on 127.0.0.1:%u\n",
-		cfg.engine == PASTE_ENGINE_URING ? "uring" : "epoll", paste_port_local_port(pt));
+		paste_engine_name(cfg.engine), paste_port_local_port(pt));
 	struct sigaction sa = { .sa_handler = on_signal };   /* no SA_RESTART: poll returns */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

@@ -1023,7 +1023,19 @@ int paste_resp_put_proto_error(char *out, size_t cap, const struct paste_resp_pa
  * all connections. In steady state it is one io_uring_enter per call.
  */
 
-enum paste_engine { PASTE_ENGINE_URING = 0, PASTE_ENGINE_EPOLL };
+/* URING: the paste port. EPOLL: the socket-API baseline (the paper's
+ * "Linux" bars): each poll returns ONE ready connection's events, read(2)
+ * into a private buffer, and its replies are written behind a barrier of
+ * their own, so in fsync mode every reply waits for its own fdatasync.
+ * EPOLL_BATCH: the fallback for where io_uring is refused (a sysctl, a
+ * seccomp policy such as container runtimes' defaults): each poll reads
+ * every ready connection (up to 1 MiB of data), so the replies of the
+ * whole batch share one barrier, the first write's fence or fdatasync
+ * (the group commit Redis's event loop does); still a read(2) and a
+ * write(2) per request. */
+enum paste_engine { PASTE_ENGINE_URING = 0, PASTE_ENGINE_EPOLL, PASTE_ENGINE_EPOLL_BATCH };
+/* "uring", "epoll", "epoll-batch"; "?" for anything else. */
+const char *paste_engine_name(enum paste_engine e);
 #define PASTE_PORT_MAX_LISTEN 4u
 #define PASTE_PORT_LAT_BUCKETS 20u   /* barrier latency: <= 1 us, 2 us, ... 2^18 us, more */
 

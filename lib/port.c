@@ -234,6 +234,11 @@ int paste_port_open(struct paste_port **out, const struct paste_port_config *cfg
 		return paste_error_set(err, -EINVAL, "defer_accept_s %u: at most %u",
 				       cfg->defer_accept_s, PORT_MAX_DEFER_S);
 	}
+	if ((unsigned)pt->cfg.engine > PASTE_ENGINE_EPOLL_BATCH) {
+		free(pt);
+		return paste_error_set(err, -EINVAL, "engine %u: uring, epoll or epoll-batch",
+				       (unsigned)cfg->engine);
+	}
 	if (pt->cfg.commit_hold_us < -1 || pt->cfg.commit_hold_us > 1000000) {
 		free(pt);
 		return paste_error_set(err, -EINVAL, "commit_hold_us %d: -1 (never) .. 1000000",
@@ -245,7 +250,7 @@ int paste_port_open(struct paste_port **out, const struct paste_port_config *cfg
 	for (uint32_t i = 0; i < PASTE_PORT_MAX_LISTEN; i++)
 		pt->listen_fd[i] = -1;
 	pt->epoch = 1;
-	pt->ops = cfg->engine == PASTE_ENGINE_EPOLL ? &paste_port_epoll_ops : &paste_port_uring_ops;
+	pt->ops = cfg->engine == PASTE_ENGINE_URING ? &paste_port_uring_ops : &paste_port_epoll_ops;
 	pt->conns = calloc(pt->cfg.max_conns, sizeof(*pt->conns));
 	pt->dirty = calloc(pt->cfg.max_conns, sizeof(*pt->dirty));
 	pt->ended = calloc(pt->cfg.max_conns, sizeof(*pt->ended));
@@ -516,6 +521,16 @@ void paste_port_stats(const struct paste_port *pt, struct paste_port_stats *out)
 enum paste_engine paste_port_engine(const struct paste_port *pt)
 {
 	return pt->cfg.engine;
+}
+
+const char *paste_engine_name(enum paste_engine e)
+{
+	switch (e) {
+	case PASTE_ENGINE_URING: return "uring";
+	case PASTE_ENGINE_EPOLL: return "epoll";
+	case PASTE_ENGINE_EPOLL_BATCH: return "epoll-batch";
+	}
+	return "?";
 }
 
 uint16_t paste_port_local_port(const struct paste_port *pt)

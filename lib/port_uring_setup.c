@@ -38,7 +38,7 @@ int paste_uring_probe(struct paste_error *err)
 	if (r < 0)
 		return paste_error_set(err, r, "io_uring is not available (%s): the uring engine "
 				       "needs Linux >= 6.1 with io_uring enabled (sysctl kernel.io_uring_disabled=0); "
-				       "use --engine epoll", strerror(-r));
+				       "use --engine epoll-batch", strerror(-r));
 	struct io_uring_probe *pr = io_uring_get_probe_ring(&ring);
 	static const struct { int op; const char *name; } need[] = {
 		{ IORING_OP_ACCEPT, "ACCEPT" }, { IORING_OP_RECV, "RECV" },
@@ -52,12 +52,12 @@ int paste_uring_probe(struct paste_error *err)
 	r = 0;
 	for (size_t i = 0; pr && i < sizeof(need) / sizeof(need[0]); i++)
 		if (!io_uring_opcode_supported(pr, need[i].op))
-			r = paste_error_set(err, -EOPNOTSUPP, "io_uring lacks opcode %s; use --engine epoll",
+			r = paste_error_set(err, -EOPNOTSUPP, "io_uring lacks opcode %s; use --engine epoll-batch",
 					    need[i].name);
 	if (pr)
 		io_uring_free_probe(pr);
 	if (!r && !(ring.features & IORING_FEAT_EXT_ARG))
-		r = paste_error_set(err, -EOPNOTSUPP, "io_uring lacks EXT_ARG (Linux >= 5.11); use --engine epoll");
+		r = paste_error_set(err, -EOPNOTSUPP, "io_uring lacks EXT_ARG (Linux >= 5.11); use --engine epoll-batch");
 	io_uring_queue_exit(&ring);
 	return r;
 }

@@ -151,7 +151,7 @@ static void reply_stats(struct http_ctx *x, const struct http_proto_state *hs)
 		"\"syscalls\":%" PRIu64 ",\"syscalls_per_request\":%.4f,"
 		"\"bufs_total\":%u,\"bufs_free\":%u,\"bufs_held\":%u,\"enobufs\":%" PRIu64 ","
 		"\"conns\":%u,\"accepts\":%" PRIu64 ",\"fences\":%" PRIu64 ",\"commits\":%" PRIu64 ",",
-		s->cfg.engine == PASTE_ENGINE_URING ? "uring" : "epoll", hs->svc->base.name,
+		paste_engine_name(s->cfg.engine), hs->svc->base.name,
 		paste_durability_name(x->w->persist ? paste_persist_mode(x->w->persist) : PASTE_DUR_NONE),
 		s->cfg.threads, tt.requests, t->polls, t->events,
 		t->polls ? (double)t->events / (double)t->polls : 0.0,

@@ -545,7 +545,7 @@ int server_run(struct server *s)
 	fprintf(stderr, "%s: store %s: %u x %u-byte buffers, %u free\n", cfg->name, cfg->store_path,
 		g->nbufs, g->buf_size, paste_store_nfree(s->store));
 	fprintf(stderr, "%s: engine %s, mode %s, %u thread(s), durability %s (%s)%s\n", cfg->name,
-		cfg->engine == PASTE_ENGINE_URING ? "uring" : "epoll", cfg->mode, cfg->threads,
+		paste_engine_name(cfg->engine), cfg->mode, cfg->threads,
 		paste_durability_name(s->durability), paste_persist_flush_insn(s->workers[0].persist),
 		cfg->mode_note);
 	for (uint32_t i = 0; i < s->nlis; i++)

@@ -317,7 +317,10 @@ void kv_cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg 
 		    "\r\npkvs_hinted_sets:%" PRIu64 "\r\npkvs_hinted_dels:%" PRIu64
 		    "\r\nstore_failed:%d\r\n\r\n",
 		    d != PASTE_DUR_NONE, bi.records_since, paste_durability_name(d),
-		    d == PASTE_DUR_FSYNC ? "group commit (fdatasync)" : d == PASTE_DUR_NONE ? "nothing" : "fence",
+		    d == PASTE_DUR_NONE ? "nothing"
+		    : s->cfg.engine == PASTE_ENGINE_EPOLL ? (d == PASTE_DUR_FSYNC ? "fdatasync per reply"
+							     : "fence per reply")
+		    : d == PASTE_DUR_FSYNC ? "group commit (fdatasync)" : "fence",
 		    bi.checkpoints, bi.ckpt_lsn, bi.records_since, (double)bi.recovery_ns / 1e6,
 		    bi.replayed, bi.height, bi.pages_used, bi.pages_total, bi.point_keys, bi.point_bytes,
 		    bi.hinted_sets, bi.hinted_dels, paste_store_failed(s->store, NULL) != 0);

@@ -40,7 +40,7 @@ from paste_proc import (BUILD, PHTTPD_LISTEN_RE, START_TIMEOUT, STOP_TIMEOUT,  #
 # Small stores start fast (MAP_POPULATE touches every page) and keep the
 # suite's memory low; tests that need more pass --store-size themselves.
 DEFAULT_STORE_SIZE = "64M"
-ENGINES = ["uring", "epoll"]
+ENGINES = ["uring", "epoll", "epoll-batch"]
 LISTEN_RE = PHTTPD_LISTEN_RE
 Server = Phttpd
 

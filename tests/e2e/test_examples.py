@@ -22,7 +22,7 @@ import threading
 
 import pytest
 
-from conftest import binary, run_tool, uring_unavailable_reason
+from conftest import ENGINES, binary, run_tool, uring_unavailable_reason
 from paste_proc import LISTEN_RE, Server, run_to_exit
 
 
@@ -180,7 +180,7 @@ def echo_client(port, payloads, out, errors):
         errors.append(repr(e))
 
 
-@pytest.mark.parametrize("engine", ["uring", "epoll"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_echo(store_dir, engine):
     srv = start("echo_rpc", os.path.join(store_dir, "echo.store"), 0, engine)
     assert f"{engine} engine" in srv.stderr()

@@ -30,7 +30,9 @@ BODY_SIZES = (1, 100, 1000, 3000)
 EXIT_TIMEOUT = 10.0
 # Which barrier each engine pays in each mode, and how many succeed first.
 FAULT = {("uring", "emulated"): "fence:40", ("epoll", "emulated"): "fence:40",
-         ("uring", "fsync"): "commit:25", ("epoll", "fsync"): "fdatasync:25"}
+         ("epoll-batch", "emulated"): "fence:40",
+         ("uring", "fsync"): "commit:25", ("epoll", "fsync"): "fdatasync:25",
+         ("epoll-batch", "fsync"): "fdatasync:25"}
 EIO = "Input/output error"
 
 

@@ -43,7 +43,7 @@ SOCK_TIMEOUT = 5.0
 LATE = 2.6
 # A uring port keeps up to 64 free buffers in an allocation cache that
 # bufs_held counts (ALLOC_BATCH in lib/port_uring.c); the epoll port none.
-PORT_CACHE = {"uring": 64, "epoll": 0}
+PORT_CACHE = {"uring": 64, "epoll": 0, "epoll-batch": 0}
 TIMEOUT_REPLY = RespError("ERR timeout reading the command")
 
 
@@ -507,7 +507,9 @@ def test_idle_timeout_spares_slow_reader(pkvs, engine):
 # and how many succeed first: enough for a few dozen acknowledged SETs (the
 # epoll engine batches one connection per pass, so about one SET a barrier).
 FAULT = {("uring", "emulated"): "fence:60", ("epoll", "emulated"): "fence:60",
-         ("uring", "fsync"): "commit:40", ("epoll", "fsync"): "fdatasync:60"}
+         ("epoll-batch", "emulated"): "fence:60",
+         ("uring", "fsync"): "commit:40", ("epoll", "fsync"): "fdatasync:60",
+         ("epoll-batch", "fsync"): "fdatasync:40"}
 FAULT_SIZES = (8, 300, 700, 5000)       # packed, packed, held, streamed
 EIO = "Input/output error"
 EXIT_TIMEOUT = 10.0

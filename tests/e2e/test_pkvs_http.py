@@ -11,9 +11,9 @@ import urllib.parse
 
 import pytest
 
-from conftest import HttpConn, http_once, tool
+from conftest import ENGINES, HttpConn, http_once, tool
 
-ENGINE_ARGS = {"uring": ["--engine", "uring"], "epoll": ["--engine", "epoll"]}
+ENGINE_ARGS = {e: ["--engine", e] for e in ENGINES}
 
 
 def curl(*args, data=None, timeout=20):

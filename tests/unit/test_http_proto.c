@@ -366,6 +366,7 @@ int main(void)
 	struct paste_error err;
 	test_layout();
 	run(PASTE_ENGINE_EPOLL);
+	run(PASTE_ENGINE_EPOLL_BATCH);
 	if (paste_uring_probe(&err) == 0)
 		run(PASTE_ENGINE_URING);
 	else

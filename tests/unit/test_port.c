@@ -224,7 +224,7 @@ static void test_poll_timeout_slow_reader(enum paste_engine e)
 	CHECK(worst < 0.6);
 	if (worst >= 0.6 || polls < 4)
 		fprintf(stderr, "  %s: %d polls while a slow reader drained, the longest %.2f s\n",
-			e == PASTE_ENGINE_URING ? "uring" : "epoll", polls, worst);
+			paste_engine_name(e), polls, worst);
 	free(out);
 	close(fd);
 	pf_pump(pt, &s, 3, false);
@@ -396,10 +396,12 @@ int main(void)
 		return 1;
 	st = s.st;
 	paste_store_start(st);
-	test_echo(PASTE_ENGINE_EPOLL);
-	test_partial_send(PASTE_ENGINE_EPOLL);
-	test_poll_timeout_slow_reader(PASTE_ENGINE_EPOLL);
-	test_reset(PASTE_ENGINE_EPOLL);
+	for (enum paste_engine e = PASTE_ENGINE_EPOLL; e <= PASTE_ENGINE_EPOLL_BATCH; e++) {
+		test_echo(e);
+		test_partial_send(e);
+		test_poll_timeout_slow_reader(e);
+		test_reset(e);
+	}
 	test_emfile_epoll();
 	if (uring) {
 		test_echo(PASTE_ENGINE_URING);

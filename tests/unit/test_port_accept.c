@@ -207,6 +207,7 @@ int main(void)
 	st = s.st;
 	paste_store_start(st);
 	test_defer_accept(PASTE_ENGINE_EPOLL);
+	test_defer_accept(PASTE_ENGINE_EPOLL_BATCH);
 	if (uring) {
 		test_defer_accept(PASTE_ENGINE_URING);
 		test_first_recv();

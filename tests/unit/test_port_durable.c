@@ -28,11 +28,6 @@ struct fix {
 	int accepts;
 };
 
-static const char *engine_name(enum paste_engine e)
-{
-	return e == PASTE_ENGINE_URING ? "uring" : "epoll";
-}
-
 static int fix_open(struct fix *f, enum paste_engine e, enum paste_durability mode, int busy_poll)
 {
 	memset(f, 0, sizeof(*f));
@@ -413,18 +408,78 @@ static void test_store_removed(enum paste_engine e)
 	fix_close(&f);
 }
 
+/* The epoll engines' barriers. epoll, the baseline, hands over one
+ * connection per poll and fences before each write: NB replies, NB
+ * barriers. epoll-batch reads every ready connection in one poll, and the
+ * first write's fence covers what the whole batch flushed: NB replies, one
+ * barrier. Either way a reply leaves only once its flush is durable. */
+#define NB 8
+static void test_batch_barrier(enum paste_engine e, enum paste_durability mode)
+{
+	struct fix f;
+	if (fix_open(&f, e, mode, 0)) {
+		CHECK(0);
+		return;
+	}
+	int fd[NB];
+	for (int i = 0; i < NB; i++)
+		fd[i] = pf_client(paste_port_local_port(f.pt));
+	for (int i = 0; i < 200 && f.accepts < NB; i++)
+		fix_poll(&f, 10);
+	CHECK_EQ(f.accepts, NB);
+	for (int i = 0; i < NB; i++)
+		CHECK_EQ(write(fd[i], "q", 1), 1);
+	usleep(20000);                       /* every request waits in its socket */
+	struct paste_port_stats before, after;
+	paste_port_stats(f.pt, &before);
+	uint64_t epoch = paste_persist_epoch(f.p);
+	int datas = 0;
+	for (int polls = 0; datas < NB && polls < 100; polls++) {
+		struct paste_event *evs;
+		int n = paste_port_poll(f.pt, &evs, 100), here = 0;
+		for (int i = 0; i < n; i++) {
+			if (evs[i].type != PASTE_EV_DATA)
+				continue;
+			here++;
+			flush_some(&f, 100);
+			CHECK_EQ(paste_port_send(f.pt, evs[i].conn, "ok", 2, PASTE_SEND_DURABLE), 0);
+		}
+		if (here)
+			CHECK_EQ(here, e == PASTE_ENGINE_EPOLL_BATCH ? NB : 1);
+		datas += here;
+	}
+	CHECK_EQ(datas, NB);
+	for (int i = 0; i < NB; i++) {
+		for (int k = 0; k < 100 && !readable(fd[i], 0); k++)
+			fix_poll(&f, 10);
+		CHECK(paste_persist_durable(f.p) >= epoch);
+		char buf[2];
+		CHECK_EQ(read_within(fd[i], buf, 2, 1000), 2);
+		close(fd[i]);
+	}
+	paste_port_stats(f.pt, &after);
+	CHECK_EQ(after.fences - before.fences, e == PASTE_ENGINE_EPOLL_BATCH ? 1u : NB);
+	for (int i = 0; i < 100 && after.conns; i++) {   /* the closes seen */
+		fix_poll(&f, 10);
+		paste_port_stats(f.pt, &after);
+	}
+	fix_close(&f);
+}
+
 int main(void)
 {
 	bool uring = pf_uring_usable();
-	enum paste_engine engines[2] = { PASTE_ENGINE_EPOLL, PASTE_ENGINE_URING };
-	for (int i = 0; i < (uring ? 2 : 1); i++) {
+	enum paste_engine engines[3] = { PASTE_ENGINE_EPOLL, PASTE_ENGINE_EPOLL_BATCH, PASTE_ENGINE_URING };
+	for (int i = 0; i < (uring ? 3 : 2); i++) {
 		for (int m = 0; m < 2; m++) {
 			int before = check_fail;
 			enum paste_durability mode = m ? PASTE_DUR_FSYNC : PASTE_DUR_EMULATED;
 			test_durable_gate(engines[i], mode);
 			test_fail_gate(engines[i], mode);
+			if (engines[i] != PASTE_ENGINE_URING)
+				test_batch_barrier(engines[i], mode);
 			if (check_fail != before)
-				fprintf(stderr, "  (in the %s %s cases)\n", engine_name(engines[i]),
+				fprintf(stderr, "  (in the %s %s cases)\n", paste_engine_name(engines[i]),
 					paste_durability_name(mode));
 		}
 		test_store_removed(engines[i]);

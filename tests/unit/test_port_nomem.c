@@ -236,6 +236,7 @@ int main(void)
 	if (uring)
 		run(PASTE_ENGINE_URING);
 	run(PASTE_ENGINE_EPOLL);
+	run(PASTE_ENGINE_EPOLL_BATCH);
 	pf_store_close(&s);
 	return pf_done(uring);
 }
