@@ -12,6 +12,9 @@ Systems, all started and stopped by this script, side by side in one run:
   with PASTE_FSYNC_IO=mapped, fsync mode's older way (the store's shared
   mapping, each commit an fdatasync of the page cache) instead of direct
   writes of the flushed blocks (docs/design.md "fsync mode: direct writes");
+- pkvs-epoll-batch (only when --systems names it): pkvs with --engine
+  epoll-batch, the fallback where io_uring is refused (every ready
+  connection read per pass, one barrier for the batch's replies);
 - floor (only when --systems names it): bench/resp-floor, a RESP server on
   a paste port that stores nothing (SET: +OK; GET: a value as long as the
   last SET's). Its cost is the kernel's loopback TCP and the port's: no
@@ -348,7 +351,8 @@ def parse_args(argv=None):
     p.add_argument("--pm-latency", type=int, default=0,
                    help="pkvs emulated PM: ns per fence (the paper: 10000)")
     p.add_argument("--systems", default="pkvs,redis-always,redis-off",
-                   help="a subset of pkvs,redis-always,redis-off,floor,floor-durable,pkvs-pagecache "
+                   help="a subset of pkvs,redis-always,redis-off,floor,floor-durable,pkvs-pagecache,"
+                   "pkvs-epoll-batch "
                    "(default %(default)s)")
     p.add_argument("--quick", action="store_true",
                    help="1 KiB, 50 clients, no pipeline, 1 repetition of 3 s")
@@ -373,6 +377,9 @@ def run(argv=None):
                                              args.pm_latency),
         "pkvs-pagecache": lambda: PkvsServer("pkvs-pagecache", pkvs_args, cpus[0], medium,
                                              env=dict(os.environ, PASTE_FSYNC_IO="mapped")),
+        "pkvs-epoll-batch": lambda: PkvsServer("pkvs-epoll-batch",
+                                               pkvs_args + ["--engine", "epoll-batch"], cpus[0],
+                                               medium),
     }
     names = [n for n in args.systems.split(",") if n]
     if set(names) - set(makers):
@@ -434,6 +441,7 @@ def run(argv=None):
     # could reach; pkvs-floor: pkvs's own work per op.
     pairs = [(a, b) for a, b in (("pkvs", "redis-always"), ("pkvs", "redis-off"),
                                  ("pkvs-pagecache", "redis-always"), ("pkvs", "pkvs-pagecache"),
+                                 ("pkvs-epoll-batch", "redis-always"), ("pkvs", "pkvs-epoll-batch"),
                                  ("floor", "redis-always"), ("floor", "redis-off"),
                                  ("floor-durable", "redis-always"))
              if a in names and b in names]
