@@ -8,14 +8,10 @@
 #include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/filter.h>
 #include <linux/magic.h>
-#include <linux/seccomp.h>
-#include <stddef.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include "check.h"
+#include "nouring.h"
 #include "paste.h"
 
 static struct paste_store_config small = { .size = 4u << 20, .log_lanes = 2 };
@@ -398,14 +394,7 @@ static void test_no_uring(const char *parent)
 {
 	pid_t pid = fork();
 	if (pid == 0) {
-		struct sock_filter f[] = {
-			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
-			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		};
-		struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+		if (refuse_io_uring())
 			_exit(3);
 		struct tmpstore t;
 		if (!tmpstore_open(&t, parent))

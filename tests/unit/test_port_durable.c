@@ -1,7 +1,8 @@
 /*
  * test_port_durable.c - the port's durability gate and the port over a
- * failed store, both engines, emulated (/dev/shm) and fsync (/var/tmp)
- * durability. A durable reply leaves only once what was flushed before it
+ * failed store, every engine, emulated (/dev/shm) and fsync (/var/tmp)
+ * durability; the epoll engines' barriers per batch, also in a child
+ * where io_uring is refused. A durable reply leaves only once what was flushed before it
  * is durable (the fence, or the group commit in flight). After a failure
  * no durable reply that an earlier successful barrier did not cover ever
  * reaches its client (the
@@ -14,7 +15,9 @@
  * Without io_uring the epoll half runs and the exit status is 77 (skip).
  */
 #include <dirent.h>
+#include <sys/wait.h>
 
+#include "nouring.h"
 #include "port_fixture.h"
 
 struct fix {
@@ -466,6 +469,34 @@ static void test_batch_barrier(enum paste_engine e, enum paste_durability mode)
 	fix_close(&f);
 }
 
+/* Where io_uring is refused (a seccomp filter here, as a container's
+ * policy): the uring engine's open fails saying what to use instead, and
+ * epoll-batch serves with fsync mode through the page cache, still one
+ * fdatasync per batch. In a child: the filter cannot be lifted. */
+static void test_no_uring_batch(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (refuse_io_uring())
+			_exit(3);
+		struct paste_error err = { 0 };
+		CHECK_EQ(paste_uring_probe(&err), -ENOSYS);
+		CHECK(strstr(err.msg, "--engine epoll-batch") != NULL);
+		struct fix f;
+		if (fix_open(&f, PASTE_ENGINE_EPOLL_BATCH, PASTE_DUR_FSYNC, 0) == 0) {
+			CHECK(!strcmp(paste_persist_flush_insn(f.p), "page cache"));
+			fix_close(&f);
+		} else {
+			CHECK(!"epoll-batch with fsync, no io_uring");
+		}
+		test_batch_barrier(PASTE_ENGINE_EPOLL_BATCH, PASTE_DUR_FSYNC);
+		_exit(check_fail ? 1 : 0);
+	}
+	int status = -1;
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 int main(void)
 {
 	bool uring = pf_uring_usable();
@@ -485,6 +516,7 @@ int main(void)
 		test_store_removed(engines[i]);
 		test_sync_fails(engines[i]);
 	}
+	test_no_uring_batch();
 	if (uring) {
 		test_foreign_commit();
 		test_fail_commit_inflight();
