@@ -38,14 +38,6 @@ static const struct {
 };
 static const struct opt_choice mode_names[] = { { "rpc", 0 }, { "wal", 1 }, { NULL, 0 } };
 
-static const struct opt_choice engines[] = {
-	{ "uring", PASTE_ENGINE_URING }, { "epoll", PASTE_ENGINE_EPOLL },
-	{ "epoll-batch", PASTE_ENGINE_EPOLL_BATCH }, { NULL, 0 },
-};
-static const struct opt_choice durabilities[] = {
-	{ "auto", PASTE_DUR_AUTO }, { "pmem", PASTE_DUR_PMEM }, { "emulated", PASTE_DUR_EMULATED },
-	{ "fsync", PASTE_DUR_FSYNC }, { "none", PASTE_DUR_NONE }, { NULL, 0 },
-};
 
 int main(int argc, char **argv)
 {
@@ -69,7 +61,7 @@ int main(int argc, char **argv)
 		OPT_NUM_("port", "N", &sc.port, 0, 65535, "listen port (default 60000; 0 picks a free one)"),
 		OPT_NUM_("threads", "N", &sc.threads, 1, PASTE_MAX_LANES,
 			 "worker threads, one ring + SO_REUSEPORT listener each (default 1)"),
-		OPT_CHOICE_("engine", "uring|epoll-batch|epoll", &sc.engine, engines,
+		OPT_CHOICE_("engine", "uring|epoll-batch|epoll", &sc.engine, opt_engines,
 			    "paste port, the socket API batched (where io_uring is refused), "
 			    "or its one-connection-a-poll baseline (default uring)"),
 		OPT_CHOICE_("mode", "rpc|wal", &mode, mode_names,
@@ -80,7 +72,7 @@ int main(int argc, char **argv)
 		OPT_SIZE_("store-size", "SIZE", &sc.store_size, 1ull << 40,
 			  "size when creating, K/M/G suffixes (default 256M)"),
 		OPT_NUM_("buf-size", "N", &sc.buf_size, 0, 65536, "buffer bytes when creating (default 2048)"),
-		OPT_CHOICE_("durability", "MODE", &sc.durability, durabilities,
+		OPT_CHOICE_("durability", "MODE", &sc.durability, opt_durabilities,
 			    "auto|pmem|emulated|fsync|none (default auto)"),
 		OPT_NUM_("pm-latency", "NS", &sc.pm_latency_ns, 0, 1000000000,
 			 "emulated PM latency per fence (default 0)"),

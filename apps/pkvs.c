@@ -24,14 +24,6 @@
 #define PKVS_DEFAULT_STORE "/dev/shm/pkvs.store"
 #define MAX_TIMEOUT 1000000u
 
-static const struct opt_choice engines[] = {
-	{ "uring", PASTE_ENGINE_URING }, { "epoll", PASTE_ENGINE_EPOLL },
-	{ "epoll-batch", PASTE_ENGINE_EPOLL_BATCH }, { NULL, 0 },
-};
-static const struct opt_choice durabilities[] = {
-	{ "auto", PASTE_DUR_AUTO }, { "pmem", PASTE_DUR_PMEM }, { "emulated", PASTE_DUR_EMULATED },
-	{ "fsync", PASTE_DUR_FSYNC }, { "none", PASTE_DUR_NONE }, { NULL, 0 },
-};
 
 /* "off", or a port number. */
 static int parse_port(const char *name, const char *v, bool *on, uint16_t *port)
@@ -76,7 +68,7 @@ int main(int argc, char **argv)
 		OPT_STR_("host", "ADDR", &sc.host, "listen address (default 127.0.0.1; ::1 works)"),
 		OPT_STR_("http-port", "N|off", &http_port, "HTTP front end port (default 8080; 0 picks a free one)"),
 		OPT_STR_("resp-port", "N|off", &resp_port, "Redis-protocol port (default 6379; 0 picks a free one)"),
-		OPT_CHOICE_("engine", "E", &sc.engine, engines,
+		OPT_CHOICE_("engine", "E", &sc.engine, opt_engines,
 			    "uring (default), epoll-batch (where io_uring is refused) or epoll"),
 		OPT_STR_("store", "PATH", &sc.store_path,
 			 "packet store file (default $PKVS_STORE, else " PKVS_DEFAULT_STORE ")"),
@@ -86,7 +78,7 @@ int main(int argc, char **argv)
 			 "buffer bytes when creating (default 2048); values up to 63 buffers"),
 		OPT_SIZE_("node-size", "SIZE", &sc.node_size, 1ull << 40,
 			  "tree node area when creating (default 1/8 of the store; ~64 B per small key, x2 for checkpoints)"),
-		OPT_CHOICE_("durability", "MODE", &sc.durability, durabilities,
+		OPT_CHOICE_("durability", "MODE", &sc.durability, opt_durabilities,
 			    "auto (default), pmem, emulated, fsync or none"),
 		OPT_NUM_("pm-latency", "NS", &sc.pm_latency_ns, 0, 1000000000,
 			 "emulated PM: busy wait per fence (the paper: 10000)"),

@@ -163,7 +163,6 @@ static void on_data(struct paste_port *pt, const struct paste_event *ev)
 		paste_persist_flush(persist, p, n);
 }
 
-
 int main(int argc, char **argv)
 {
 	enum paste_durability mode = PASTE_DUR_NONE;
@@ -184,15 +183,14 @@ int main(int argc, char **argv)
 	int rc = 1;
 	if (paste_store_open(&st, argv[1], &scfg, PASTE_STORE_CREATE | PASTE_STORE_EXCL, &err) < 0)
 		goto out;
-	if (mode == PASTE_DUR_AUTO)
-		mode = paste_durability_detect(argv[1]);
-	if (mode != PASTE_DUR_NONE) {
+	if (mode != PASTE_DUR_NONE) {            /* AUTO: resolved by the open */
 		struct paste_persist_config pcfg = {
 			.mode = mode, .pm_latency_ns = argc > 4 ? strtoull(argv[4], NULL, 10) : 0,
 		};
 		if (paste_persist_open(&persist, st, &pcfg, &err) < 0)
 			goto out;
 		send_flags = PASTE_SEND_DURABLE;
+		mode = paste_persist_mode(persist);
 	}
 	paste_store_start(st);           /* no log: every buffer is free */
 	cfg.store = st;

@@ -30,10 +30,21 @@
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) { (void)sig; stop = 1; }
 
+/* The engine paste_engine_name calls s; -1 if none. */
+static int engine_named(const char *s, enum paste_engine *out)
+{
+	for (int e = PASTE_ENGINE_URING; e <= PASTE_ENGINE_EPOLL_BATCH; e++)
+		if (!strcmp(s, paste_engine_name((enum paste_engine)e))) {
+			*out = (enum paste_engine)e;
+			return 0;
+		}
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 2 || argc > 4 || (argc == 4 && strcmp(argv[3], "uring") && strcmp(argv[3], "epoll") &&
-				     strcmp(argv[3], "epoll-batch"))) {
+	enum paste_engine engine = PASTE_ENGINE_URING;
+	if (argc < 2 || argc > 4 || (argc == 4 && engine_named(argv[3], &engine) < 0)) {
 		fprintf(stderr, "usage: echo_rpc STORE [PORT [uring|epoll|epoll-batch]]\n");
 		return 2;
 	}
@@ -47,8 +58,7 @@ int main(int argc, char **argv)
 		goto out;
 	paste_store_start(st);           /* no log: every buffer is free */
 	struct paste_port_config cfg = {
-		.engine = argc < 4 || !strcmp(argv[3], "uring") ? PASTE_ENGINE_URING
-			  : !strcmp(argv[3], "epoll") ? PASTE_ENGINE_EPOLL : PASTE_ENGINE_EPOLL_BATCH,
+		.engine = engine,
 		.port = (uint16_t)atoi(argc > 2 ? argv[2] : "0"), .store = st,
 		.ring_bufs = 1024, .max_conns = 1024,
 	};

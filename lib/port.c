@@ -464,8 +464,7 @@ int paste_port_poll(struct paste_port *pt, struct paste_event **evs, int timeout
 	paste_store_watch(pt->store, 1000);
 	/* 2. Recycle: the last batch's buffers go back where the kernel picks
 	 * them (held ones are replaced), before anything can ask for more. */
-	if (ops->recycle)
-		ops->recycle(pt);
+	ops->recycle(pt);
 	/* 3. Barrier: what the app flushed for the last batch becomes durable
 	 * (or its group commit starts), so its gated replies may leave. It can
 	 * end connections (a failed store), so it runs before arming them. */

@@ -59,8 +59,14 @@ struct epl {
 	uint8_t *rbuf;
 	bool batch;                /* PASTE_ENGINE_EPOLL_BATCH */
 	uint32_t rused;            /* batch: bytes of rbuf this pass's events use */
-	uint64_t rbuf_epoch;       /* batch: the pass (pt->epoch) rused counts for */
 };
+
+/* Step 2: the app is done with the last batch's events, so their stretches
+ * of rbuf (batch mode) are free again. */
+static void epl_recycle(struct paste_port *pt)
+{
+	((struct epl *)pt->engine)->rused = 0;
+}
 
 /* Step 1: close(2) before the next epoll_wait also leaves the epoll set. */
 static void epl_release(struct paste_port *pt, uint32_t slot)
@@ -214,10 +220,6 @@ static bool epl_gather(struct paste_port *pt, int r)
 	struct epl *e = pt->engine;
 	if (r <= 0)
 		return false;
-	if (e->rbuf_epoch != pt->epoch) {  /* a new pass: the last batch's events are gone */
-		e->rbuf_epoch = pt->epoch;
-		e->rused = 0;
-	}
 	for (;;) {
 		if (port_events_room(pt) < EVENTS_PER_READY)
 			return false;
@@ -306,13 +308,15 @@ static void epl_close(struct paste_port *pt)
 	pt->engine = NULL;
 }
 
-/* No recycle (data lands in rbuf), no arm (the listener and every socket
- * stay in the epoll set), no commit (kick fences). */
+/* Recycle only frees rbuf (no store buffers: data lands there); no arm
+ * (the listener and every socket stay in the epoll set), no commit (kick
+ * fences). */
 const struct port_ops paste_port_epoll_ops = {
 	.name = "epoll",
 	.open = epl_open,
 	.close = epl_close,
 	.release = epl_release,
+	.recycle = epl_recycle,
 	.fence_per_write = true,
 	.kick = epl_kick,
 	.wait = epl_wait,

@@ -130,8 +130,8 @@ struct port_ops {
 	/* 1. The app has seen conn's CLOSED event: give the socket back (the
 	 * slot becomes FREE now, or once the kernel is done with it). */
 	void (*release)(struct paste_port *pt, uint32_t conn);
-	/* 2. Give back the buffers of the previous batch (NULL: the engine
-	 * reads into private memory). */
+	/* 2. Give back the buffers of the previous batch (epoll: its stretches
+	 * of the private read buffer). */
 	void (*recycle)(struct paste_port *pt);
 	/* 3. The barrier. fence_per_write: the engine fences before each write
 	 * in kick (the socket API cannot overlap the barrier with anything),

@@ -26,6 +26,9 @@ struct opt_choice {
 	const char *name;
 	int value;
 };
+/* The servers' --engine and --durability choices (enum paste_engine,
+ * enum paste_durability), one list for every binary. */
+extern const struct opt_choice opt_engines[], opt_durabilities[];
 
 struct opt {
 	const char *name;         /* without "--" */

@@ -288,6 +288,17 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* INFO's pkvs_ack: what a reply waits for. The epoll baseline pays a
+ * barrier per reply; the other engines one per batch. */
+static const char *ack_after(enum paste_engine e, enum paste_durability d)
+{
+	if (d == PASTE_DUR_NONE)
+		return "nothing";
+	if (e == PASTE_ENGINE_EPOLL)
+		return d == PASTE_DUR_FSYNC ? "fdatasync per reply" : "fence per reply";
+	return d == PASTE_DUR_FSYNC ? "group commit (fdatasync)" : "fence";
+}
+
 void kv_cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
 {
 	struct server *s = x->w->srv;
@@ -317,10 +328,7 @@ void kv_cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg 
 		    "\r\npkvs_hinted_sets:%" PRIu64 "\r\npkvs_hinted_dels:%" PRIu64
 		    "\r\nstore_failed:%d\r\n\r\n",
 		    d != PASTE_DUR_NONE, bi.records_since, paste_durability_name(d),
-		    d == PASTE_DUR_NONE ? "nothing"
-		    : s->cfg.engine == PASTE_ENGINE_EPOLL ? (d == PASTE_DUR_FSYNC ? "fdatasync per reply"
-							     : "fence per reply")
-		    : d == PASTE_DUR_FSYNC ? "group commit (fdatasync)" : "fence",
+		    ack_after(s->cfg.engine, d),
 		    bi.checkpoints, bi.ckpt_lsn, bi.records_since, (double)bi.recovery_ns / 1e6,
 		    bi.replayed, bi.height, bi.pages_used, bi.pages_total, bi.point_keys, bi.point_bytes,
 		    bi.hinted_sets, bi.hinted_dels, paste_store_failed(s->store, NULL) != 0);
