@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import signal
 import statistics
@@ -613,8 +614,110 @@ def header(title, args, cpus, perf, unit="req"):
     return "\n".join(lines)
 
 
-def save(kind, text, raw, out=None):
-    """Print the report and write bench/results/<kind>-<time>.md (+ .json)."""
+def store_medium(directory):
+    """The file system under directory and the device it is on, from
+    /proc/self/mounts (the longest mount point that holds it), e.g.
+    {"dir": "/var/tmp", "fs": "ext4", "device": "/dev/vda", "driver": "virtio_blk",
+    "rotational": True}."""
+    path = os.path.realpath(directory)
+    best = None
+    try:
+        with open("/proc/self/mounts") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) < 3:
+                    continue
+                # Mount points escape blanks as octal (\040).
+                mnt = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[1])
+                inside = path == mnt or path.startswith(mnt.rstrip("/") + "/")
+                if inside and (best is None or len(mnt) >= len(best[1])):
+                    best = (fields[0], mnt, fields[2])
+    except OSError:
+        pass
+    out = {"dir": directory, "fs": best[2] if best else None,
+           "device": best[0] if best and best[0].startswith("/dev/") else None,
+           "driver": None, "rotational": None}
+    if out["device"]:
+        name = os.path.basename(os.path.realpath(out["device"]))
+        for disk in (f"/sys/class/block/{name}", f"/sys/class/block/{name}/.."):
+            try:
+                with open(disk + "/queue/rotational") as f:
+                    out["rotational"] = f.read().strip() == "1"
+            except OSError:
+                continue      # a partition: its disk is one level up
+            if os.path.exists(disk + "/device/driver"):
+                out["driver"] = os.path.basename(os.path.realpath(disk + "/device/driver"))
+            break
+    return out
+
+
+def machine(store_dirs=()):
+    """What a run ran on: kernel, CPU model and count, memory, whether a
+    hypervisor is present, and the medium under each store directory."""
+    info = {"kernel": platform.release(), "cpu": None, "ncpu": os.cpu_count(),
+            "memory_gib": None, "virtual": None,
+            "stores": [store_medium(d) for d in store_dirs]}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and info["cpu"] is None:
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and info["virtual"] is None:
+                    info["virtual"] = "hypervisor" in line.split()
+    except OSError:
+        pass
+    try:
+        with open("/proc/meminfo") as f:
+            kib = next(int(l.split()[1]) for l in f if l.startswith("MemTotal:"))
+        info["memory_gib"] = round(kib / 2**20, 1)
+    except (OSError, StopIteration, ValueError):
+        pass
+    return info
+
+
+def run_store_dirs(args):
+    """Where a run's stores lived: wal.py's configurations name theirs,
+    kvs.py's --medium disk uses --disk-dir, everything else /dev/shm."""
+    if args is None:
+        return []
+    if getattr(args, "configs", None):
+        return sorted({c.store_dir for c in args.configs})
+    if getattr(args, "medium", None) == "disk":
+        return [args.disk_dir]
+    return ["/dev/shm"]
+
+
+def run_command():
+    """The command line that made this run, as typed from the top of the
+    tree (without --out, which only says where the copy went)."""
+    argv, skip = [], False
+    for a in sys.argv[1:]:
+        if skip:
+            skip = False
+        elif a == "--out":
+            skip = True
+        elif not a.startswith("--out="):
+            argv.append(a)
+    script = os.path.relpath(os.path.abspath(sys.argv[0]), ROOT)
+    return " ".join(["python3", script] + [shlex.quote(a) for a in argv])
+
+
+def run_meta(kind, title, args=None, cpus=None):
+    """The "meta" of a results JSON: what ran, how, when and where."""
+    return {"kind": kind, "title": title, "command": run_command(),
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "machine": machine(run_store_dirs(args)),
+            "cpus": {"server": cpus[0], "client": cpus[1]} if cpus else None,
+            "client": CLIENT_NAMES.get(args.client) if args is not None else None,
+            "reps": getattr(args, "reps", None), "duration": getattr(args, "duration", None)}
+
+
+def save(kind, text, raw, out=None, args=None, cpus=None):
+    """Print the report and write bench/results/<kind>-<time>.md and .json.
+
+    The JSON is {"meta": run_meta(...), "results": raw}, raw being
+    raw_results()'s list (kvs.py builds its own); the title is the
+    report's first line. bench/plot.py and bench/results_md.py read it."""
     print(text)
     os.makedirs(RESULTS_DIR, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -622,13 +725,15 @@ def save(kind, text, raw, out=None):
     for p in [path] + ([out] if out else []):
         with open(p, "w") as f:
             f.write(text + "\n")
+    title = text.splitlines()[0].lstrip("# ").strip() if text else kind
+    doc = {"meta": run_meta(kind, title, args, cpus), "results": raw}
     with open(path[:-3] + ".json", "w") as f:
-        json.dump(raw, f, indent=1)
+        json.dump(doc, f, indent=1)
     print(f"\n(written to {os.path.relpath(path)}"
           + (f" and {out}" if out else "") + ")")
     try:
         import plot   # bench/plot.py: PNG + SVG next to the report
-        figs = plot.figure(kind, raw, path[:-3])
+        figs = plot.figure(kind, doc, path[:-3])
         print(f"(figures: {', '.join(os.path.relpath(f) for f in figs)}; redraw with "
               f"python3 bench/plot.py {os.path.relpath(path[:-3])}.json)")
     except ImportError:
@@ -649,7 +754,7 @@ def report(kind, title, systems, points, results, failures, pairs, args, cpus,
         f"{unit}/s above 1 = the first is faster):\n" + ratios(points, results, pairs, unit),
         extra,
         ("Notes:\n" + "\n".join("- " + n for n in notes)) if notes else ""]))
-    save(kind, text, raw_results(systems, points, results), args.out)
+    save(kind, text, raw_results(systems, points, results), args.out, args, cpus)
     return 1 if failures else 0
 
 

@@ -476,7 +476,7 @@ def run(argv=None):
     raw = [{"workload": pt.workload, "clients": pt.conns, "system": n, "runs": results[(i, n)],
             "medium": medium_label}
            for i, pt in enumerate(points) for n in names]
-    harness.save("kvs", text, raw, args.out)
+    harness.save("kvs", text, raw, args.out, args, cpus)
     return 1 if failures else 0
 
 

@@ -2,11 +2,13 @@
 """Figures of the benchmarks: PNG and SVG next to each report.
 
 Every benchmark (rpc.py, wal.py, short.py, kvs.py) writes its raw results
-as bench/results/<kind>-<time>.json: a list of points, each
-{"workload", "conns" (kvs: "clients"), "system", "runs": [{"rps",
-"lat_mean_us", "cpu_us_per_req", ...} or null per repetition]}. This draws
-them: markers at the median of the repetitions, error bars from the
-smallest to the largest.
+as bench/results/<kind>-<time>.json: {"meta": {"kind", "title", "command",
+"date", "machine", "cpus", "reps", "duration", ...}, "results": [points]},
+each point {"workload", "conns" (kvs: "clients"), "system", "runs":
+[{"rps", "lat_mean_us", "cpu_us_per_req", ...} or null per repetition]}.
+Files written before the meta existed are the bare list of points; both
+are read. This draws them: markers at the median of the repetitions,
+error bars from the smallest to the largest.
 
 - rpc: requests/s and mean latency against connections, a line per
   system (the seed's first figure);
@@ -34,6 +36,16 @@ TITLES = {
     "short": "Short connections: one GET per TCP connection; phttpd vs nginx",
     "kvs": "Key-value: 1 KiB SET/GET over RESP; pkvs vs Redis 7",
 }
+
+
+def split(doc):
+    """(meta, points) of a results JSON: {"meta", "results"}, or the bare
+    list of points of files written before the meta (meta {})."""
+    if isinstance(doc, dict) and isinstance(doc.get("results"), list):
+        return doc.get("meta") or {}, doc["results"]
+    if isinstance(doc, list):
+        return {}, doc
+    raise ValueError('want {"meta": ..., "results": [...]} or a list of points')
 
 
 def _stats(runs, key, scale=1.0):
@@ -110,8 +122,11 @@ def _bars(ax, raw, key, scale, ylabel):
 
 
 def figure(kind, raw, base, title=None):
-    """Draw raw (a benchmark's JSON) to base.png and base.svg; returns the
-    paths. Raises ImportError when matplotlib is missing."""
+    """Draw raw (a benchmark's JSON, either form) to base.png and base.svg;
+    returns the paths. Raises ImportError when matplotlib is missing."""
+    _, raw = split(raw)
+    # bench/demo.py's runs are "demo-rpc", "demo-wal": drawn as rpc, wal.
+    kind = next((k for k in UNITS if kind == k or kind.endswith("-" + k)), kind)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -149,9 +164,14 @@ def main(argv=None):
     p.add_argument("--out", help="output path without extension (default: next to the JSON)")
     p.add_argument("--title")
     args = p.parse_args(argv)
-    kind = os.path.basename(args.json)[:-len(".json")].split("-", 1)[0]
-    with open(args.json) as f:
-        raw = json.load(f)
+    try:
+        with open(args.json) as f:
+            doc = json.load(f)
+        meta, raw = split(doc)
+    except (OSError, ValueError) as e:
+        print(f"plot.py: {args.json}: {e}", file=sys.stderr)
+        return 1
+    kind = meta.get("kind") or os.path.basename(args.json)[:-len(".json")].split("-", 1)[0]
     base = args.out or args.json[:-5]
     try:
         paths = figure(kind, raw, base, args.title)
