@@ -26,7 +26,7 @@
 #define MAX_WANT_DIV 1048576u    /* the most slots a port has: more waits for none */
 
 static struct rpc_config rpc_cfg = { .body_len = 64 };
-static struct wal_config wal_cfg = { .max_held = 1 << 20 };
+static struct log_config wal_cfg = { .max_held = 1 << 20 };
 
 /* --mode: mode_names[i].value indexes modes[]. */
 static const struct {
@@ -34,7 +34,7 @@ static const struct {
 	const void *cfg;
 } modes[] = {
 	{ &rpc_service, &rpc_cfg },
-	{ &wal_service, &wal_cfg },
+	{ &log_service, &wal_cfg },
 };
 static const struct opt_choice mode_names[] = { { "rpc", 0 }, { "wal", 1 }, { NULL, 0 } };
 

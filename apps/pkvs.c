@@ -3,8 +3,8 @@
  * the packet store (services/kv.c), served in one thread over two front
  * ends on two ports of one paste port:
  *
- *   server/http.c + services/kv_http.c   PUT/GET/HEAD/DELETE /kv/<key>, GET /kv?...
- *   server/resp.c + services/kv_resp.c   the Redis protocol (RESP2, RESP3)
+ *   server/http.c + services/pkvs_http.c   PUT/GET/HEAD/DELETE /kv/<key>, GET /kv?...
+ *   server/resp.c + services/pkvs_resp.c   the Redis protocol (RESP2, RESP3)
  *
  * Scale out by sharding: several pkvs behind twemproxy (README, "Growing
  * to several instances").
@@ -15,11 +15,8 @@
 #include <string.h>
 
 #include "http.h"
-#include "kv.h"
-#include "kv_resp.h"
 #include "options.h"
-#include "resp.h"
-#include "server.h"
+#include "pkvs_resp.h"
 
 #define PKVS_DEFAULT_STORE "/dev/shm/pkvs.store"
 #define MAX_TIMEOUT 1000000u
@@ -49,13 +46,13 @@ int main(int argc, char **argv)
 		.mode = "kv", .mode_note = "",
 	};
 	static struct kv_handle kvh = { .cfg = { .max_value = 0 } };
-	struct http_config hc = { .max_body = 1ull << 30, .service = &kv_http_service,
+	struct http_config hc = { .max_body = 1ull << 30, .service = &pkvs_http_service,
 				  .service_cfg = &kvh };
 	/* Bulks up to Redis's 512 MiB are read: one over the value limit is
 	 * streamed, dropped and refused with an error, not a closed connection. */
 	struct resp_config rc = { .parser = { .max_bulk = 512ull << 20 },
-				  .service = &kv_resp_service, .service_cfg = &kvh,
-				  .server_name = "pkvs", .version = "7.0.0" };
+				  .service = &pkvs_resp_service, .service_cfg = &kvh,
+				  .server_name = "pkvs", .version = PKVS_REDIS_VERSION };
 	const char *http_port = "8080", *resp_port = "6379";
 	uint64_t max_value = 0;
 	/* Defaults, then $PKVS_STORE, then --config FILE, then the command

@@ -43,13 +43,13 @@
 #include <unistd.h>
 
 #include <paste.h>
+#include "reassembly.h"
 
 #define MAX_VALUE (1u << 20)        /* the parser's default max_bulk */
 
 struct fconn {
 	struct paste_resp_parser ps;
-	char *buf;                  /* an incomplete command's bytes */
-	uint32_t len, cap;
+	struct reasm buf;           /* an incomplete command's bytes */
 };
 
 static volatile sig_atomic_t stop;
@@ -114,39 +114,20 @@ static size_t consume(struct paste_port *pt, uint32_t conn, struct fconn *f, con
 	return off;
 }
 
-static int keep(struct fconn *f, const char *p, size_t n)
-{
-	if (f->len + n > f->cap) {
-		size_t cap = f->cap ? f->cap : 4096;
-		while (cap < f->len + n)
-			cap *= 2;
-		char *q = realloc(f->buf, cap);
-		if (!q)
-			return -ENOMEM;
-		f->buf = q;
-		f->cap = (uint32_t)cap;
-	}
-	memcpy(f->buf + f->len, p, n);
-	f->len += (uint32_t)n;
-	return 0;
-}
-
 static void on_data_bytes(struct paste_port *pt, const struct paste_event *ev, struct fconn *f,
 			  const char *p, size_t n)
 {
-	if (f->len == 0) {
+	if (f->buf.len == 0) {
 		size_t used = consume(pt, ev->conn, f, p, n);
-		if (used < n && keep(f, p + used, n - used))
+		if (used < n && reasm_append(&f->buf, p + used, n - used))
 			paste_port_close_conn(pt, ev->conn);
 		return;
 	}
-	if (keep(f, p, n)) {
+	if (reasm_append(&f->buf, p, n)) {
 		paste_port_close_conn(pt, ev->conn);
 		return;
 	}
-	size_t used = consume(pt, ev->conn, f, f->buf, f->len);
-	memmove(f->buf, f->buf + used, f->len - used);
-	f->len -= (uint32_t)used;
+	reasm_consume(&f->buf, (uint32_t)consume(pt, ev->conn, f, f->buf.p, f->buf.len));
 }
 
 static void on_data(struct paste_port *pt, const struct paste_event *ev)
@@ -159,7 +140,7 @@ static void on_data(struct paste_port *pt, const struct paste_event *ev)
 	/* Durable floor: flush the bytes where they landed, as pkvs flushes
 	 * its values, when they end a SET or begin a command still incomplete
 	 * (the start of a value, maybe); a batch of GETs flushes nothing. */
-	if (persist && (set_seen || f->len))
+	if (persist && (set_seen || f->buf.len))
 		paste_persist_flush(persist, p, n);
 }
 
@@ -219,8 +200,7 @@ int main(int argc, char **argv)
 			if (ev->type == PASTE_EV_ACCEPT) {
 				paste_resp_parser_init(&f->ps, &rcfg);
 			} else if (ev->type == PASTE_EV_CLOSED) {
-				free(f->buf);
-				f->buf = NULL;       /* the slot's data is zeroed on its next accept */
+				reasm_free(&f->buf);   /* the slot's data is zeroed on its next accept */
 			} else if (ev->type == PASTE_EV_DATA) {
 				on_data(pt, ev);
 			}
@@ -237,7 +217,7 @@ out:
 	if (pt) {
 		for (uint32_t c = 0; c < cfg.max_conns; c++) {
 			struct fconn *f = paste_port_conn_data(pt, c);
-			free(f->buf);
+			reasm_free(&f->buf);
 		}
 	}
 	paste_port_close(pt);

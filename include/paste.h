@@ -43,6 +43,16 @@ void paste_error_append(struct paste_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* ------------------------------------------------------------------ */
+/* Clock (lib/clock.c)                                                 */
+/* ------------------------------------------------------------------ */
+
+/* CLOCK_MONOTONIC in nanoseconds (a vDSO call, ~20 ns). */
+uint64_t paste_clock_ns(void);
+/* CLOCK_MONOTONIC_COARSE in milliseconds (~5 ns; resolution a few ms):
+ * once-per-pass timestamps, timeouts. */
+uint64_t paste_clock_coarse_ms(void);
+
+/* ------------------------------------------------------------------ */
 /* CRC32C (Castagnoli), SSE4.2 instruction when the CPU has it         */
 /* ------------------------------------------------------------------ */
 
@@ -139,6 +149,12 @@ uint8_t *paste_store_base(const struct paste_store *st);   /* mapping start */
  * buffer area (any byte inside a buffer maps to that buffer). */
 uint8_t *paste_store_buf(const struct paste_store *st, uint32_t idx);
 uint32_t paste_store_index(const struct paste_store *st, const void *addr);
+
+/* Copy bytes [from, from + cap) of a value held as extents into out (fewer
+ * when the value ends first); returns how many were copied. */
+struct paste_extent;
+size_t paste_store_read(const struct paste_store *st, const struct paste_extent *ext, uint32_t n,
+			uint64_t from, void *out, size_t cap);
 
 /* Buffer ownership. Every buffer has an in-DRAM reference count (0 = free).
  * After open every count is 0 and the free list is empty; recovery (see
@@ -1158,6 +1174,14 @@ int paste_port_send(struct paste_port *pt, uint32_t conn, const void *p, size_t 
  * queued, the connection stays open). */
 int paste_port_send_store(struct paste_port *pt, uint32_t conn, uint32_t buf,
 			  uint32_t off, uint32_t len, int flags);
+/* Queue bytes [from, from + len) of a value held as extents of store
+ * buffers. Up to PASTE_SEND_COPY_MAX bytes are copied (paste_port_send:
+ * cheaper than a pin and an iovec of their own); longer ranges are sent
+ * from the buffers (paste_port_send_store per extent). Returns as those;
+ * on an error the bytes queued before it stay queued. */
+#define PASTE_SEND_COPY_MAX 512u
+int paste_port_send_extents(struct paste_port *pt, uint32_t conn, const struct paste_extent *ext,
+			    uint32_t n, uint64_t from, uint64_t len, int flags);
 /* Close after everything queued has been sent. No further events for conn
  * after its CLOSED event. */
 void paste_port_close_conn(struct paste_port *pt, uint32_t conn);

@@ -384,9 +384,9 @@ int paste_btree_open(struct paste_btree **out, struct paste_store *st, struct pa
 	 * follow): read-only opens (check, dump) do without. Out of memory
 	 * for it is no error: lookups descend the tree. */
 	if (rc == 0 && p && !cfg->no_point_index) {
-		uint64_t t0 = bt_now_ns();
+		uint64_t t0 = paste_clock_ns();
 		bt_point_build(t);
-		t->recovery_ns += bt_now_ns() - t0;
+		t->recovery_ns += paste_clock_ns() - t0;
 	}
 	if (rc < 0) {
 		tree_free(t);

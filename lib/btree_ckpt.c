@@ -28,13 +28,6 @@
 #include <sys/mman.h>
 #include "btree_internal.h"
 
-uint64_t bt_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- records ---------------------------------------------------------- */
 
 int paste_btree_record_parse(const struct paste_store *st, const struct paste_extent *ext,
@@ -127,7 +120,7 @@ int bt_append(struct paste_btree *t, uint8_t op, const uint8_t *key, uint32_t kl
 			return rc;
 		t->hoff += (hsize + 7u) & ~7u;
 		if (!t->recs_since++)
-			t->first_rec_ns = bt_now_ns();
+			t->first_rec_ns = paste_clock_ns();
 		t->log_since += wal_rec_bytes(n + 1);
 		return 0;
 	}
@@ -295,7 +288,7 @@ static bool checkpoint_due(const struct paste_btree *t)
 		return true;
 	if (t->npending && bt_pages_spare(t) < t->npages / 8)
 		return true;
-	return t->recs_since && bt_now_ns() - t->first_rec_ns >= t->cfg.ckpt_ms * 1000000ull;
+	return t->recs_since && paste_clock_ns() - t->first_rec_ns >= t->cfg.ckpt_ms * 1000000ull;
 }
 
 int paste_btree_maintain(struct paste_btree *t)

@@ -327,7 +327,6 @@ void bt_release_due(struct paste_btree *t, bool all_durable);
 int bt_append(struct paste_btree *t, uint8_t op, const uint8_t *key, uint32_t klen,
 	      const struct paste_extent *val, uint32_t n, uint32_t vlen, uint64_t *lsn);
 int bt_meta_read(const struct paste_btree *t, int slot, struct bt_meta *m);
-uint64_t bt_now_ns(void);
 
 /* ---- lib/btree_point.c ---- */
 /* Kept in step with the tree by bt_apply; no-ops while not built. A set

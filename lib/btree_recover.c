@@ -169,7 +169,7 @@ static int unref_value(void *arg, const uint8_t *e)
 int bt_recover(struct paste_btree *t, struct paste_error *err)
 {
 	const char *path = paste_store_path(t->st);
-	uint64_t t0 = bt_now_ns();
+	uint64_t t0 = paste_clock_ns();
 	struct bt_meta m[2];
 	int mr[2], best = -1;
 	for (int s = 0; s < 2; s++) {
@@ -231,11 +231,11 @@ int bt_recover(struct paste_btree *t, struct paste_error *err)
 		if (!t->ps[no])
 			t->free_stack[t->nfree++] = no;
 	t->used = wk.pages;
-	t->walk_ns = bt_now_ns() - t0;
+	t->walk_ns = paste_clock_ns() - t0;
 	t->replaying = true;
 	int rc = paste_wal_foreach(t->w, replay_one, t);
 	t->replaying = false;
-	t->recovery_ns = bt_now_ns() - t0;
+	t->recovery_ns = paste_clock_ns() - t0;
 	if (rc < 0) {
 		/* Give back what the tree holds: nobody will release it. */
 		bt_leaf_foreach(t, unref_value, t);

@@ -229,16 +229,13 @@ static void pick_writeback(struct paste_persist *p)
 }
 
 /* Busy wait, as the seed did: sleeping would give the CPU away and make a
- * 10 us fence cost a context switch. clock_gettime is a vDSO call (~20 ns). */
+ * 10 us fence cost a context switch. */
 static void spin_ns(uint64_t ns)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	uint64_t end = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec + ns;
-	do {
+	uint64_t end = paste_clock_ns() + ns;
+	do
 		_mm_pause();
-		clock_gettime(CLOCK_MONOTONIC, &t);
-	} while ((uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec < end);
+	while (paste_clock_ns() < end);
 }
 
 /* ---- the crash-image shim (test builds only) ---------------------------- */

@@ -314,18 +314,11 @@ void paste_port_close(struct paste_port *pt)
  * behind the gate is dropped with its connection; output the gate already
  * let through (a reply a successful barrier covered, an ungated 503)
  * still leaves. */
-uint64_t port_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Two clock reads per barrier paid (~40 ns next to a fence's ~0.1-10 us
  * or an fdatasync's ~100 us+): what a monitoring system graphs. */
 uint64_t port_barrier_done(struct paste_port *pt, uint64_t start_ns)
 {
-	uint64_t ns = port_now_ns() - start_ns;
+	uint64_t ns = paste_clock_ns() - start_ns;
 	uint64_t us = (ns + 999) / 1000;
 	uint32_t b = 0;
 	while (b + 1 < PASTE_PORT_LAT_BUCKETS && us > (1ull << b))
@@ -352,7 +345,7 @@ static bool commit_hold(struct paste_port *pt)
 	if (!pt->hold_until_ns)
 		return false;
 	uint64_t arrived = pt->st.events - pt->events_at_done;
-	if (arrived * 4 < pt->commit_events * 3 && port_now_ns() < pt->hold_until_ns) {
+	if (arrived * 4 < pt->commit_events * 3 && paste_clock_ns() < pt->hold_until_ns) {
 		pt->wake_at_ns = pt->hold_until_ns;
 		return true;
 	}
@@ -373,7 +366,7 @@ static void barrier(struct paste_port *pt)
 	case PASTE_DUR_PMEM:
 		if (paste_persist_pending(pt->persist)) {
 			pt->st.fences++;
-			uint64_t t0 = port_now_ns();
+			uint64_t t0 = paste_clock_ns();
 			if (paste_persist_fence(pt->persist) < 0) {
 				port_fail_gated(pt);
 				return;
@@ -401,7 +394,7 @@ static void barrier(struct paste_port *pt)
 			port_fail_gated(pt);
 			return;
 		}
-		pt->commit_start_ns = port_now_ns();
+		pt->commit_start_ns = paste_clock_ns();
 		pt->commit_events = pt->st.events - pt->events_at_start;
 		pt->events_at_start = pt->st.events;
 		pt->ops->commit(pt, fd);
@@ -484,13 +477,13 @@ int paste_port_poll(struct paste_port *pt, struct paste_event **evs, int timeout
 	 * (EPOLLOUT on a slow reader); timeout_ms still bounds the whole
 	 * call, or the app's timers (and its stats) would stop while a slow
 	 * reader drains. */
-	uint64_t deadline = timeout_ms > 0 ? port_now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
+	uint64_t deadline = timeout_ms > 0 ? paste_clock_ns() + (uint64_t)timeout_ms * 1000000u : 0;
 	for (;;) {
 		r = ops->wait(pt, timeout_ms, want);
 		if (!ops->gather(pt, r) || timeout_ms == 0)
 			break;
 		if (timeout_ms > 0) {
-			uint64_t now = port_now_ns();
+			uint64_t now = paste_clock_ns();
 			if (now >= deadline)
 				break;
 			timeout_ms = (int)((deadline - now + 999999) / 1000000);

@@ -105,7 +105,7 @@ static void epl_kick(struct paste_port *pt, uint32_t slot)
 			/* In a batch only the first write's fence has work:
 			 * count the barriers paid, not the calls. */
 			bool paid = paste_persist_pending(pt->persist);
-			uint64_t t0 = port_now_ns();
+			uint64_t t0 = paste_clock_ns();
 			r = paste_persist_fence(pt->persist);
 			if (paid) {
 				if (r >= 0)

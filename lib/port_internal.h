@@ -229,8 +229,7 @@ void port_fail_gated(struct paste_port *pt);
 /* List conn for the next flush (port_out.c). */
 void port_mark_dirty(struct paste_port *pt, uint32_t slot);
 int port_listen(struct paste_port *pt, struct paste_error *err);
-/* Monotonic nanoseconds (vDSO, ~20 ns) and the barrier histogram. */
-uint64_t port_now_ns(void);
+/* The barrier histogram: one barrier paid since start_ns (paste_clock_ns). */
 uint64_t port_barrier_done(struct paste_port *pt, uint64_t start_ns);   /* returns the ns it took */
 
 #endif

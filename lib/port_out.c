@@ -235,6 +235,33 @@ int paste_port_send_store(struct paste_port *pt, uint32_t slot, uint32_t buf,
 	return 0;
 }
 
+int paste_port_send_extents(struct paste_port *pt, uint32_t slot, const struct paste_extent *ext,
+			    uint32_t n, uint64_t from, uint64_t len, int flags)
+{
+	if (len <= PASTE_SEND_COPY_MAX) {
+		/* Copied: cheaper than a pin (two atomics) and an iovec of its own. */
+		uint8_t tmp[PASTE_SEND_COPY_MAX];
+		size_t got = paste_store_read(pt->store, ext, n, from, tmp, (size_t)len);
+		return paste_port_send(pt, slot, tmp, got, flags);
+	}
+	for (uint32_t i = 0; i < n && len; i++) {
+		if (from >= ext[i].len) {
+			from -= ext[i].len;
+			continue;
+		}
+		uint64_t k = ext[i].len - from;
+		if (k > len)
+			k = len;
+		int r = paste_port_send_store(pt, slot, ext[i].buf, ext[i].off + (uint32_t)from,
+					      (uint32_t)k, flags);
+		if (r)
+			return r;
+		len -= k;
+		from = 0;
+	}
+	return 0;
+}
+
 void paste_port_close_conn(struct paste_port *pt, uint32_t slot)
 {
 	struct conn *c = live_conn(pt, slot);

@@ -275,12 +275,7 @@ static void on_accept(struct paste_port *pt, struct uring *u, struct io_uring_cq
 		/* ENOMEM, ENFILE (another user of the table), ...: keep serving
 		 * the connections we have, retry accepting in 100 ms. */
 		if (cqe->res != -ECANCELED) {
-			clock_gettime(CLOCK_MONOTONIC, &u->accept_retry);
-			u->accept_retry.tv_nsec += 100 * 1000000L;
-			if (u->accept_retry.tv_nsec >= 1000000000L) {
-				u->accept_retry.tv_sec++;
-				u->accept_retry.tv_nsec -= 1000000000L;
-			}
+			u->accept_retry_ns = paste_clock_ns() + 100 * 1000000ull;
 		}
 		return;
 	}
@@ -415,13 +410,10 @@ static void handle_cqe(struct paste_port *pt, struct uring *u, struct io_uring_c
 
 static bool accept_may_retry(struct uring *u)
 {
-	if (!u->accept_retry.tv_sec)
+	if (!u->accept_retry_ns)
 		return true;
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (now.tv_sec > u->accept_retry.tv_sec ||
-	    (now.tv_sec == u->accept_retry.tv_sec && now.tv_nsec >= u->accept_retry.tv_nsec)) {
-		u->accept_retry.tv_sec = 0;
+	if (paste_clock_ns() >= u->accept_retry_ns) {
+		u->accept_retry_ns = 0;
 		return true;
 	}
 	return false;
@@ -482,7 +474,7 @@ static int uring_wait(struct paste_port *pt, int timeout_ms, uint32_t want)
 		tsp = &ts;
 	}
 	if (pt->wake_at_ns && wait_nr) {
-		uint64_t now = port_now_ns();
+		uint64_t now = paste_clock_ns();
 		uint64_t left = pt->wake_at_ns > now ? pt->wake_at_ns - now : 0;
 		if (!tsp || left < (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) {
 			ts.tv_sec = (long long)(left / 1000000000u);

@@ -42,7 +42,7 @@ struct uring {
 	bool accept_ms[PASTE_PORT_MAX_LISTEN];           /* the multishot accept is live */
 	bool accept_ms_cancel[PASTE_PORT_MAX_LISTEN];    /* ... and its cancel was submitted */
 	uint32_t accepts_total;    /* one-shot accepts outstanding, all listeners */
-	struct timespec accept_retry;  /* back-off after EMFILE/ENFILE */
+	uint64_t accept_retry_ns;  /* back-off after EMFILE/ENFILE (paste_clock_ns; 0: none) */
 	bool backoff;              /* this pass: accepts wait for accept_retry */
 	bool ring_ok;              /* u->ring was set up (close tears it down) */
 	bool min_wait;             /* kernel has IORING_FEAT_MIN_TIMEOUT (6.12+) */

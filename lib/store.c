@@ -327,13 +327,6 @@ void paste_store_fail(struct paste_store *st, int code, const char *fmt, ...)
 	pthread_mutex_unlock(&st->fail_lock);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 /* fstat of our descriptor sees removal (no links left) and truncation;
  * stat of the path sees a replacement (another file renamed over it, or a
  * fresh store created by another server after removal). */
@@ -342,7 +335,7 @@ int paste_store_watch(struct paste_store *st, uint32_t interval_ms)
 	int f = paste_store_failed(st, NULL);
 	if (f)
 		return f;
-	uint64_t now = now_ns(), next = __atomic_load_n(&st->watch_next_ns, __ATOMIC_RELAXED);
+	uint64_t now = paste_clock_ns(), next = __atomic_load_n(&st->watch_next_ns, __ATOMIC_RELAXED);
 	if (interval_ms && now < next)
 		return 0;
 	/* One thread per interval does the stat calls. */
@@ -528,4 +521,23 @@ uint32_t paste_store_nfree(const struct paste_store *st)
 uint32_t paste_store_nheld(const struct paste_store *st)
 {
 	return __atomic_load_n(&st->nheld, __ATOMIC_RELAXED);
+}
+
+size_t paste_store_read(const struct paste_store *st, const struct paste_extent *ext, uint32_t n,
+			uint64_t from, void *out, size_t cap)
+{
+	size_t got = 0;
+	for (uint32_t i = 0; i < n && got < cap; i++) {
+		if (from >= ext[i].len) {
+			from -= ext[i].len;
+			continue;
+		}
+		size_t k = ext[i].len - from;
+		if (k > cap - got)
+			k = cap - got;
+		memcpy((uint8_t *)out + got, paste_store_buf(st, ext[i].buf) + ext[i].off + from, k);
+		got += k;
+		from = 0;
+	}
+	return got;
 }

@@ -257,26 +257,6 @@ static void head_done(struct http_ctx *x, const struct http_proto_state *hs,
 	}
 }
 
-/* The reassembly buffer grows by doubling up to HTTP_MAX_HEAD + 1 and is
- * kept for the connection's next split head: an allocation per
- * connection that splits a head, not per request. */
-static int head_append(struct http_conn *h, const uint8_t *p, uint32_t n)
-{
-	if (h->head_len + n > h->head_cap) {
-		uint32_t cap = h->head_cap ? h->head_cap : 512;
-		while (cap < h->head_len + n)
-			cap *= 2;
-		char *q = realloc(h->head, cap);
-		if (!q)
-			return -ENOMEM;
-		h->head = q;
-		h->head_cap = cap;
-	}
-	memcpy(h->head + h->head_len, p, n);
-	h->head_len += n;
-	return 0;
-}
-
 static void ctx_init(struct http_ctx *x, struct worker *w, uint32_t conn, struct srv_conn *c)
 {
 	struct http_proto_state *hs = srv_proto_state(w, c);
@@ -313,25 +293,27 @@ static void http_data(struct worker *w, const struct paste_event *ev, struct srv
 		struct paste_http_req req;
 		int r;
 		uint32_t used;
-		if (!h->head_len) {           /* zero copy: parse where it landed */
+		if (!h->head.len) {           /* zero copy: parse where it landed */
 			r = paste_http_parse(&h->ps, (const char *)ev->data + pos, ev->len - pos, &req);
 			if (r == 0) {
 				c->timer = SRV_T_HEAD;   /* the header timeout starts */
 				c->since_ms = w->now_ms;
-				if (head_append(h, ev->data + pos, ev->len - pos))
+				if (reasm_append(&h->head, ev->data + pos, ev->len - pos))
 					http_reply_error(&x, 503);
 				return;
 			}
 			used = r > 0 ? (uint32_t)r : 0;
 		} else {                      /* a head split across reads */
-			uint32_t old = h->head_len, n = ev->len - pos;
+			/* The buffer grows up to HTTP_MAX_HEAD + 1: one byte past
+			 * the limit is the parser's 431. */
+			uint32_t old = h->head.len, n = ev->len - pos;
 			if (n > HTTP_MAX_HEAD + 1 - old)
 				n = HTTP_MAX_HEAD + 1 - old;
-			if (head_append(h, ev->data + pos, n)) {
+			if (reasm_append(&h->head, ev->data + pos, n)) {
 				http_reply_error(&x, 503);
 				return;
 			}
-			r = paste_http_parse(&h->ps, h->head, h->head_len, &req);
+			r = paste_http_parse(&h->ps, h->head.p, h->head.len, &req);
 			if (r == 0) {
 				pos += n;
 				continue;
@@ -344,7 +326,7 @@ static void http_data(struct worker *w, const struct paste_event *ev, struct srv
 		}
 		pos += used;
 		head_done(&x, hs, &req, pos < ev->len);   /* req may point into h->head */
-		h->head_len = 0;
+		h->head.len = 0;
 	}
 }
 
@@ -363,9 +345,7 @@ static void http_closed(struct worker *w, uint32_t conn, struct srv_conn *c)
 	ctx_init(&x, w, conn, c);
 	if (hs->svc->closed)
 		hs->svc->closed(&x);      /* a half-received body held buffers */
-	free(x.h->head);
-	x.h->head = NULL;
-	x.h->head_len = x.h->head_cap = 0;
+	reasm_free(&x.h->head);
 	set_dead(&x);
 }
 

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "paste.h"
+#include "reassembly.h"
 #include "server.h"
 
 #define HTTP_MAX_HEAD 8192u
@@ -40,8 +41,7 @@ struct http_conn {
 	bool http10;
 	bool head_only;            /* HEAD request: no body in the reply */
 	uint16_t route;            /* what the service's route returned, or HTTP_ROUTE_STATS */
-	uint32_t head_len, head_cap;
-	char *head;                /* reassembly of a head split across reads (kept for reuse) */
+	struct reasm head;         /* a head split across reads, put together (kept for reuse) */
 	uint64_t body_left;        /* body bytes still to come */
 	struct paste_http_parser ps;
 };

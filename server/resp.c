@@ -116,6 +116,32 @@ int resp_error(struct resp_ctx *x, const char *fmt, ...)
 	return n < 0 ? n : resp_send(x, b, (size_t)n);
 }
 
+void resp_out_put(struct resp_out *o, const void *p, size_t n)
+{
+	if (!o->oom && reasm_append(&o->b, p, n))
+		o->oom = true;
+}
+
+void resp_out_bulk(struct resp_out *o, const void *p, size_t n)
+{
+	char h[32];
+	int k = paste_resp_put_bulk_head(h, sizeof(h), n);
+	resp_out_put(o, h, (size_t)k);
+	resp_out_put(o, p, n);
+	resp_out_put(o, "\r\n", 2);
+}
+
+int resp_out_send(struct resp_ctx *x, const char *head, int hlen, struct resp_out *o)
+{
+	int r;
+	if (o->oom)
+		r = resp_error(x, "ERR out of memory");
+	else if ((r = resp_send(x, head, (size_t)hlen)) == 0 && o->b.len)
+		r = resp_send(x, o->b.p, o->b.len);
+	reasm_free(&o->b);
+	return r;
+}
+
 /* An argument in an error message: printable, at most 128 bytes. */
 static void arg_text(const struct paste_resp_arg *a, char *out, size_t cap)
 {
@@ -222,23 +248,6 @@ static void proto_error(struct resp_ctx *x, int code)
 
 /* ------------------------------------------------------------ framing */
 
-static int buf_append(struct resp_conn *r, const uint8_t *p, uint32_t n)
-{
-	if (r->len + n > r->cap) {
-		uint32_t cap = r->cap ? r->cap : 512;
-		while (cap < r->len + n)
-			cap *= 2;
-		char *q = realloc(r->buf, cap);
-		if (!q)
-			return -ENOMEM;
-		r->buf = q;
-		r->cap = cap;
-	}
-	memcpy(r->buf + r->len, p, n);
-	r->len += n;
-	return 0;
-}
-
 static void ctx_init(struct resp_ctx *x, struct worker *w, uint32_t conn, struct srv_conn *c,
 		     const struct resp_proto_state *ps)
 {
@@ -286,8 +295,8 @@ static void run_gathered(struct resp_ctx *x, const struct resp_proto_state *ps)
 	paste_resp_parser_init(&tmp, &pc);
 	struct paste_resp_cmd cmd = { .argv = ps->argv, .argv_cap = ARGV_CAP,
 				      .scratch = ps->scratch, .scratch_cap = ps->scratch_cap };
-	int res = paste_resp_parse(&tmp, r->buf, r->len, &cmd);
-	r->len = 0;
+	int res = paste_resp_parse(&tmp, r->buf.p, r->buf.len, &cmd);
+	r->buf.len = 0;
 	r->state = R_CMD;
 	x->c->timer = SRV_T_IDLE;
 	x->ev = NULL;
@@ -331,7 +340,7 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 		}
 		if (r->state == R_SMALL) {
 			uint32_t take = avail < r->stream_left ? avail : (uint32_t)r->stream_left;
-			if (buf_append(r, (const uint8_t *)at, take)) {
+			if (reasm_append(&r->buf, at, take)) {
 				resp_error(&x, "ERR out of memory");
 				resp_close(&x);
 				return;
@@ -367,17 +376,17 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 		struct paste_resp_cmd cmd = { .argv = ps->argv, .argv_cap = ARGV_CAP,
 					      .scratch = ps->scratch, .scratch_cap = ps->scratch_cap };
 		int res;
-		uint32_t old = r->len;
+		uint32_t old = r->buf.len;
 		if (!old) {                       /* zero copy: parse where it landed */
 			res = paste_resp_parse(&r->ps, at, avail, &cmd);
 			x.ev = ev;
 		} else {                          /* a command split across reads */
-			if (buf_append(r, (const uint8_t *)at, avail)) {
+			if (reasm_append(&r->buf, at, avail)) {
 				resp_error(&x, "ERR out of memory");
 				resp_close(&x);
 				return;
 			}
-			res = paste_resp_parse(&r->ps, r->buf, r->len, &cmd);
+			res = paste_resp_parse(&r->ps, r->buf.p, r->buf.len, &cmd);
 			x.ev = NULL;
 		}
 		if (res < 0) {
@@ -385,7 +394,7 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 			return;
 		}
 		if (res == PASTE_RESP_MORE) {
-			if (!old && buf_append(r, (const uint8_t *)at, avail)) {
+			if (!old && reasm_append(&r->buf, at, avail)) {
 				resp_error(&x, "ERR out of memory");
 				resp_close(&x);
 				return;
@@ -400,7 +409,7 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 		/* Bytes of this event the command (or the streamed head) used. */
 		uint32_t used = cmd.used - old;
 		pos += used;
-		r->len = 0;
+		r->buf.len = 0;
 		if (res == PASTE_RESP_STREAM) {
 			uint64_t blen = cmd.argv[cmd.argc - 1].len;
 			if (blen < r->ps.cfg.stream_min &&
@@ -408,12 +417,12 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 				/* Short, only split across reads, and the service
 				 * does not stream it: gather the whole command
 				 * (head, bulk, CRLF) and run it as one. */
-				if (!old && buf_append(r, (const uint8_t *)at, used)) {
+				if (!old && reasm_append(&r->buf, at, used)) {
 					resp_error(&x, "ERR out of memory");
 					resp_close(&x);
 					return;
 				}
-				r->len = cmd.used;
+				r->buf.len = cmd.used;
 				r->stream_left = blen + 2;
 				r->state = R_SMALL;
 				/* A value is arriving, short or not: the body
@@ -440,7 +449,7 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 static void resp_peek(struct worker *w, const struct paste_event *ev, struct srv_conn *c)
 {
 	const struct resp_conn *r = srv_proto_part(c);
-	if (r->state == R_CMD && !r->len)
+	if (r->state == R_CMD && !r->buf.len)
 		look_ahead(srv_proto_state(w, c), (const char *)ev->data, ev->len);
 }
 
@@ -460,10 +469,9 @@ static void resp_closed(struct worker *w, uint32_t conn, struct srv_conn *c)
 	ctx_init(&x, w, conn, c, ps);
 	if (ps->svc->closed)
 		ps->svc->closed(&x);
-	free(x.r->buf);
+	reasm_free(&x.r->buf);
 	free(x.r->name);
-	x.r->buf = x.r->name = NULL;
-	x.r->len = x.r->cap = 0;
+	x.r->name = NULL;
 	set_dead(&x);
 }
 

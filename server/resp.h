@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "paste.h"
+#include "reassembly.h"
 #include "server.h"
 
 /* R_SMALL: a command whose last bulk the parser streams but which is
@@ -40,8 +41,7 @@ struct resp_conn {
 	uint8_t proto;            /* 2, or 3 after HELLO 3 */
 	bool refused;             /* the streaming bulk is read and dropped */
 	uint64_t stream_left;     /* R_STREAM: bulk bytes still to come */
-	uint32_t len, cap;        /* reassembly of a command split across reads */
-	char *buf;
+	struct reasm buf;         /* a command split across reads, put together */
 	char *name;               /* CLIENT SETNAME (malloc'd), or NULL */
 };
 
@@ -119,6 +119,17 @@ int resp_bool(struct resp_ctx *x, bool b);
  * resp_bulk_end after the data. */
 int resp_bulk_head(struct resp_ctx *x, uint64_t n);
 int resp_bulk_end(struct resp_ctx *x);
+/* A long reply built before it is queued (SCAN, KEYS, COMMAND): puts
+ * append to o (an allocation failure is remembered, not reported);
+ * resp_out_send queues head[0..hlen) and then the body, or answers
+ * "-ERR out of memory" instead, and frees the body. */
+struct resp_out {
+	struct reasm b;
+	bool oom;
+};
+void resp_out_put(struct resp_out *o, const void *p, size_t n);
+void resp_out_bulk(struct resp_out *o, const void *p, size_t n);
+int resp_out_send(struct resp_ctx *x, const char *head, int hlen, struct resp_out *o);
 /* "-ERR wrong number of arguments for '<cmd>' command" */
 int resp_arity_error(struct resp_ctx *x, const struct paste_resp_arg *cmd);
 /* The store failed: "-ERR store failed: <why>", then close (what a

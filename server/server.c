@@ -198,14 +198,6 @@ static void sweep(struct worker *w)
 	}
 }
 
-/* The coarse clock (~5 ns, vDSO, a few ms resolution) once per pass. */
-static uint64_t now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
-	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
-
 static int poll_timeout(const struct worker *w)
 {
 	if (w->srv->cfg.busy_poll)
@@ -247,7 +239,7 @@ int server_worker_start(struct worker *w)
 		return r;
 	for (uint32_t i = 0; i < s->nlis; i++)    /* port 0: the next worker joins these */
 		s->listen_port[i] = paste_port_listener_port(w->port, i);
-	w->now_ms = now_ms();
+	w->now_ms = paste_clock_coarse_ms();
 	w->next_sweep_ms = w->now_ms + SWEEP_MS;
 	return 0;
 }
@@ -258,7 +250,7 @@ int server_worker_pass(struct worker *w, int timeout_ms)
 	struct paste_event *evs;
 	int own = poll_timeout(w);
 	int n = paste_port_poll(w->port, &evs, timeout_ms >= 0 && timeout_ms < own ? timeout_ms : own);
-	w->now_ms = now_ms();
+	w->now_ms = paste_clock_coarse_ms();
 	publish_stats(w, n);
 	if (n < 0 && n != -EINTR) {
 		if (!server_store_failed(w))

@@ -1,7 +1,7 @@
 /*
  * test_services.c - the rpc and wal services (services/rpc.c, wal.c) behind the
  * real HTTP protocol and server over loopback, both engines: replies byte
- * for byte, the WAL's routes (through a spy that wraps wal_service's ops
+ * for byte, the WAL's routes (through a spy that wraps log_service's ops
  * and records what route returned), body collection held or copied and
  * its /stats gauge, a body dropped mid-way giving its buffers back, 413
  * at the head under --max-held, and what a connection slot costs in each
@@ -13,18 +13,18 @@
 #include "services.h"
 
 static struct rpc_config rpc_cfg = { .body_len = 64 };
-static struct wal_config wal_cfg;
+static struct log_config wal_cfg;
 static const struct http_config rpc_hc = { .max_body = 1 << 20, .service = &rpc_service,
 					   .service_cfg = &rpc_cfg };
 
-/* wal_service with route and open spied on. */
+/* log_service with route and open spied on. */
 static int last_route;
 static void *wal_ss;
 static struct server *wal_srv;
 
 static int spy_open(struct server *s, const void *cfg, void **state, struct paste_error *err)
 {
-	int r = wal_service.base.open(s, cfg, state, err);
+	int r = log_service.base.open(s, cfg, state, err);
 	wal_ss = *state;
 	wal_srv = s;
 	return r;
@@ -32,7 +32,7 @@ static int spy_open(struct server *s, const void *cfg, void **state, struct past
 
 static int spy_route(struct http_ctx *x, const struct paste_http_req *req)
 {
-	return last_route = wal_service.route(x, req);
+	return last_route = log_service.route(x, req);
 }
 
 static struct http_service spy;
@@ -43,7 +43,7 @@ static struct http_config wal_hc = { .max_body = 1 << 20, .service = &spy, .serv
 static void test_sizes(void)
 {
 	uint32_t rpc = server_conn_size(&http_proto, &rpc_hc);
-	uint32_t wal = server_conn_size(&http_proto, &(struct http_config){ .service = &wal_service });
+	uint32_t wal = server_conn_size(&http_proto, &(struct http_config){ .service = &log_service });
 	/* rpc: the server's and the protocol's parts only, no extents */
 	CHECK_EQ(rpc_service.base.conn_size, 0);
 	CHECK_EQ(rpc, SRV_ALIGN(sizeof(struct srv_conn)) + SRV_ALIGN(sizeof(struct http_conn)));
@@ -123,18 +123,18 @@ static void wal_request(struct fixture *f, int fd, const char *req, size_t len, 
 static void test_wal_routes(struct fixture *f)
 {
 	static const struct { const char *req; int route; const char *status; } cases[] = {
-		{ "GET /log/1 HTTP/1.1\r\n\r\n", WAL_GET, " 200 OK\r\n" },
-		{ "HEAD /log/1 HTTP/1.1\r\n\r\n", WAL_GET, " 200 OK\r\n" },
-		{ "GET /log/99 HTTP/1.1\r\n\r\n", WAL_GET, " 404 Not Found\r\n" },
-		{ "GET /log/x1 HTTP/1.1\r\n\r\n", WAL_NOT_FOUND, " 404 Not Found\r\n" },
-		{ "GET /logs HTTP/1.1\r\n\r\n", WAL_NOT_FOUND, " 404 Not Found\r\n" },
-		{ "GET / HTTP/1.1\r\n\r\n", WAL_NOT_FOUND, " 404 Not Found\r\n" },
-		{ "GET /log HTTP/1.1\r\n\r\n", WAL_BAD_METHOD, " 405 Method Not Allowed\r\n" },
-		{ "POST /log/1 HTTP/1.1\r\n\r\n", WAL_BAD_METHOD, " 405 Method Not Allowed\r\n" },
-		{ "GET /log?upto=1 HTTP/1.1\r\n\r\n", WAL_BAD_METHOD, " 405 Method Not Allowed\r\n" },
-		{ "DELETE /log?upto=x HTTP/1.1\r\n\r\n", WAL_BAD_REQUEST, " 400 Bad Request\r\n" },
-		{ "DELETE /log?upto=0 HTTP/1.1\r\n\r\n", WAL_TRUNCATE, " 200 OK\r\n" },
-		{ "POST /log HTTP/1.1\r\nContent-Length: 0\r\n\r\n", WAL_APPEND, " 201 Created\r\n" },
+		{ "GET /log/1 HTTP/1.1\r\n\r\n", LOG_GET, " 200 OK\r\n" },
+		{ "HEAD /log/1 HTTP/1.1\r\n\r\n", LOG_GET, " 200 OK\r\n" },
+		{ "GET /log/99 HTTP/1.1\r\n\r\n", LOG_GET, " 404 Not Found\r\n" },
+		{ "GET /log/x1 HTTP/1.1\r\n\r\n", LOG_NOT_FOUND, " 404 Not Found\r\n" },
+		{ "GET /logs HTTP/1.1\r\n\r\n", LOG_NOT_FOUND, " 404 Not Found\r\n" },
+		{ "GET / HTTP/1.1\r\n\r\n", LOG_NOT_FOUND, " 404 Not Found\r\n" },
+		{ "GET /log HTTP/1.1\r\n\r\n", LOG_BAD_METHOD, " 405 Method Not Allowed\r\n" },
+		{ "POST /log/1 HTTP/1.1\r\n\r\n", LOG_BAD_METHOD, " 405 Method Not Allowed\r\n" },
+		{ "GET /log?upto=1 HTTP/1.1\r\n\r\n", LOG_BAD_METHOD, " 405 Method Not Allowed\r\n" },
+		{ "DELETE /log?upto=x HTTP/1.1\r\n\r\n", LOG_BAD_REQUEST, " 400 Bad Request\r\n" },
+		{ "DELETE /log?upto=0 HTTP/1.1\r\n\r\n", LOG_TRUNCATE, " 200 OK\r\n" },
+		{ "POST /log HTTP/1.1\r\nContent-Length: 0\r\n\r\n", LOG_APPEND, " 201 Created\r\n" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char buf[4096];
@@ -154,7 +154,7 @@ static void test_wal(enum paste_engine e, bool copy)
 {
 	struct fixture f;
 	char buf[8192];
-	wal_cfg = (struct wal_config){ .copy = copy, .max_held = 8 * 2048 };
+	wal_cfg = (struct log_config){ .copy = copy, .max_held = 8 * 2048 };
 	if (fx_open(&f, e, &wal_hc, "svc-wal", NULL)) {
 		CHECK(!"server open");
 		return;
@@ -224,7 +224,7 @@ static void test_wal(enum paste_engine e, bool copy)
 int main(void)
 {
 	struct paste_error err;
-	spy = wal_service;
+	spy = log_service;
 	spy.base.open = spy_open;
 	spy.route = spy_route;
 	test_sizes();

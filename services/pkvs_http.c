@@ -1,5 +1,5 @@
 /*
- * kv_http.c - pkvs over HTTP: the key-value store (kv.h) as an
+ * pkvs_http.c - pkvs over HTTP: the key-value store (kv.h) as an
  * http_service.
  *
  *   PUT /kv/<key>      the body is the value: 201 (new key) or 204, once durable
@@ -25,7 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kv.h"
+#include "http.h"
+#include "pkvs_front.h"
 
 #define LIST_DEFAULT 100u
 #define LIST_MAX 1000u
@@ -105,7 +106,7 @@ static int parse_query(struct kv_http_conn *kc, const char *q, uint32_t n)
 static int kv_http_route(struct http_ctx *x, const struct paste_http_req *req)
 {
 	struct kv_http_conn *kc = x->sc;
-	struct kv *kv = ((struct kv_handle *)x->ss)->kv;
+	struct kv *kv = pkvs_kv(x->ss);
 	const char *t = req->target;
 	uint32_t n = req->target_len;
 	enum paste_http_method m = req->method;
@@ -143,7 +144,7 @@ static void kv_http_body(struct http_ctx *x, const struct paste_event *ev, uint3
 	if (x->h->route != KV_PUT)
 		return;
 	struct kv_http_conn *kc = x->sc;
-	struct kv *kv = ((struct kv_handle *)x->ss)->kv;
+	struct kv *kv = pkvs_kv(x->ss);
 	paste_body_feed(&kc->body, &kv->bc, x->w->port, ev, off, len);
 }
 
@@ -189,7 +190,8 @@ static void finish_get(struct http_ctx *x, struct kv *kv, struct kv_http_conn *k
 	bool failed = http_send_head(x, 200, "application/octet-stream", len, NULL,
 				     PASTE_SEND_DURABLE) == -EIO;
 	if (!failed && !x->h->head_only)
-		failed = kv_send_value(x->w, x->conn, ext, n, 0, len) == -EIO;
+		failed = paste_port_send_extents(x->w->port, x->conn, ext, n, 0, len,
+						 PASTE_SEND_DURABLE) == -EIO;
 	if (failed)
 		http_reply_failed(x);
 	else if (!x->h->keep_alive)
@@ -263,7 +265,7 @@ static void finish_list(struct http_ctx *x, struct kv *kv, struct kv_http_conn *
 		at = http_put_u64(out, at, cap, vlen);
 		out[at++] = '}';
 	}
-	srv_bump(&kv->n.scans);
+	kv->n.scans++;
 	at = http_put_str(out, at, cap, more ? "],\"more\":true}\n" : "],\"more\":false}\n");
 	reply(x, 200, "application/json", out, at);
 	free(out);
@@ -272,7 +274,7 @@ static void finish_list(struct http_ctx *x, struct kv *kv, struct kv_http_conn *
 static void kv_http_finish(struct http_ctx *x)
 {
 	struct kv_http_conn *kc = x->sc;
-	struct kv *kv = ((struct kv_handle *)x->ss)->kv;
+	struct kv *kv = pkvs_kv(x->ss);
 	switch (x->h->route) {
 	case KV_PUT:
 		finish_put(x, kv, kc);
@@ -305,22 +307,22 @@ static void kv_http_finish(struct http_ctx *x)
 static void kv_http_closed(struct http_ctx *x)
 {
 	struct kv_http_conn *kc = x->sc;
-	struct kv *kv = ((struct kv_handle *)x->ss)->kv;
+	struct kv *kv = pkvs_kv(x->ss);
 	paste_body_release(&kc->body, kv->store);
 }
 
 static size_t kv_http_stats(struct server *s, void *state, char *out, size_t at, size_t cap)
 {
 	(void)s;
-	return kv_stats_json(((struct kv_handle *)state)->kv, out, at, cap);
+	return pkvs_stats_json(pkvs_kv(state), out, at, cap);
 }
 
-const struct http_service kv_http_service = {
-	.base = KV_SERVICE_BASE(struct kv_http_conn),
+const struct http_service pkvs_http_service = {
+	.base = PKVS_SERVICE_BASE(struct kv_http_conn),
 	.route = kv_http_route,
 	.body = kv_http_body,
 	.finish = kv_http_finish,
 	.closed = kv_http_closed,
 	.stats = kv_http_stats,
-	.metrics = kv_metrics,
+	.metrics = pkvs_metrics,
 };

@@ -1,5 +1,5 @@
 /*
- * wal.c - the durable log service.
+ * log.c - phttpd's durable log service (--mode wal).
  *
  *   POST /log              append the body; 201 + X-Paste-LSN once durable
  *   GET /log/<lsn>         the stored bytes, sent from the held buffers
@@ -30,29 +30,29 @@
 
 /* Per worker: the store buffers unfinished bodies pin now (/stats
  * body_bufs). A cache line each: written by its worker per body read. */
-struct wal_thread {
+struct log_thread {
 	_Alignas(64) _Atomic uint64_t body_bufs;
 };
 
-struct wal_state {
+struct log_state {
 	struct paste_wal *wal;
 	struct paste_store *store;
 	struct paste_body_config bc;
 	uint32_t threads;
-	struct wal_thread *t;
+	struct log_thread *t;
 };
 
 /* Per connection (after the protocol's part of the slot). */
-struct wal_conn {
+struct log_conn {
 	uint64_t arg;               /* the route's LSN */
 	struct paste_body body;     /* POST /log: the body so far */
 };
 
-static int wal_open(struct server *s, const void *cfg, void **state, struct paste_error *err)
+static int log_open(struct server *s, const void *cfg, void **state, struct paste_error *err)
 {
-	const struct wal_config *wc = cfg;
-	struct wal_state *ws = calloc(1, sizeof(*ws));
-	struct wal_thread *t = aligned_alloc(64, s->cfg.threads * sizeof(*t));
+	const struct log_config *wc = cfg;
+	struct log_state *ws = calloc(1, sizeof(*ws));
+	struct log_thread *t = aligned_alloc(64, s->cfg.threads * sizeof(*t));
 	if (!ws || !t) {
 		free(ws);
 		free(t);
@@ -76,10 +76,10 @@ static int wal_open(struct server *s, const void *cfg, void **state, struct past
 	return 0;
 }
 
-static void wal_close(struct server *s, void *state)
+static void log_close(struct server *s, void *state)
 {
 	(void)s;
-	struct wal_state *ws = state;
+	struct log_state *ws = state;
 	if (!ws)
 		return;
 	paste_wal_close(ws->wal);
@@ -87,9 +87,9 @@ static void wal_close(struct server *s, void *state)
 	free(ws);
 }
 
-static void wal_banner(struct server *s, void *state)
+static void log_banner(struct server *s, void *state)
 {
-	struct wal_state *ws = state;
+	struct log_state *ws = state;
 	struct paste_wal_info wi = { 0 };
 	paste_wal_info(ws->wal, &wi);
 	fprintf(stderr, "%s: log: %" PRIu64 " records, LSN %" PRIu64 "..%" PRIu64 "\n",
@@ -112,25 +112,25 @@ static bool parse_lsn(const char *p, uint32_t n, uint64_t *out)
 
 static void body_release(struct http_ctx *x)
 {
-	struct wal_conn *wc = x->sc;
-	struct wal_state *ws = x->ss;
+	struct log_conn *wc = x->sc;
+	struct log_state *ws = x->ss;
 	if (wc->body.bufs)
 		srv_gauge_add(&ws->t[x->w->id].body_bufs, -(int64_t)wc->body.bufs);
 	paste_body_release(&wc->body, ws->store);
 }
 
-static int wal_route(struct http_ctx *x, const struct paste_http_req *req)
+static int log_route(struct http_ctx *x, const struct paste_http_req *req)
 {
-	struct wal_conn *wc = x->sc;
+	struct log_conn *wc = x->sc;
 	const char *t = req->target;
 	uint32_t n = req->target_len;
 	enum paste_http_method m = req->method;
 	if (n < 4 || memcmp(t, "/log", 4))
-		return WAL_NOT_FOUND;
+		return LOG_NOT_FOUND;
 	if (n == 4) {
 		if (m != PASTE_HTTP_POST)
-			return WAL_BAD_METHOD;
-		const struct wal_state *ws = x->ss;
+			return LOG_BAD_METHOD;
+		const struct log_state *ws = x->ss;
 		/* -E2BIG: a dense copy alone would exceed the extent cap or
 		 * --max-held (--max-body the parser applied already). */
 		int r = paste_body_begin(&wc->body, &ws->bc, ws->store, req->content_length);
@@ -140,29 +140,29 @@ static int wal_route(struct http_ctx *x, const struct paste_http_req *req)
 		}
 		if (r)
 			return -413;
-		return WAL_APPEND;
+		return LOG_APPEND;
 	}
 	if (t[4] == '/') {
 		if (m != PASTE_HTTP_GET && m != PASTE_HTTP_HEAD)
-			return WAL_BAD_METHOD;
-		return parse_lsn(t + 5, n - 5, &wc->arg) ? WAL_GET : WAL_NOT_FOUND;
+			return LOG_BAD_METHOD;
+		return parse_lsn(t + 5, n - 5, &wc->arg) ? LOG_GET : LOG_NOT_FOUND;
 	}
 	if (n > 10 && !memcmp(t + 4, "?upto=", 6)) {
 		if (m != PASTE_HTTP_DELETE)
-			return WAL_BAD_METHOD;
-		return parse_lsn(t + 10, n - 10, &wc->arg) ? WAL_TRUNCATE : WAL_BAD_REQUEST;
+			return LOG_BAD_METHOD;
+		return parse_lsn(t + 10, n - 10, &wc->arg) ? LOG_TRUNCATE : LOG_BAD_REQUEST;
 	}
-	return WAL_NOT_FOUND;
+	return LOG_NOT_FOUND;
 }
 
 /* Hold or copy: paste_body_feed; the gauge follows the buffers the body
  * references (down to 0 when collection fails and gives them back). */
-static void wal_body(struct http_ctx *x, const struct paste_event *ev, uint32_t off, uint32_t len)
+static void log_body(struct http_ctx *x, const struct paste_event *ev, uint32_t off, uint32_t len)
 {
-	if (x->h->route != WAL_APPEND)
+	if (x->h->route != LOG_APPEND)
 		return;                  /* read and dropped */
-	struct wal_conn *wc = x->sc;
-	struct wal_state *ws = x->ss;
+	struct log_conn *wc = x->sc;
+	struct log_state *ws = x->ss;
 	uint32_t before = wc->body.bufs;
 	paste_body_feed(&wc->body, &ws->bc, x->w->port, ev, off, len);
 	if (wc->body.bufs != before)
@@ -171,8 +171,8 @@ static void wal_body(struct http_ctx *x, const struct paste_event *ev, uint32_t 
 
 static void finish_append(struct http_ctx *x)
 {
-	struct wal_conn *wc = x->sc;
-	struct wal_state *ws = x->ss;
+	struct log_conn *wc = x->sc;
+	struct log_state *ws = x->ss;
 	if (wc->body.error) {
 		int status = wc->body.error;
 		body_release(x);
@@ -214,8 +214,8 @@ static void finish_append(struct http_ctx *x)
 
 static void finish_get(struct http_ctx *x)
 {
-	struct wal_conn *wc = x->sc;
-	struct wal_state *ws = x->ss;
+	struct log_conn *wc = x->sc;
+	struct log_state *ws = x->ss;
 	struct paste_port *pt = x->w->port;
 	struct paste_extent ext[PASTE_WAL_MAX_EXTENTS];
 	uint32_t n, len;
@@ -230,12 +230,10 @@ static void finish_get(struct http_ctx *x)
 	 * before it is acknowledged (no dirty reads). */
 	bool failed = http_send_head(x, 200, "application/octet-stream", len, extra,
 				     PASTE_SEND_DURABLE) == -EIO;
-	for (uint32_t i = 0; i < n; i++) {
-		if (!x->h->head_only && !failed)   /* the send takes its own pin */
-			paste_port_send_store(pt, x->conn, ext[i].buf, ext[i].off, ext[i].len,
-					      PASTE_SEND_DURABLE);
+	if (!x->h->head_only && !failed)   /* the send takes its own pins */
+		failed = paste_port_send_extents(pt, x->conn, ext, n, 0, len, PASTE_SEND_DURABLE) == -EIO;
+	for (uint32_t i = 0; i < n; i++)
 		paste_store_unref(ws->store, ext[i].buf, false);
-	}
 	if (failed)
 		http_reply_failed(x);
 	else if (!x->h->keep_alive)
@@ -244,8 +242,8 @@ static void finish_get(struct http_ctx *x)
 
 static void finish_truncate(struct http_ctx *x)
 {
-	struct wal_conn *wc = x->sc;
-	struct wal_state *ws = x->ss;
+	struct log_conn *wc = x->sc;
+	struct log_state *ws = x->ss;
 	int64_t dropped = paste_wal_truncate(ws->wal, wc->arg, x->w->persist);
 	if (dropped < 0 && server_store_failed(x->w)) {
 		http_reply_failed(x);
@@ -257,22 +255,22 @@ static void finish_truncate(struct http_ctx *x)
 	http_reply(x, dropped < 0 ? 500 : 200, "application/json", body, (size_t)n, NULL, 0);
 }
 
-static void wal_finish(struct http_ctx *x)
+static void log_finish(struct http_ctx *x)
 {
 	switch (x->h->route) {
-	case WAL_APPEND:
+	case LOG_APPEND:
 		finish_append(x);
 		break;
-	case WAL_GET:
+	case LOG_GET:
 		finish_get(x);
 		break;
-	case WAL_TRUNCATE:
+	case LOG_TRUNCATE:
 		finish_truncate(x);
 		break;
-	case WAL_BAD_METHOD:
+	case LOG_BAD_METHOD:
 		http_reply(x, 405, "text/plain", "method not allowed\n", 19, "Allow: GET, POST, DELETE", 0);
 		break;
-	case WAL_BAD_REQUEST:
+	case LOG_BAD_REQUEST:
 		http_reply_error(x, 400);
 		break;
 	default:
@@ -281,10 +279,10 @@ static void wal_finish(struct http_ctx *x)
 	}
 }
 
-static size_t wal_stats(struct server *s, void *state, char *out, size_t at, size_t cap)
+static size_t log_stats(struct server *s, void *state, char *out, size_t at, size_t cap)
 {
 	(void)s;
-	struct wal_state *ws = state;
+	struct log_state *ws = state;
 	struct paste_wal_info wi = { 0 };
 	paste_wal_info(ws->wal, &wi);
 	uint64_t body_bufs = 0;
@@ -298,10 +296,10 @@ static size_t wal_stats(struct server *s, void *state, char *out, size_t at, siz
 	return http_put_str(out, at, cap, tmp);
 }
 
-static size_t wal_metrics(struct server *s, void *state, char *out, size_t at, size_t cap)
+static size_t log_metrics(struct server *s, void *state, char *out, size_t at, size_t cap)
 {
 	(void)s;
-	struct wal_state *ws = state;
+	struct log_state *ws = state;
 	struct paste_wal_info wi = { 0 };
 	paste_wal_info(ws->wal, &wi);
 	at = metrics_one(out, at, cap, "paste_log_records", "gauge", "Live durable log records.",
@@ -314,18 +312,18 @@ static size_t wal_metrics(struct server *s, void *state, char *out, size_t at, s
 			   wi.log_size);
 }
 
-const struct http_service wal_service = {
+const struct http_service log_service = {
 	.base = {
 		.name = "wal",
-		.conn_size = sizeof(struct wal_conn),
-		.open = wal_open,
-		.close = wal_close,
-		.banner = wal_banner,
+		.conn_size = sizeof(struct log_conn),
+		.open = log_open,
+		.close = log_close,
+		.banner = log_banner,
 	},
-	.route = wal_route,
-	.body = wal_body,
-	.finish = wal_finish,
+	.route = log_route,
+	.body = log_body,
+	.finish = log_finish,
 	.closed = body_release,
-	.stats = wal_stats,
-	.metrics = wal_metrics,
+	.stats = log_stats,
+	.metrics = log_metrics,
 };

@@ -20,253 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kv_resp.h"
+#include "paste_version.h"
+#include "pkvs_resp.h"
 
-#define SCAN_SLOTS 256u
-#define PKVS_VERSION "0.9.0"
-#define REDIS_COMPAT_VERSION "7.0.0"   /* what clients that check versions see */
-
-static struct scan_slot {
-	uint64_t id;
-	uint16_t klen;
-	uint8_t key[PASTE_BTREE_MAX_KEY];
-} scans[SCAN_SLOTS];
-static uint64_t scan_next = 1;
-
-/* ------------------------------------------------------------ glob */
-
-static bool glob_class(const char **pp, const char *end, uint8_t c)
-{
-	const char *p = *pp + 1;   /* after '[' */
-	bool neg = p < end && *p == '^', hit = false;
-	if (neg)
-		p++;
-	while (p < end && *p != ']') {
-		if (*p == '\\' && p + 1 < end) {
-			p++;
-			hit |= (uint8_t)*p == c;
-		} else if (p + 2 < end && p[1] == '-' && p[2] != ']') {
-			uint8_t a = (uint8_t)p[0], b = (uint8_t)p[2];
-			if (a > b) {
-				uint8_t t = a;
-				a = b;
-				b = t;
-			}
-			hit |= c >= a && c <= b;
-			p += 2;
-		} else {
-			hit |= (uint8_t)*p == c;
-		}
-		p++;
-	}
-	*pp = p < end ? p : end - 1;   /* at ']' (or the last byte: unterminated) */
-	return neg ? !hit : hit;
-}
-
-bool kv_glob(const char *pat, size_t plen, const uint8_t *s, size_t slen)
-{
-	const char *p = pat, *end = pat + plen;
-	size_t i = 0;
-	/* Backtracking to the last '*' only: linear in practice, and
-	 * O(plen * slen) at worst (no exponential patterns). */
-	const char *star = NULL;
-	size_t star_i = 0;
-	while (i < slen || p < end) {
-		if (p < end) {
-			if (*p == '*') {
-				while (p < end && *p == '*')
-					p++;
-				if (p == end)
-					return true;
-				star = p;
-				star_i = i;
-				continue;
-			}
-			if (i < slen) {
-				bool ok;
-				const char *q = p;
-				if (*q == '?') {
-					ok = true;
-				} else if (*q == '[') {
-					ok = glob_class(&q, end, s[i]);
-				} else if (*q == '\\' && q + 1 < end) {
-					q++;
-					ok = (uint8_t)*q == s[i];
-				} else {
-					ok = (uint8_t)*q == s[i];
-				}
-				if (ok) {
-					p = q + 1;
-					i++;
-					continue;
-				}
-			}
-		}
-		if (star && star_i < slen) {
-			p = star;
-			i = ++star_i;
-			continue;
-		}
-		return false;
-	}
-	return true;
-}
-
-/* ------------------------------------------------- growing replies */
-
-struct out {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void out_put(struct out *o, const void *p, size_t n)
-{
-	if (o->oom)
-		return;
-	if (o->len + n > o->cap) {
-		size_t cap = o->cap ? o->cap : 4096;
-		while (cap < o->len + n)
-			cap *= 2;
-		char *q = realloc(o->p, cap);
-		if (!q) {
-			o->oom = true;
-			return;
-		}
-		o->p = q;
-		o->cap = cap;
-	}
-	memcpy(o->p + o->len, p, n);
-	o->len += n;
-}
-
-static void out_bulk(struct out *o, const void *p, size_t n)
-{
-	char h[32];
-	int k = paste_resp_put_bulk_head(h, sizeof(h), n);
-	out_put(o, h, (size_t)k);
-	out_put(o, p, n);
-	out_put(o, "\r\n", 2);
-}
-
-/* Send a header line then the collected body; frees it. */
-static void out_send(struct resp_ctx *x, const char *head, int hlen, struct out *o)
-{
-	if (o->oom)
-		resp_error(x, "ERR out of memory");
-	else if (resp_send(x, head, (size_t)hlen) == 0 && o->len)
-		resp_send(x, o->p, o->len);
-	free(o->p);
-}
-
-/* ------------------------------------------------------ SCAN, KEYS */
-
-static bool parse_u64(const struct paste_resp_arg *a, uint64_t *v)
-{
-	if (!a->len || a->len > 20)
-		return false;
-	uint64_t r = 0;
-	for (size_t i = 0; i < a->len; i++) {
-		if (a->p[i] < '0' || a->p[i] > '9' || r > (UINT64_MAX - 9) / 10)
-			return false;
-		r = r * 10 + (uint64_t)(a->p[i] - '0');
-	}
-	*v = r;
-	return true;
-}
-
-void kv_cmd_scan(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
-{
-	uint64_t cursor, count = 10;
-	const struct paste_resp_arg *match = NULL;
-	bool strings = true;
-	if (!parse_u64(&a[1], &cursor)) {
-		resp_error(x, "ERR invalid cursor");
-		return;
-	}
-	for (uint32_t i = 2; i < n; i += 2) {
-		if (i + 1 >= n) {
-			resp_error(x, "ERR syntax error");
-			return;
-		}
-		if (paste_resp_arg_eq(&a[i], "MATCH")) {
-			match = &a[i + 1];
-		} else if (paste_resp_arg_eq(&a[i], "COUNT")) {
-			if (!parse_u64(&a[i + 1], &count) || count < 1) {
-				resp_error(x, count < 1 ? "ERR syntax error" : "ERR value is not an integer or out of range");
-				return;
-			}
-		} else if (paste_resp_arg_eq(&a[i], "TYPE")) {
-			strings = paste_resp_arg_eq(&a[i + 1], "string");
-		} else {
-			resp_error(x, "ERR syntax error");
-			return;
-		}
-	}
-	struct scan_slot *from = NULL;
-	if (cursor) {
-		from = &scans[cursor % SCAN_SLOTS];
-		if (from->id != cursor) {
-			resp_error(x, "ERR invalid cursor (pkvs keeps the last %u SCAN cursors)", SCAN_SLOTS);
-			return;
-		}
-	}
-	struct paste_btree_cursor c;
-	paste_btree_cursor_init(&c, kv->tree, from ? from->key : NULL, from ? from->klen : 0);
-	struct out o = { 0 };
-	const uint8_t *key;
-	uint32_t klen, found = 0;
-	uint64_t seen = 0, next = 0;
-	uint8_t last[PASTE_BTREE_MAX_KEY];
-	uint32_t lastlen = 0;
-	while (strings && paste_btree_cursor_next(&c, &key, &klen, NULL, NULL, NULL) == 1) {
-		if (from && paste_btree_keycmp(key, klen, from->key, from->klen) <= 0)
-			continue;                      /* the saved key itself */
-		if (seen == count) {
-			next = 1;                      /* more remain */
-			break;
-		}
-		seen++;
-		memcpy(last, key, klen);
-		lastlen = klen;
-		if (match && !kv_glob(match->p, match->len, key, klen))
-			continue;
-		out_bulk(&o, key, klen);
-		found++;
-	}
-	if (next) {
-		next = scan_next++;
-		struct scan_slot *s = &scans[next % SCAN_SLOTS];
-		s->id = next;
-		s->klen = (uint16_t)lastlen;
-		memcpy(s->key, last, lastlen);
-	}
-	srv_bump(&kv->n.scans);
-	char head[80], num[24];
-	int nl = snprintf(num, sizeof(num), "%" PRIu64, next);
-	int hl = paste_resp_put_array(head, sizeof(head), 2);
-	hl += paste_resp_put_bulk(head + hl, sizeof(head) - (size_t)hl, num, (size_t)nl);
-	hl += paste_resp_put_array(head + hl, sizeof(head) - (size_t)hl, found);
-	out_send(x, head, hl, &o);
-}
-
-void kv_cmd_keys(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
-{
-	(void)n;
-	struct paste_btree_cursor c;
-	paste_btree_cursor_init(&c, kv->tree, NULL, 0);
-	struct out o = { 0 };
-	const uint8_t *key;
-	uint32_t klen, found = 0;
-	while (paste_btree_cursor_next(&c, &key, &klen, NULL, NULL, NULL) == 1) {
-		if (!kv_glob(a[1].p, a[1].len, key, klen))
-			continue;
-		out_bulk(&o, key, klen);
-		found++;
-	}
-	char head[32];
-	out_send(x, head, paste_resp_put_array(head, sizeof(head), found), &o);
-}
 
 /* ------------------------------------------------------------- INFO */
 
@@ -281,13 +37,6 @@ static bool section_wanted(const struct paste_resp_arg *a, uint32_t n, const cha
 	return false;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* INFO's pkvs_ack: what a reply waits for. The epoll baseline pays a
  * barrier per reply; the other engines one per batch. */
 static const char *ack_after(enum paste_engine e, enum paste_durability d)
@@ -299,7 +48,7 @@ static const char *ack_after(enum paste_engine e, enum paste_durability d)
 	return d == PASTE_DUR_FSYNC ? "group commit (fdatasync)" : "fence";
 }
 
-void kv_cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
+void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
 {
 	struct server *s = x->w->srv;
 	struct server_totals tt;
@@ -313,8 +62,8 @@ void kv_cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg 
 	if (section_wanted(a, n, "server"))
 		ADD("# Server\r\nredis_version:%s\r\npkvs_version:%s\r\nredis_mode:standalone\r\n"
 		    "os:Linux\r\nprocess_id:%d\r\ntcp_port:%u\r\nuptime_in_seconds:%" PRIu64 "\r\n"
-		    "executable:pkvs\r\nio_engine:%s\r\n\r\n", REDIS_COMPAT_VERSION, PKVS_VERSION,
-		    (int)getpid(), s->cfg.port, (now_ms() - kv->started_ms) / 1000,
+		    "executable:pkvs\r\nio_engine:%s\r\n\r\n", PKVS_REDIS_VERSION, PASTE_VERSION,
+		    (int)getpid(), s->cfg.port, (paste_clock_coarse_ms() - ((struct kv_handle *)x->ss)->started_ms) / 1000,
 		    s->cfg.engine == PASTE_ENGINE_URING ? "io_uring" : "epoll");
 	if (section_wanted(a, n, "clients"))
 		ADD("# Clients\r\nconnected_clients:%u\r\n\r\n", tt.port.conns);
@@ -366,7 +115,7 @@ void kv_cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg 
 
 /* ----------------------------------------------------------- CONFIG */
 
-void kv_cmd_config(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
+void cmd_config(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
 {
 	(void)kv;
 	if (!paste_resp_arg_eq(&a[1], "GET")) {
@@ -402,26 +151,26 @@ void kv_cmd_config(struct resp_ctx *x, struct kv *kv, const struct paste_resp_ar
 
 /* ---------------------------------------------------------- COMMAND */
 
-static void command_info(struct out *o, const struct kv_cmd *c, int proto)
+static void command_info(struct resp_out *o, const struct kv_cmd *c, int proto)
 {
 	char h[64];
 	int k = paste_resp_put_array(h, sizeof(h), 10);
-	out_put(o, h, (size_t)k);
-	out_bulk(o, c->name, strlen(c->name));
+	resp_out_put(o, h, (size_t)k);
+	resp_out_bulk(o, c->name, strlen(c->name));
 	k = paste_resp_put_int(h, sizeof(h), c->arity);
-	out_put(o, h, (size_t)k);
+	resp_out_put(o, h, (size_t)k);
 	/* flags: a set of simple strings */
 	uint32_t nf = 0;
 	for (const char *p = c->flags; *p; p++)
 		nf += (p == c->flags || p[-1] == ' ') && *p != ' ';
 	k = paste_resp_put_set(h, sizeof(h), proto, nf);
-	out_put(o, h, (size_t)k);
+	resp_out_put(o, h, (size_t)k);
 	for (const char *p = c->flags; *p;) {
 		size_t len = strcspn(p, " ");
 		char f[40];
 		snprintf(f, sizeof(f), "%.*s", (int)len, p);
 		k = paste_resp_put_simple(h, sizeof(h), f);
-		out_put(o, h, (size_t)k);
+		resp_out_put(o, h, (size_t)k);
 		p += len;
 		while (*p == ' ')
 			p++;
@@ -432,32 +181,32 @@ static void command_info(struct out *o, const struct kv_cmd *c, int proto)
 		last = -1;
 	int step = !strcmp(c->name, "mset") ? 2 : 1;
 	k = paste_resp_put_int(h, sizeof(h), keyed ? 1 : 0);
-	out_put(o, h, (size_t)k);
+	resp_out_put(o, h, (size_t)k);
 	k = paste_resp_put_int(h, sizeof(h), keyed ? last : 0);
-	out_put(o, h, (size_t)k);
+	resp_out_put(o, h, (size_t)k);
 	k = paste_resp_put_int(h, sizeof(h), keyed ? step : 0);
-	out_put(o, h, (size_t)k);
+	resp_out_put(o, h, (size_t)k);
 	k = paste_resp_put_set(h, sizeof(h), proto, 0);   /* ACL categories */
-	out_put(o, h, (size_t)k);
+	resp_out_put(o, h, (size_t)k);
 	for (int i = 0; i < 3; i++) {                     /* tips, key specs, subcommands */
 		k = paste_resp_put_array(h, sizeof(h), 0);
-		out_put(o, h, (size_t)k);
+		resp_out_put(o, h, (size_t)k);
 	}
 }
 
-static void command_docs(struct out *o, const struct kv_cmd *c, int proto)
+static void command_docs(struct resp_out *o, const struct kv_cmd *c, int proto)
 {
 	char h[64];
 	int k = paste_resp_put_map(h, sizeof(h), proto, 4);
-	out_put(o, h, (size_t)k);
-	out_bulk(o, "summary", 7);
-	out_bulk(o, c->summary, strlen(c->summary));
-	out_bulk(o, "since", 5);
-	out_bulk(o, "1.0.0", 5);
-	out_bulk(o, "group", 5);
-	out_bulk(o, c->group, strlen(c->group));
-	out_bulk(o, "complexity", 10);
-	out_bulk(o, "O(log N)", 8);
+	resp_out_put(o, h, (size_t)k);
+	resp_out_bulk(o, "summary", 7);
+	resp_out_bulk(o, c->summary, strlen(c->summary));
+	resp_out_bulk(o, "since", 5);
+	resp_out_bulk(o, "1.0.0", 5);
+	resp_out_bulk(o, "group", 5);
+	resp_out_bulk(o, c->group, strlen(c->group));
+	resp_out_bulk(o, "complexity", 10);
+	resp_out_bulk(o, "O(log N)", 8);
 }
 
 static const struct kv_cmd *find_cmd(const struct paste_resp_arg *a)
@@ -468,22 +217,22 @@ static const struct kv_cmd *find_cmd(const struct paste_resp_arg *a)
 	return NULL;
 }
 
-void kv_cmd_command(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
+void cmd_command(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
 {
 	(void)kv;
 	int proto = x->r->proto;
-	struct out o = { 0 };
+	struct resp_out o = { 0 };
 	char head[32];
 	if (n == 1) {
 		for (uint32_t i = 0; i < kv_ncmds; i++)
 			command_info(&o, &kv_cmds[i], proto);
-		out_send(x, head, paste_resp_put_array(head, sizeof(head), kv_ncmds), &o);
+		resp_out_send(x, head, paste_resp_put_array(head, sizeof(head), kv_ncmds), &o);
 	} else if (paste_resp_arg_eq(&a[1], "COUNT")) {
 		resp_int(x, kv_ncmds);
 	} else if (paste_resp_arg_eq(&a[1], "LIST")) {
 		for (uint32_t i = 0; i < kv_ncmds; i++)
-			out_bulk(&o, kv_cmds[i].name, strlen(kv_cmds[i].name));
-		out_send(x, head, paste_resp_put_array(head, sizeof(head), kv_ncmds), &o);
+			resp_out_bulk(&o, kv_cmds[i].name, strlen(kv_cmds[i].name));
+		resp_out_send(x, head, paste_resp_put_array(head, sizeof(head), kv_ncmds), &o);
 	} else if (paste_resp_arg_eq(&a[1], "INFO")) {
 		uint32_t cnt = n == 2 ? kv_ncmds : n - 2;
 		for (uint32_t i = 0; i < cnt; i++) {
@@ -492,21 +241,21 @@ void kv_cmd_command(struct resp_ctx *x, struct kv *kv, const struct paste_resp_a
 				command_info(&o, c, proto);
 			} else {
 				int k = paste_resp_put_null_array(head, sizeof(head), proto);
-				out_put(&o, head, (size_t)k);
+				resp_out_put(&o, head, (size_t)k);
 			}
 		}
-		out_send(x, head, paste_resp_put_array(head, sizeof(head), cnt), &o);
+		resp_out_send(x, head, paste_resp_put_array(head, sizeof(head), cnt), &o);
 	} else if (paste_resp_arg_eq(&a[1], "DOCS")) {
 		uint32_t cnt = 0;
 		for (uint32_t i = 0; i < (n == 2 ? kv_ncmds : n - 2); i++) {
 			const struct kv_cmd *c = n == 2 ? &kv_cmds[i] : find_cmd(&a[i + 2]);
 			if (!c)
 				continue;
-			out_bulk(&o, c->name, strlen(c->name));
+			resp_out_bulk(&o, c->name, strlen(c->name));
 			command_docs(&o, c, proto);
 			cnt++;
 		}
-		out_send(x, head, paste_resp_put_map(head, sizeof(head), proto, cnt), &o);
+		resp_out_send(x, head, paste_resp_put_map(head, sizeof(head), proto, cnt), &o);
 	} else {
 		resp_error(x, "ERR unknown subcommand for 'command': try COUNT, DOCS, INFO or LIST");
 	}
@@ -514,7 +263,7 @@ void kv_cmd_command(struct resp_ctx *x, struct kv *kv, const struct paste_resp_a
 
 /* ----------------------------------------------------------- CLIENT */
 
-void kv_cmd_client(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
+void cmd_client(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
 {
 	(void)kv;
 	struct resp_conn *r = x->r;
@@ -540,4 +289,33 @@ void kv_cmd_client(struct resp_ctx *x, struct kv *kv, const struct paste_resp_ar
 		resp_error(x, "ERR unknown subcommand or wrong number of arguments for 'client': "
 			   "pkvs has SETNAME, GETNAME, SETINFO and ID");
 	}
+}
+
+/* ------------------------------------------------------ connection */
+
+void cmd_ping(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
+{
+	(void)kv;
+	if (n == 2)
+		resp_bulk(x, a[1].p, a[1].len);
+	else
+		resp_simple(x, "PONG");
+}
+
+void cmd_echo(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
+{
+	(void)kv, (void)n;
+	resp_bulk(x, a[1].p, a[1].len);
+}
+
+void cmd_select(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
+{
+	(void)kv, (void)n;
+	int64_t db;
+	if (paste_resp_arg_i64(&a[1], &db))
+		resp_error(x, "ERR value is not an integer or out of range");
+	else if (db != 0)
+		resp_error(x, "ERR DB index is out of range (pkvs has database 0 only)");
+	else
+		resp_ok(x);
 }
