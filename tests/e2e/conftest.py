@@ -16,13 +16,11 @@ sys.path); the names from paste_proc are re-exported here.
 import fcntl
 import hashlib
 import os
-import random
 import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -34,8 +32,10 @@ sys.path.insert(0, str(HERE.parent.parent / "python"))
 import paste_proc  # noqa: E402
 from paste_proc import (BUILD, PHTTPD_LISTEN_RE, START_TIMEOUT, STOP_TIMEOUT,  # noqa: E402,F401
                         ConnectionClosed, HttpConn, MissingBinary, Phttpd, Pkvs,
-                        ProtocolError, RespConn, RespError, Response, ServerError,
-                        ServerFailed, build_request, get_stats, http_once, resp_command)
+                        ProtocolError, RedisServer, RespConn, RespError, Response,
+                        ServerError, ServerFailed, binary, build_request, connect, free_port,
+                        get_stats, http_once, reset, resp_command, run_threads,
+                        take_response)
 
 # Small stores start fast (MAP_POPULATE touches every page) and keep the
 # suite's memory low; tests that need more pass --store-size themselves.
@@ -43,13 +43,6 @@ DEFAULT_STORE_SIZE = "64M"
 ENGINES = ["uring", "epoll", "epoll-batch"]
 LISTEN_RE = PHTTPD_LISTEN_RE
 Server = Phttpd
-
-
-def binary(name):
-    try:
-        return paste_proc.binary(name)
-    except MissingBinary as e:
-        pytest.fail(str(e))
 
 
 def raise_nofile_limit():
@@ -313,22 +306,10 @@ def check_image_copy(copy, whole_fences):
 
 
 # --------------------------------------------------------------------------
-# Load threads
+# Load threads (run_threads, ClientThreads: paste_proc)
 # --------------------------------------------------------------------------
 
-def run_threads(nthreads, target, timeout):
-    """Run target(i) in nthreads threads; join them all within timeout.
-    Returns how many were still alive."""
-    threads = [threading.Thread(target=target, args=(i,), daemon=True) for i in range(nthreads)]
-    for t in threads:
-        t.start()
-    end = time.monotonic() + timeout
-    for t in threads:
-        t.join(max(0.0, end - time.monotonic()))
-    return sum(t.is_alive() for t in threads)
-
-
-class RefusedLoad:
+class RefusedLoad(paste_proc.ClientThreads):
     """Writers in `conns` threads that write one thing at a time until
     stop(), reconnecting after a close, and record what the server
     acknowledged and what it refused once its store failed: the base of
@@ -341,16 +322,12 @@ class RefusedLoad:
     connections the server ended; problems: anything else."""
 
     def __init__(self, port, conns, seed):
+        super().__init__(conns, seed)
         self.port = port
-        self.lock = threading.Lock()
         self.acks = []
         self.refused = []
         self.problems = []
         self.closes = 0
-        self.done = threading.Event()
-        rng = random.Random(seed)
-        self.threads = [threading.Thread(target=self._run, args=(i, random.Random(rng.getrandbits(32))),
-                                         daemon=True) for i in range(conns)]
 
     def _run(self, tid, rng):
         conn, n = None, 0
@@ -382,17 +359,6 @@ class RefusedLoad:
                 time.sleep(0.005)
         if conn:
             conn.close()
-
-    def start(self):
-        for t in self.threads:
-            t.start()
-        return self
-
-    def stop(self):
-        self.done.set()
-        for t in self.threads:
-            t.join(10)
-        assert not any(t.is_alive() for t in self.threads), "load threads hung"
 
     def first_refusal(self):
         with self.lock:

@@ -15,15 +15,15 @@ import random
 import re
 import shutil
 import socket
-import struct
 import subprocess
 import threading
 import time
 
 import pytest
 
-from conftest import (HttpConn, build_request, check_records, get_stats, post_log,
-                      raise_nofile_limit, run_threads, wait_until)
+from conftest import (HttpConn, ProtocolError, build_request, check_records, connect,
+                      get_stats, post_log, raise_nofile_limit, reset, run_threads,
+                      take_response, wait_until)
 
 RPC_BODY = b"x" * 64
 SOCK_TIMEOUT = 3.0        # one well-behaved request on loopback: milliseconds
@@ -62,22 +62,6 @@ class Tally:
                 + ("; first failures:\n  " + "\n  ".join(self.examples) if self.examples else ""))
 
 
-def connect(port, timeout=SOCK_TIMEOUT, rcvbuf=None):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    if rcvbuf:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    s.connect(("127.0.0.1", port))
-    return s
-
-
-def reset(sock):
-    """Close with SO_LINGER 0: the peer sees a RST, not a FIN."""
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    sock.close()
-
-
 def send_pieces(sock, data, cuts, pause):
     last = 0
     for cut in list(cuts) + [len(data)]:
@@ -99,33 +83,28 @@ def read_to_eof(sock, limit=1 << 22):
             raise AssertionError(f"more than {limit} bytes without EOF")
 
 
-RESPONSE_RE = re.compile(rb"HTTP/1\.1 (\d{3}) [^\r\n]*\r\n((?:[^\r\n]+\r\n)*)\r\n", re.S)
-
-
 def parse_close_response(data):
-    """Exactly one response, then EOF: (status, {lower name: value}, body) or a reason."""
-    m = RESPONSE_RE.match(data)
-    if not m:
-        return f"no valid response head in {data[:120]!r} ({len(data)} bytes)"
-    headers = {}
-    for line in m.group(2).decode("latin-1").split("\r\n")[:-1]:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    cl = headers.get("content-length", "")
-    if not cl.isdigit():
-        return f"no Content-Length: {data[:120]!r}"
-    body = data[m.end():]
-    if len(body) != int(cl):
-        return f"body {len(body)} bytes, Content-Length {cl} (head {m.group(0)[:80]!r})"
-    if headers.get("connection", "").lower() != "close":
-        return f"no 'Connection: close' on a closing response: {m.group(0)!r}"
-    return int(m.group(1)), headers, body
+    """Exactly one HTTP/1.1 response, then EOF: the Response, or a reason."""
+    buf = bytearray(data)
+    try:
+        r = take_response(buf)
+    except ProtocolError as e:
+        return f"{e} ({len(data)} bytes)"
+    if r is None:
+        return f"no whole response in {data[:120]!r} ({len(data)} bytes)"
+    if buf:
+        return f"{len(buf)} bytes after the response's Content-Length: {r!r}"
+    if r.version != "HTTP/1.1":
+        return f"{r.version} response: {r!r}"
+    if (r.header("Connection") or "").lower() != "close":
+        return f"no 'Connection: close' on a closing response: {r!r}"
+    return r
 
 
 def one_shot(port, data, cuts=(), pause=0.0, timeout=SOCK_TIMEOUT):
     """Connect, send data (in pieces at cuts), read to EOF: parse_close_response's result.
     Raises socket.timeout when the server never answers or never closes."""
-    s = connect(port, timeout)
+    s = connect(port, timeout=timeout)
     try:
         send_pieces(s, data, cuts, pause)
         return parse_close_response(read_to_eof(s))
@@ -150,14 +129,6 @@ def wait_idle(port, timeout=10):
 def wal_body(i, size):
     """A body of size bytes that differs for every i."""
     return (f"record-{i}-".encode() + random.Random(i).randbytes(size))[:size]
-
-
-class Wrapped(HttpConn):
-    """HttpConn's response reader on a socket that is already connected."""
-
-    def __init__(self, sock):
-        self.sock = sock
-        self.buf = bytearray()
 
 
 # --------------------------------------------------------------------------
@@ -244,8 +215,8 @@ def test_threaded_raw_churn(phttpd, engine):
                 continue
             if isinstance(r, str):
                 tally.fail("bad response", f"request {i}: {r}")
-            elif r[0] != 200 or r[2] != RPC_BODY:
-                tally.fail("bad response", f"request {i}: status {r[0]}, body {r[2][:40]!r}")
+            elif r.status != 200 or r.body != RPC_BODY:
+                tally.fail("bad response", f"request {i}: status {r.status}, body {r.body[:40]!r}")
             else:
                 tally.good()
 
@@ -286,10 +257,11 @@ def test_wal_post_churn(phttpd, engine):
             except OSError as e:
                 tally.fail("socket error", f"POST {i}: {e!r}")
                 continue
-            if isinstance(r, str) or r[0] != 201 or not r[1].get("x-paste-lsn", "").isdigit():
-                tally.fail("bad response", f"POST {i}: {r if isinstance(r, str) else r[:2]}")
+            lsn = None if isinstance(r, str) else r.header("X-Paste-LSN") or ""
+            if lsn is None or r.status != 201 or not lsn.isdigit():
+                tally.fail("bad response", f"POST {i}: {r}")
                 continue
-            lsn = int(r[1]["x-paste-lsn"])
+            lsn = int(lsn)
             with lock:
                 if lsn in acked:
                     tally.fail("duplicate LSN", f"POST {i}: LSN {lsn} acknowledged twice")
@@ -599,15 +571,15 @@ def test_10000_idle_connections(phttpd, engine):
                 assert r.status == 200 and r.body == RPC_BODY, r
                 r = one_shot(srv.port, build_request("GET", f"/short/{i}",
                                                      headers=[("Connection", "close")]))
-                assert not isinstance(r, str) and r[0] == 200 and r[2] == RPC_BODY, (i, r)
+                assert not isinstance(r, str) and r.status == 200 and r.body == RPC_BODY, (i, r)
         for i in range(0, n, 100):            # silent ones finally ask
             socks[i].sendall(build_request("GET", f"/late/{i}"))
         for i in range(0, n, 100):
-            r = Wrapped(socks[i]).read_response()
+            r = HttpConn.over(socks[i]).read_response()
             assert r.status == 200 and r.body == RPC_BODY, (i, r)
         for i in range(9, n, 1000):          # and half heads are completed
             socks[i].sendall(b"st: x\r\n\r\n")
-            r = Wrapped(socks[i]).read_response()
+            r = HttpConn.over(socks[i]).read_response()
             assert r.status == 200 and r.body == RPC_BODY, (i, r)
     finally:
         for s in socks:

@@ -15,14 +15,13 @@ import json
 import os
 import random
 import shutil
-import socket
 import struct
 import tempfile
 import threading
 
 import pytest
 
-from conftest import ENGINES, binary, run_tool, uring_unavailable_reason
+from conftest import ENGINES, binary, connect, run_tool, uring_unavailable_reason
 from paste_proc import LISTEN_RE, Server, run_to_exit
 
 
@@ -76,8 +75,7 @@ def log_client(port, records, seed, out, errors):
     """One connection: send records (in pieces), read one 8-byte LSN each."""
     try:
         rng = random.Random(seed)
-        with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with connect(port, timeout=20) as s:
             sender = threading.Thread(target=send_in_pieces, args=(s, frame(records), rng))
             sender.start()
             acks = recv_exact(s, 8 * len(records))
@@ -152,7 +150,7 @@ def test_durable_log_too_long(store_dir):
     """A record longer than 64 buffers closes the connection, unacknowledged;
     the records before it were acknowledged and the server serves on."""
     srv = start("durable_log", os.path.join(store_dir, "log.store"), 0)
-    with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
+    with connect(srv.port, timeout=10) as s:
         s.sendall(frame([b"fine"]) + struct.pack(">I", 1 << 20) + b"x" * 1000)
         assert struct.unpack(">Q", recv_exact(s, 8))[0] == 1
         s.settimeout(10)
@@ -168,8 +166,7 @@ def test_durable_log_usage():
 
 def echo_client(port, payloads, out, errors):
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with connect(port, timeout=20) as s:
             data = b"".join(payloads)
             sender = threading.Thread(target=lambda: [s.sendall(p) for p in payloads])
             sender.start()

@@ -18,14 +18,13 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, HttpConn, RespConn, post_log
+from conftest import BUILD, HttpConn, RespConn, connect, post_log
 from paste_proc import LISTEN_RE, Server
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -268,7 +267,7 @@ def test_man_program(inst, work):
             "plog does not run on the installed libpaste.so"
         acks = []
         for chunk in (b"hello", b"world"):
-            with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
+            with connect(srv.port, timeout=10) as s:
                 s.sendall(chunk)
                 acks.append(s.makefile("rb").readline())
         assert acks == [b"1\n", b"2\n"], acks
@@ -293,7 +292,7 @@ def test_examples_build(inst, work):
     for exe in exes.values():
         assert "libpaste.so.0" in readelf_dynamic(exe)
     srv = start([exes["echo_rpc"], shm / "echo.store", 0], env=inst.pkg_env())
-    with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
+    with connect(srv.port, timeout=10) as s:
         s.sendall(b"ping")
         assert s.recv(16) == b"ping"
     srv.stop()

@@ -26,18 +26,15 @@ import random
 import re
 import select
 import shutil
-import socket
-import struct
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import (ConnectionClosed, HttpConn, RefusedLoad, RespConn, RespError, get_stats,
-                      resp_command, run_threads, run_tool, wait_until)
+from conftest import (ConnectionClosed, RefusedLoad, RespConn, RespError, connect, get_stats,
+                      reset, resp_command, run_threads, run_tool, wait_until)
 
-SOCK_TIMEOUT = 5.0
 # The sweep runs twice a second against a once-per-pass clock: a 1 s
 # timeout fires after 1.0-1.5 s; the bounds allow for a loaded machine.
 LATE = 2.6
@@ -54,34 +51,6 @@ def engine_args(engine, *more):
 # --------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------
-
-def connect(port, timeout=SOCK_TIMEOUT):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    try:
-        s.connect(("127.0.0.1", port))
-    except BaseException:
-        s.close()
-        raise
-    return s
-
-
-def reset(sock):
-    """Close with SO_LINGER 0: the server sees a RST, not a FIN."""
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    sock.close()
-
-
-def over(sock):
-    """A RespConn reading replies from an already connected socket."""
-    c = RespConn.__new__(RespConn)
-    c.conn = HttpConn.__new__(HttpConn)
-    c.conn.sock = sock
-    c.conn.buf = bytearray()
-    c.sock = sock
-    return c
-
 
 def same(got, want):
     """Replies compare by type and text (RespError is an exception: no ==)."""
@@ -175,7 +144,7 @@ def test_connection_churn(pkvs, engine):
                 key = mine[-1][0] if mine else f"never:{i}".encode()
                 want = mine[-1][1] if mine else None
                 s.sendall(resp_command("GET", key))
-                got = over(s).read_reply()
+                got = RespConn.over(s).read_reply()
                 if got != want:
                     problem(f"GET {key!r}: {None if got is None else len(got)} bytes, "
                             f"want {None if want is None else len(want)}")
@@ -184,7 +153,7 @@ def test_connection_churn(pkvs, engine):
             cmd = resp_command("SET", key, value)
             if kind == "set":
                 s.sendall(cmd)
-                got = over(s).read_reply()
+                got = RespConn.over(s).read_reply()
                 if got != "OK":
                     problem(f"SET {key!r} ({len(value)} bytes): {got!r}")
                     return
@@ -475,10 +444,7 @@ def test_idle_timeout_spares_slow_reader(pkvs, engine):
     value = value_of(7, BIG)
     with RespConn(port) as c:
         assert c.command("SET", "big", value) == "OK"
-    slow = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-    slow.settimeout(30)
-    slow.connect(("127.0.0.1", port))
+    slow = connect(port, timeout=30, nodelay=False, rcvbuf=65536)
     try:
         n = 300
         threading.Thread(target=slow.sendall, args=(resp_command("GET", "big") * n,),
@@ -493,7 +459,7 @@ def test_idle_timeout_spares_slow_reader(pkvs, engine):
             got += chunk
             time.sleep(0.015)         # ~4.4 MB/s: about 4.5 s for all of it
         assert time.monotonic() - t0 > 3, "read too fast to test the idle timer"
-        reader = over(slow)
+        reader = RespConn.over(slow)
         assert reader.command("PING") == "PONG", "closed as idle although it was reading"
     finally:
         slow.close()
@@ -732,7 +698,7 @@ def test_slow_reader_does_not_stall_others(pkvs, engine):
             t.join(10)
         assert not any(t.is_alive() for t in senders), "the pipeline was never read whole"
         # Now read everything: each reply whole, in order.
-        reader = over(slow)
+        reader = RespConn.over(slow)
         reader.conn.buf += trickled
         for n, want in enumerate(expected):
             got = reader.read_reply()

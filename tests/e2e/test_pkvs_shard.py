@@ -3,18 +3,11 @@ proxy hashes each key to a shard and splits multi-key commands (MGET, MSET,
 DEL, UNLINK, EXISTS) per shard. redis-benchmark and redis-cli run through
 the proxy; keys must land on both shards and survive a kill -9 of one.
 """
-import socket
 import subprocess
 import time
 
-from conftest import RespConn, RespError, tool, wait_until
+from conftest import RespConn, RespError, ServerFailed, free_port, tool
 from paste_proc import Server   # conftest's Server is phttpd
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 NUTCRACKER_CONF = """\
@@ -37,32 +30,25 @@ class Nutcracker(Server):
     no listening line, so start() waits until the port accepts."""
 
     def __init__(self, shards, workdir):
-        self.listen_port = free_port()
+        port = free_port()
         servers = "\n".join(f"   - 127.0.0.1:{p}:1 shard{i}" for i, p in enumerate(shards))
         conf = workdir / "nutcracker.yml"
-        conf.write_text(NUTCRACKER_CONF.format(port=self.listen_port, servers=servers))
+        conf.write_text(NUTCRACKER_CONF.format(port=port, servers=servers))
         check = subprocess.run([tool("nutcracker"), "-t", "-c", str(conf)],
                                capture_output=True, text=True)
         assert check.returncode == 0, check.stdout + check.stderr
         argv = [tool("nutcracker"), "-c", str(conf), "-s", str(free_port()), "-a", "127.0.0.1",
                 "-o", str(workdir / "nutcracker.log"), "-p", str(workdir / "nutcracker.pid"),
                 "-v", "4"]
-        super().__init__(argv, name="nutcracker")
+        super().__init__(argv, name="nutcracker", listen_re=None, port=port)
         self.log = workdir / "nutcracker.log"
 
     def start(self, timeout=10):
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-        def accepting():
-            try:
-                socket.create_connection(("127.0.0.1", self.listen_port), 0.2).close()
-                return True
-            except OSError:
-                return False
-        assert wait_until(accepting, timeout), f"nutcracker did not listen: {self.log.read_text()}"
-        self.port = self.listen_port
-        return self
+        try:
+            return super().start(timeout)
+        except ServerFailed as e:
+            log = self.log.read_text() if self.log.exists() else "(not written)"
+            raise AssertionError(f"{e}\nnutcracker.log:\n{log}") from None
 
 
 def proxied(port, *args, retries=20):

@@ -7,17 +7,14 @@ error and null replies, pipelining, --keyspace and malformed replies
 against scripted servers."""
 import json
 import re
-import shutil
-import signal
 import socket
 import subprocess
-import tempfile
 import threading
-import time
 
 import pytest
 
-from conftest import HttpConn, RespConn, binary, get_stats, resp_command
+from conftest import (HttpConn, MissingBinary, RedisServer, RespConn, binary, free_port,
+                      get_stats, resp_command)
 
 WAL_BODY = b"w" * 1024
 
@@ -177,10 +174,7 @@ def test_pload_usage_errors(tmp_path):
     exe = binary("bench/pload")
     req = tmp_path / "request"
     req.write_bytes(GET)
-    free = socket.socket()
-    free.bind(("127.0.0.1", 0))
-    port = free.getsockname()[1]
-    free.close()
+    port = free_port()
     cases = [
         ([], "usage"),
         (["-c", "0", "-d", "1", "-f", str(req), "127.0.0.1", "80"], "usage"),
@@ -343,39 +337,15 @@ def test_pload_resp_counts_match_pkvs_info(pkvs, tmp_path):
 
 
 def test_pload_resp_counts_match_redis_info(tmp_path):
-    exe = shutil.which("redis-server")
-    if not exe:
-        pytest.skip("redis-server is not installed (make deps)")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    d = tempfile.mkdtemp(prefix="paste-test-redis-")
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", d,
-                             "--save", "", "--appendonly", "no", "--daemonize", "no",
-                             "--protected-mode", "no", "--logfile", "", "--loglevel", "warning"],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 15
-        while True:
-            assert proc.poll() is None, "redis-server exited"
-            try:
-                with RespConn(port, timeout=1) as c:
-                    if c.command("PING") == "PONG":
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "redis-server did not answer PING"
-            time.sleep(0.05)
-        check_against_info(port, tmp_path)
+        redis = RedisServer(["--appendonly", "no"], stop_timeout=15)
+    except MissingBinary as e:
+        pytest.skip(str(e))
+    redis.start()
+    try:
+        check_against_info(redis.resp_port, tmp_path)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(d, ignore_errors=True)
+        redis.stop()
 
 
 def split_command(buf):

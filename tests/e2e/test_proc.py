@@ -1,5 +1,6 @@
-"""python/paste_proc.py itself: starting, stopping and restarting servers,
-the errors a misbehaving server gives, and the HTTP client's errors.
+"""python/paste_proc.py itself: starting, stopping and restarting servers
+(with a listening line or without one), the errors a misbehaving server
+gives, the raw-socket helpers and the HTTP client's errors.
 
 Most cases run a small Python stand-in server (FAKE below) so they take
 milliseconds; the phttpd cases check the real listening line and store."""
@@ -12,11 +13,13 @@ import threading
 import pytest
 
 import paste_proc
-from paste_proc import (ConnectionClosed, HttpConn, Phttpd, ProtocolError, Server,
+from paste_proc import (ConnectionClosed, HttpConn, Phttpd, ProtocolError, RespConn, Server,
                         ServerError, ServerFailed)
 
 # argv[1] picks the behaviour. A serving fake answers every request with
-# "ok" and exits on SIGTERM with argv[2] (default 0).
+# "ok" and exits on SIGTERM with argv[2] (default 0); it listens on port
+# argv[3] (default 0) and says so on stderr, on stdout ("stdout") or not
+# at all ("quiet").
 FAKE = r"""
 import signal, socket, sys, time
 mode = sys.argv[1]
@@ -28,12 +31,15 @@ if mode == "silent":
     time.sleep(60)
     sys.exit(0)
 code = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+port = int(sys.argv[3]) if len(sys.argv) > 3 else 0
 signal.signal(signal.SIGTERM, signal.SIG_IGN if mode == "stubborn"
               else lambda *a: sys.exit(code))
 s = socket.socket()
-s.bind(("127.0.0.1", 0))
+s.bind(("127.0.0.1", port))
 s.listen(16)
-print("fake: listening on 127.0.0.1:%d" % s.getsockname()[1], file=sys.stderr, flush=True)
+if mode != "quiet":
+    print("fake: listening on 127.0.0.1:%d" % s.getsockname()[1],
+          file=sys.stdout if mode == "stdout" else sys.stderr, flush=True)
 if mode == "chatty":
     for i in range(5000):
         print("fake: line %d %s" % (i, "x" * 100), file=sys.stderr)
@@ -147,6 +153,36 @@ def test_stop_is_bounded(servers):
     assert srv.stop(timeout=0.3) == -signal.SIGKILL
 
 
+def test_server_without_a_listening_line(servers):
+    port = paste_proc.free_port()
+    srv = fake("quiet", 0, port, listen_re=None, port=port)
+    servers.append(srv)
+    assert srv.start() is srv and srv.port == port
+    assert paste_proc.http_once(port, "GET", "/").body == b"ok"
+    assert srv.stop() == 0
+    with pytest.raises(ValueError, match="needs its port"):
+        fake("quiet", listen_re=None)
+
+
+def test_never_ready_within_timeout():
+    srv = fake("silent", listen_re=None, port=paste_proc.free_port())
+    with pytest.raises(ServerFailed, match="was not ready within 0.5s") as info:
+        srv.start(timeout=0.5)
+    assert info.value.returncode is None and "fake: starting" in info.value.stderr
+    assert not srv.running()
+
+
+def test_listening_line_on_stdout(servers):
+    srv = fake("stdout", stdout=True)
+    servers.append(srv)
+    srv.start()
+    assert "fake: listening on 127.0.0.1:%d" % srv.port in srv.stderr()
+    assert paste_proc.http_once(srv.port, "GET", "/").body == b"ok"
+    srv.stop()
+    with pytest.raises(ServerFailed, match="no listening line"):   # stdout unread
+        fake("stdout").start(timeout=0.5)
+
+
 def test_run_to_exit():
     rc, err = paste_proc.run_to_exit([sys.executable, "-c", FAKE, "fail"])
     assert rc == 2 and "unknown option --frob" in err
@@ -203,6 +239,66 @@ def serve_once(reply, close=True):
         s.close()
     threading.Thread(target=run, daemon=True).start()
     return s.getsockname()[1]
+
+
+def test_clients_over_a_connected_socket():
+    sock = paste_proc.connect(serve_once(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+    sock.sendall(paste_proc.build_request("GET", "/"))
+    assert HttpConn.over(sock).read_response().body == b"ok"
+    sock.close()
+    sock = paste_proc.connect(serve_once(b"+PONG\r\n:7\r\n"), rcvbuf=4096)
+    sock.sendall(paste_proc.resp_command("PING"))
+    c = RespConn.over(sock)
+    assert c.read_reply() == "PONG" and c.read_reply() == 7
+    c.close()
+
+
+def test_reset_is_a_rst():
+    lsock = socket.create_server(("127.0.0.1", 0))
+    try:
+        c = paste_proc.connect(lsock.getsockname()[1])
+        peer, _ = lsock.accept()
+        paste_proc.reset(c)
+        peer.settimeout(5)
+        with pytest.raises(ConnectionResetError):
+            peer.recv(10)
+        peer.close()
+    finally:
+        lsock.close()
+
+
+def test_take_response_waits_for_whole_responses():
+    two = (b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"
+           b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+    first_len = two.index(b"HTTP/1.1 404")
+    for cut in range(len(two)):
+        buf = bytearray(two[:cut])
+        first = paste_proc.take_response(buf)
+        if cut < first_len:                      # nothing taken from a part
+            assert first is None and buf == two[:cut]
+        else:
+            assert first.status == 200 and first.body == b"abc"
+            assert buf == two[first_len:cut] and paste_proc.take_response(buf) is None
+    buf = bytearray(two)
+    assert [paste_proc.take_response(buf).status for _ in range(2)] == [200, 404] and not buf
+    head = bytearray(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n")
+    assert paste_proc.take_response(head, "HEAD").body == b"" and not head
+
+
+def test_redis_server_directory_and_ping():
+    try:
+        redis = paste_proc.RedisServer()
+    except paste_proc.MissingBinary as e:
+        pytest.skip(str(e))
+    redis.start()
+    try:
+        d = redis.dir
+        assert os.path.isdir(d) and redis.resp_port == redis.port
+        with RespConn(redis.port) as c:
+            assert c.command("SET", "k", "v") == "OK" and c.command("GET", "k") == b"v"
+    finally:
+        assert redis.stop() == 0
+    assert not os.path.exists(d)
 
 
 @pytest.mark.parametrize("reply, error, words", [

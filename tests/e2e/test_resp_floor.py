@@ -11,44 +11,29 @@ file once +OK came back, and reads flush nothing."""
 
 import json
 import os
-import re
-import signal
 import subprocess
 
 import pytest
 
 from conftest import RespConn, binary, resp_command
+from paste_proc import RespFloor
 
 
 def start_floor(store, *mode):
-    proc = subprocess.Popen([binary("bench/resp-floor"), str(store), "0", *mode],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    line = proc.stdout.readline()
-    m = re.search(r"ready on 127\.0\.0\.1:(\d+) \(durability ([^)]*)\)", line)
-    if not m:
-        proc.kill()
-        pytest.fail(f"resp-floor did not start: {line!r} {proc.stdout.read()!r}")
-    proc.port, proc.store, proc.durability = int(m.group(1)), store, m.group(2)
-    return proc
+    return RespFloor(store, mode).start()
 
 
-def stop_counting(proc):
-    """SIGTERM; the fences and commits its port paid."""
-    proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=10)
-    assert proc.returncode == 0, out
-    m = re.search(r"resp-floor: (\d+) fences, (\d+) commits", out)
-    assert m, out
-    return int(m.group(1)), int(m.group(2))
+def stop_counting(floor):
+    """SIGTERM (exit 0); the fences and commits its port paid."""
+    floor.stop()
+    return floor.counts()
 
 
 @pytest.fixture
 def floor(tmp_path):
-    proc = start_floor(tmp_path / "floor.store")
-    yield proc
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
+    srv = start_floor(tmp_path / "floor.store")
+    yield srv
+    srv.kill9()
 
 
 def test_answers_like_a_store_that_keeps_only_lengths(floor):
@@ -113,8 +98,7 @@ def test_pload_drives_it_as_kvs_py_does(floor, tmp_path):
 
 def test_sigterm_stops_it_and_removes_its_store(floor):
     assert floor.store.exists()
-    floor.send_signal(signal.SIGTERM)
-    assert floor.wait(10) == 0
+    assert floor.stop() == 0
     assert not floor.store.exists()
 
 
@@ -129,19 +113,17 @@ def test_usage_and_an_existing_store_are_refused(floor, tmp_path):
 
 @pytest.mark.parametrize("mode", ["none", "emulated", "fsync"])
 def test_durable_floor_pays_a_barrier_per_batch_of_sets(tmp_path, mode):
-    proc = start_floor(tmp_path / "floor.store", mode)
+    floor = start_floor(tmp_path / "floor.store", mode)
     try:
-        assert proc.durability.split(",")[0] == mode
-        with RespConn(proc.port, timeout=10) as c:
+        assert floor.durability.split(",")[0] == mode
+        with RespConn(floor.port, timeout=10) as c:
             for i in range(20):                          # 20 batches of one SET
                 assert c.command("SET", f"k{i}", "v" * 1500) == "OK"
             c.send(resp_command("SET", "big", b"w" * (100 << 10)))   # over many buffers
             assert c.read_reply() == "OK"
-        fences, commits = stop_counting(proc)
+        fences, commits = stop_counting(floor)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        floor.kill9()
     if mode == "none":
         assert (fences, commits) == (0, 0)
     elif mode == "emulated":
@@ -151,18 +133,16 @@ def test_durable_floor_pays_a_barrier_per_batch_of_sets(tmp_path, mode):
 
 
 def test_durable_floor_flushes_nothing_for_reads(tmp_path):
-    proc = start_floor(tmp_path / "floor.store", "emulated")
+    floor = start_floor(tmp_path / "floor.store", "emulated")
     try:
-        with RespConn(proc.port) as c:
+        with RespConn(floor.port) as c:
             assert c.command("SET", "k", "v" * 100) == "OK"
             for _ in range(30):
                 assert c.command("GET", "k") == b"x" * 100
                 assert c.command("PING") == "PONG"
-        fences, commits = stop_counting(proc)
+        fences, commits = stop_counting(floor)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        floor.kill9()
     assert (fences, commits) == (1, 0)
 
 
@@ -170,19 +150,18 @@ def test_durable_floor_acks_a_set_once_its_bytes_are_in_the_file(tmp_path):
     """With direct writes the store is mapped privately: the file changes
     only by a commit's writes, so a value found there after its +OK was
     flushed where it landed and committed before the ack."""
-    proc = start_floor(tmp_path / "floor.store", "fsync")
+    floor = start_floor(tmp_path / "floor.store", "fsync")
     try:
-        if "direct writes" not in proc.durability:
-            pytest.skip(f"the file system takes no direct writes here ({proc.durability})")
+        if "direct writes" not in floor.durability:
+            pytest.skip(f"the file system takes no direct writes here ({floor.durability})")
         values = [os.urandom(16).hex().encode() * 40 for _ in range(3)]   # 1280 B each
-        with RespConn(proc.port) as c:
+        with RespConn(floor.port) as c:
             for i, v in enumerate(values):
                 assert c.command("SET", f"k{i}", v) == "OK"
-                data = proc.store.read_bytes()
+                data = floor.store.read_bytes()
                 assert v in data, f"SET {i}: its value is not in the file after +OK"
     finally:
-        proc.kill()
-        proc.wait()
+        floor.kill9()
 
 
 def test_durable_floor_refuses_an_unknown_mode(tmp_path):

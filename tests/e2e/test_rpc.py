@@ -5,15 +5,13 @@ import re
 import selectors
 import shutil
 import signal
-import socket
-import struct
 import subprocess
 import time
 
 import pytest
 
-from conftest import (HttpConn, build_request, get_stats, http_once, raise_nofile_limit,
-                      wait_until, binary)
+from conftest import (HttpConn, binary, build_request, connect, free_port, get_stats, http_once,
+                      raise_nofile_limit, reset, wait_until)
 
 STATS_KEYS = {"engine", "mode", "durability", "requests", "batches", "mean_batch",
               "syscalls", "syscalls_per_request", "bufs_free", "bufs_held", "enobufs",
@@ -185,7 +183,7 @@ def test_1000_concurrent_connections(phttpd, engine):
     socks = []
     try:
         for _ in range(1000):
-            s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+            s = connect(srv.port, timeout=5)
             socks.append(s)
         for s in socks:
             s.sendall(build_request("GET", "/many"))
@@ -218,11 +216,6 @@ def test_malformed_request_does_not_disturb_others(phttpd, engine):
             c.close()
 
 
-def _rst(sock):
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    sock.close()
-
-
 def test_clients_that_vanish_mid_request(phttpd, engine):
     srv = phttpd.start(engine)
     post = build_request("POST", "/vanish", b"y" * 5000)
@@ -236,13 +229,13 @@ def test_clients_that_vanish_mid_request(phttpd, engine):
     ]
     socks = []
     for name, data, _ in partials:
-        s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        s = connect(srv.port, timeout=5)
         s.sendall(data)
         socks.append(s)
     assert wait_until(lambda: get_stats(srv.port)["conns"] == len(partials) + 1, 5), \
         get_stats(srv.port)
     for s, (_, _, how) in zip(socks, partials):
-        _rst(s) if how == "rst" else s.close()
+        reset(s) if how == "rst" else s.close()
     assert wait_until(lambda: get_stats(srv.port)["conns"] == 1, 5), get_stats(srv.port)
     with HttpConn(srv.port) as c:
         assert ok_body(c.request("POST", "/after", b"z" * 5000))
@@ -298,7 +291,7 @@ def test_signal_exits_zero_with_open_connections(phttpd, engine, sig):
 
 def test_ipv6_loopback(phttpd, engine):
     try:
-        socket.socket(socket.AF_INET6).bind(("::1", 0))
+        free_port("::1")
     except OSError as e:
         pytest.skip(f"no IPv6 loopback: {e}")
     srv = phttpd.start(engine, host="::1")
