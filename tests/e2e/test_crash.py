@@ -19,17 +19,16 @@ import random
 import re
 import struct
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from conftest import (HERE, HttpConn, check_image_copy, check_records, copy_image_at,
-                      file_sha256, post_all, run_tool, sha256)
+                      file_sha256, post_all, run_tool)
 
 sys.path.insert(0, str(HERE.parent.parent / "bench"))
-import walclient  # noqa: E402  (bench/walclient.py: run_load, HttpConn)
+import walclient  # noqa: E402  (bench/walclient.py: Load, run_load)
 
 BODY_SIZES = (0, 1, 100, 1024, 2000, 3000, 5000)
 CRASH_STORE_SIZE = "256M"
@@ -74,16 +73,14 @@ def test_kill9_under_load(phttpd, engine, durability):
     rng = random.Random()
     live, seen, truncated = {}, {}, set()
     for round_no in range(3):
-        stats, result = {}, {}
-        load = threading.Thread(target=lambda: result.update(walclient.run_load(
-            "127.0.0.1", srv.port, conns=8, duration=1.5, body_sizes=BODY_SIZES,
-            stats=stats, seed=rng.getrandbits(32))))
-        load.start()
+        load = walclient.Load("127.0.0.1", srv.port, conns=8, duration=1.5,
+                              body_sizes=BODY_SIZES, seed=rng.getrandbits(32)).start()
         time.sleep(rng.uniform(0.2, 1.0))
         srv.kill9()
         load.join(15)
-        assert not load.is_alive(), "load client did not finish after the kill"
-        assert_load_sane(stats)
+        assert not load.alive(), "load client did not finish after the kill"
+        assert_load_sane(load.stats())
+        result = load.snapshot()
         reused = sorted(lsn for lsn in result if lsn in seen)
         assert not reused, f"round {round_no}: LSNs acknowledged again after a crash: {reused[:10]}"
         seen.update(result)
@@ -117,51 +114,6 @@ def test_kill9_under_load(phttpd, engine, durability):
 # (b) crash images from the persistence shim
 # --------------------------------------------------------------------------
 
-class AckingLoad:
-    """POST load whose acknowledgements can be snapshotted at any moment."""
-
-    def __init__(self, port, conns, duration, seed):
-        self.port = port
-        self.lock = threading.Lock()
-        self.acked = {}
-        self.problems = []
-        self.deadline = time.monotonic() + duration
-        self.threads = [threading.Thread(target=self._run, args=(random.Random(seed + i),))
-                        for i in range(conns)]
-
-    def _run(self, rng):
-        try:
-            conn = walclient.HttpConn("127.0.0.1", self.port)
-            while time.monotonic() < self.deadline:
-                body = rng.randbytes(rng.choice(BODY_SIZES))
-                status, headers, reply = conn.request("POST", "/log", body)
-                lsn = headers.get("x-paste-lsn", "")
-                if status == 507:   # store full: allowed, nothing acknowledged
-                    continue
-                if status != 201 or not lsn.isdigit() or reply != f"{lsn}\n".encode():
-                    with self.lock:
-                        self.problems.append((status, headers, reply[:100]))
-                    continue
-                with self.lock:
-                    self.acked[int(lsn)] = sha256(body)
-        except (OSError, walclient.ProtocolError) as e:
-            with self.lock:
-                self.problems.append(repr(e))
-
-    def snapshot(self):
-        with self.lock:
-            return dict(self.acked)
-
-    def start(self):
-        for t in self.threads:
-            t.start()
-
-    def join(self):
-        for t in self.threads:
-            t.join(15)
-
-
-
 @pytest.mark.parametrize("durability", ["emulated", "fsync"])
 def test_shim_crash_images(phttpd, engine, durability):
     # fsync: the image takes a line only when the group commit (its direct
@@ -174,15 +126,19 @@ def test_shim_crash_images(phttpd, engine, durability):
     srv = phttpd.start(engine, mode="wal", extra_args=args, binary_name="phttpd-shim",
                        env={"PASTE_SHIM_IMAGE": str(image)}, store=store)
     assert image.is_file(), f"phttpd-shim did not create its image {image}"
-    load = AckingLoad(srv.port, conns=8, duration=1.5, seed=random.getrandbits(32))
-    load.start()
+    load = walclient.Load("127.0.0.1", srv.port, conns=8, duration=1.5, body_sizes=BODY_SIZES,
+                          seed=random.getrandbits(32)).start()
     # Even copies hold the shim's lock (whole fences), odd ones may catch
     # a fence midway.
     copies = copy_image_at(image, workdir, sorted(random.uniform(0.2, 1.4) for _ in range(3)),
                            load.snapshot, lambda i: i % 2 == 0)
-    load.join()
+    load.join(15)
+    assert not load.alive(), "load client did not finish"
     srv.stop()
-    assert not load.problems, f"load problems: {load.problems[:5]}"
+    stats = load.stats()
+    # A full store (507) acknowledges nothing and is allowed; anything else is not.
+    problems = {k: n for k, n in stats.items() if k not in ("acknowledged", "status_507")}
+    assert not problems, f"load problems: {stats}"
     assert copies[-1][2], "nothing was acknowledged before the last copy"
     for copy, whole_fences, before in copies:
         check_image_copy(copy, whole_fences)

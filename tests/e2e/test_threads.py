@@ -1,25 +1,16 @@
 """Several worker threads: one ring, SO_REUSEPORT listener and log lane
 each, one shared store. Records appended by one thread are read through
 another, survive kill -9, and the store checks clean."""
-import json
 import shutil
 import subprocess
 import sys
-import threading
 
 import pytest
 
-from conftest import HERE, HttpConn, check_records, run_tool
+from conftest import HERE, check_records, get_stats, run_tool
 
 sys.path.insert(0, str(HERE.parent.parent / "bench"))
 import walclient  # noqa: E402
-
-
-def get_stats(port):
-    with HttpConn(port) as c:
-        r = c.request("GET", "/stats")
-    assert r.status == 200
-    return json.loads(r.body)
 
 
 def test_rpc_two_threads_under_wrk(phttpd, engine):
@@ -40,16 +31,14 @@ def test_wal_two_threads_kill9(phttpd, engine):
     store = phttpd.new_store()
     args = ["--threads", "2", "--store-size", "256M"]
     srv = phttpd.start(engine, mode="wal", extra_args=args, store=store)
-    stats, acked = {}, {}
-    load = threading.Thread(target=lambda: acked.update(walclient.run_load(
-        "127.0.0.1", srv.port, conns=16, duration=1.5, body_sizes=(10, 1024, 3000),
-        stats=stats, seed=7)))
-    load.start()
+    load = walclient.Load("127.0.0.1", srv.port, conns=16, duration=1.5,
+                          body_sizes=(10, 1024, 3000), seed=7).start()
     load.join(0.8)
     srv.kill9()
     load.join(15)
-    assert not load.is_alive()
-    assert acked, f"nothing acknowledged: {stats}"
+    assert not load.alive()
+    acked = load.snapshot()
+    assert acked, f"nothing acknowledged: {load.stats()}"
     srv.start()
     # Each connection lands on either thread: every GET may cross lanes.
     bad = check_records(srv.port, acked)
