@@ -20,6 +20,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import paste_proc  # noqa: E402  (harness put python/ on sys.path)
 import rpc  # noqa: E402
 import wal  # noqa: E402
 import walclient  # noqa: E402
@@ -78,7 +79,7 @@ def durability_demo():
         code = second.stop()
         if code != 0:
             print(f"FAIL: the restarted server exited with code {code} on SIGTERM")
-        check = subprocess.run([harness.binary("paste-store"), "--store",
+        check = subprocess.run([paste_proc.binary("paste-store"), "--store",
                                 first.store, "check"],
                                capture_output=True, text=True, timeout=120)
         print(f"paste-store check (exit {check.returncode}):")
@@ -104,7 +105,7 @@ def part(failed, name, fn):
     try:
         if fn():
             failed.append(name)
-    except harness.BenchError as e:
+    except (harness.BenchError, paste_proc.MissingBinary) as e:
         print(f"demo: {name}: {e}", file=sys.stderr)
         failed.append(name)
 

@@ -21,7 +21,6 @@ import os
 import platform
 import re
 import shlex
-import shutil
 import signal
 import statistics
 import subprocess
@@ -45,13 +44,6 @@ class BenchError(Exception):
     """A failure the user should see as one clear sentence."""
 
 
-def binary(name):
-    try:
-        return paste_proc.binary(name)
-    except paste_proc.MissingBinary as e:
-        raise BenchError(str(e))
-
-
 # Taken at import: setup() later pins this process to the client CPU.
 ALLOWED_CPUS = sorted(os.sched_getaffinity(0))
 
@@ -64,69 +56,38 @@ def default_cpus():
     return cpus[0], cpus[0]
 
 
-def unique_path(directory, tag):
-    """A store path nobody uses; the server creates the file."""
-    return paste_proc.unique_store(directory, "bench-" + tag)
-
-
 # ---------------------------------------------------------------- servers
 
-def stop_foreign(server, sig, timeout):
-    """Stop a foreign server of ours (redis-server, nginx): signal sig to
-    server.proc, SIGKILL after timeout s, then remove its directory
-    server.dir. Returns the exit status (None if it never started)."""
-    code = None
-    if server.proc is not None:
-        if server.proc.poll() is None:
-            server.proc.send_signal(sig)
-            try:
-                server.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                server.proc.kill()
-                server.proc.wait()
-        code = server.proc.returncode
-    if server.dir:
-        shutil.rmtree(server.dir, ignore_errors=True)
-        server.dir = None
-    return code
+def measured(name, cpu, start_timeout=60.0, stop_timeout=10.0):
+    """paste_proc.Server keywords for a server under measurement: pinned to
+    cpu (None: not pinned), stop() never raises (it returns the exit code,
+    SIGKILL after stop_timeout), the last 40 lines of its output kept, and
+    a new session, which keeps a terminal's Ctrl-C away from it: the
+    harness stops it itself, so its store or directory is always removed."""
+    return dict(name=name, prefix=["taskset", "-c", str(cpu)] if cpu is not None else [],
+                start_timeout=start_timeout, stop_timeout=stop_timeout, check_exit=False,
+                max_lines=40, new_session=True)
 
 
-class Server(paste_proc.Phttpd):
-    """One phttpd process pinned to cpu (None: not pinned) with its own
-    fresh store file, deleted on stop() (a given store is kept). stop()
-    never raises: it returns the exit code (SIGKILL after timeout)."""
-
-    def __init__(self, name, args, cpu, store_dir="/dev/shm", store=None,
-                 exe="phttpd"):
-        try:
-            # A new session keeps a terminal Ctrl-C away from the server: the
-            # harness stops it itself, so the store file is always removed.
-            super().__init__(args, store=store, store_dir=store_dir, exe=exe,
-                             prefix=["taskset", "-c", str(cpu)] if cpu is not None else [],
-                             tag="bench-" + name.replace(" ", ""), name=name,
-                             check_exit=False, max_lines=40, new_session=True)
-        except paste_proc.MissingBinary as e:
-            raise BenchError(str(e))
-        self.cpu = cpu
+class Measured:
+    """What the harness asks of every server it measures (a mixin before a
+    paste_proc.Server class built with measured()'s keywords): a start that
+    fails as a BenchError, its CPU time, the tail of its output."""
 
     @property
     def stderr_tail(self):
-        """The last 40 lines of stderr (bench/demo.py shows them)."""
+        """The last 40 lines of output (bench/demo.py shows them)."""
         return self.lines
 
-    @stderr_tail.setter
-    def stderr_tail(self, lines):
-        self.lines = lines
-
-    def start(self, timeout=60):
+    def start(self, timeout=None):
         try:
             return super().start(timeout)
         except paste_proc.ServerFailed as e:
             self.stop()
             why = (f"exited with code {e.returncode}" if e.returncode is not None
-                   else f"did not print 'listening on' within {timeout}s")
+                   else f"was not ready within {e.timeout}s")
             raise BenchError(f"server {self.name} ({' '.join(self.argv)}) {why}; "
-                             f"stderr:\n{self.tail()}")
+                             f"output:\n{self.tail()}")
 
     def tail(self):
         return "\n".join("    " + l for l in list(self.stderr_tail)) or "    (nothing)"
@@ -140,6 +101,18 @@ class Server(paste_proc.Phttpd):
             # comm (field 2) may contain spaces: count from the last ')'.
             fields = f.read().rsplit(")", 1)[1].split()
         return int(fields[11]) + int(fields[12])  # fields 14 and 15
+
+
+class Server(Measured, paste_proc.Phttpd):
+    """One phttpd process pinned to cpu (None: not pinned) with its own
+    fresh store file, deleted on stop() (a given store is kept). stop()
+    never raises: it returns the exit code (SIGKILL after timeout)."""
+
+    def __init__(self, name, args, cpu, store_dir="/dev/shm", store=None,
+                 exe="phttpd"):
+        super().__init__(args, store=store, store_dir=store_dir, exe=exe,
+                         tag="bench-" + name.replace(" ", ""), **measured(name, cpu))
+        self.cpu = cpu
 
     def checkpoint(self):
         """WAL servers: truncate the whole log before a run (outside the
@@ -161,8 +134,8 @@ class Server(paste_proc.Phttpd):
         except (paste_proc.ProtocolError, paste_proc.ConnectionClosed) as e:
             raise BenchError(f"GET /stats on {self.name}: {e}")
 
-    def stop(self, timeout=10, keep_store=False):
-        """SIGTERM, then SIGKILL after timeout. Returns the exit code."""
+    def stop(self, timeout=None, keep_store=False):
+        """SIGTERM, then SIGKILL after timeout (stop_timeout). Returns the exit code."""
         return super().stop(timeout=timeout, keep_store=keep_store)
 
 
@@ -255,7 +228,7 @@ def run_wrk(cmd, duration):
 # ---------------------------------------------------------------- pload
 
 def pload_cmd(port, conns, duration, request_file, cpu, extra=()):
-    cmd = [binary(os.path.join("bench", "pload"))] + list(extra) + [
+    cmd = [paste_proc.binary(os.path.join("bench", "pload"))] + list(extra) + [
         "-c", str(conns), "-d", str(duration), "-f", request_file, "127.0.0.1", str(port)]
     if cpu is not None:
         cmd = ["taskset", "-c", str(cpu)] + cmd
@@ -807,7 +780,7 @@ def setup(args):
     # The harness's own little work (parsing, /stats) stays off the server CPU.
     os.sched_setaffinity(0, {cpus[1]})
     if args.client == "pload":
-        binary(os.path.join("bench", "pload"))
+        paste_proc.binary(os.path.join("bench", "pload"))
     for tool in ([args.client] if args.client != "pload" else []) + ["taskset"]:
         if not any(os.access(os.path.join(d, tool), os.X_OK)
                    for d in os.environ.get("PATH", "").split(os.pathsep)):
@@ -819,10 +792,11 @@ def setup(args):
 
 
 def main_guard(fn):
-    """Run fn(); turn BenchError into a message and exit code 1."""
+    """Run fn(); turn BenchError (or a program missing from the build)
+    into a message and exit code 1."""
     try:
         sys.exit(fn())
-    except BenchError as e:
+    except (BenchError, paste_proc.MissingBinary) as e:
         print(f"{os.path.basename(sys.argv[0])}: {e}", file=sys.stderr)
         sys.exit(1)
     except KeyboardInterrupt:

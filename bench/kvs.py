@@ -52,9 +52,6 @@ import csv
 import io
 import os
 import resource
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -71,126 +68,35 @@ MAX_OPS = 3_000_000        # a bound for each run, whatever the rate
 STORE_SIZE = "1G"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class ForeignResp:
-    """A RESP server other than pkvs, started here pinned to cpu, in a directory
-    of its own on the medium (removed at stop); ready when it answers PING.
-    Subclasses give argv(dir, port)."""
-
-    what = "server"
-
-    def __init__(self, name, cpu, medium_dir):
-        self.name = name
-        self.cpu = cpu
-        self.medium_dir = medium_dir
-        self.proc = None
-        self.dir = None
-        self.resp_port = None
-
-    def start(self, timeout=15):
-        self.dir = tempfile.mkdtemp(prefix=f"paste-bench-{self.name}-", dir=self.medium_dir)
-        self.resp_port = free_port()
-        args = self.argv(self.dir, self.resp_port)
-        cmd = ["taskset", "-c", str(self.cpu)] + args if self.cpu is not None else args
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.proc.poll() is not None:
-                out = self.proc.stdout.read().decode(errors="replace")
-                self.stop()
-                raise harness.BenchError(f"{self.name} exited with {self.proc.returncode}:\n{out}")
-            try:
-                with paste_proc.RespConn(self.resp_port, timeout=1) as c:
-                    if c.command("PING") == "PONG":
-                        return self
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise harness.BenchError(f"{self.name} did not answer PING within {timeout}s")
-            time.sleep(0.05)
-
-    @property
-    def pid(self):
-        return self.proc.pid
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def cpu_ticks(self):
-        return harness.Server.cpu_ticks(self)
-
-    def tail(self):
-        return f"    ({self.what} logs nothing)"
-
-    def stop(self):
-        return harness.stop_foreign(self, signal.SIGTERM, 15)
-
-
-class RedisServer(ForeignResp):
-    """redis-server 7; persistence: "always" or "off"."""
-
-    what = "redis-server at loglevel warning"
+class RedisServer(harness.Measured, paste_proc.RedisServer):
+    """redis-server 7 pinned to cpu, its directory on the medium;
+    persistence: "always" (appendonly, appendfsync always) or "off"."""
 
     def __init__(self, name, persistence, cpu, medium_dir):
-        super().__init__(name, cpu, medium_dir)
-        self.persistence = persistence
-
-    def argv(self, directory, port):
-        exe = shutil.which("redis-server")
-        if not exe:
-            raise harness.BenchError("redis-server is not installed: run `make deps`")
-        args = [exe, "--port", str(port), "--bind", "127.0.0.1",
-                "--dir", directory, "--save", "", "--daemonize", "no",
-                "--protected-mode", "no", "--logfile", "", "--loglevel", "warning"]
-        if self.persistence == "always":
-            return args + ["--appendonly", "yes", "--appendfsync", "always"]
-        return args + ["--appendonly", "no"]
+        args = (["--appendonly", "yes", "--appendfsync", "always"] if persistence == "always"
+                else ["--appendonly", "no"])
+        super().__init__(args, dir_base=medium_dir, tag="bench-" + name,
+                         **harness.measured(name, cpu, 15, 15))
 
 
-class FloorServer(ForeignResp):
+class FloorServer(harness.Measured, paste_proc.RespFloor):
     """bench/resp-floor: a RESP server on a paste port that stores nothing
     (SET: +OK; GET: a value as long as the last SET's). Its cost per op is
     the kernel's and the port's, the floor under pkvs and any server here."""
 
-    what = "resp-floor"
-
     def __init__(self, name, cpu, medium_dir, durability="none", pm_latency=0):
-        super().__init__(name, cpu, medium_dir)
-        self.durability, self.pm_latency = durability, pm_latency
-
-    def argv(self, directory, port):
-        return [harness.binary(os.path.join("bench", "resp-floor")),
-                os.path.join(directory, "floor.store"), str(port), self.durability,
-                str(self.pm_latency)]
+        super().__init__(None, [durability, pm_latency], store_dir=medium_dir,
+                         tag="bench-" + name, **harness.measured(name, cpu, 15, 15))
 
 
-class PkvsServer(harness.Server):
+class PkvsServer(harness.Measured, paste_proc.Pkvs):
     """pkvs pinned to cpu with a fresh store on the medium (deleted at stop);
     RESP on a free port, HTTP on another (for /stats)."""
 
     def __init__(self, name, args, cpu, medium_dir, env=None):
-        try:
-            paste_proc.Pkvs.__init__(self, list(args) + ["--store-size", STORE_SIZE],
-                                     store_dir=medium_dir, env=env,
-                                     prefix=["taskset", "-c", str(cpu)] if cpu is not None else [],
-                                     tag="bench-" + name, name=name, check_exit=False,
-                                     max_lines=40, new_session=True)
-        except paste_proc.MissingBinary as e:
-            raise harness.BenchError(str(e))
+        super().__init__(list(args) + ["--store-size", STORE_SIZE], store_dir=medium_dir,
+                         env=env, tag="bench-" + name, **harness.measured(name, cpu))
         self.cpu = cpu
-
-    _drain = paste_proc.Pkvs._drain
-
-    def start(self, timeout=60):
-        self.resp_port = None
-        return harness.Server.start(self, timeout)
 
 
 class Point:

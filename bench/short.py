@@ -23,16 +23,12 @@ to bench/results/short-<time>.md.
 import os
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import threading
-import time
-from collections import deque
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import paste_proc  # noqa: E402  (harness put python/ on sys.path)
 
 BODY_LEN = 64
 # pload --reconnect would add the Connection header itself; spelled out so
@@ -72,13 +68,7 @@ http {{
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class NginxServer(harness.Server):
+class NginxServer(harness.Measured, paste_proc.Server):
     """nginx as a harness server: one process (master_process off), pinned
     like phttpd, its configuration, pid and error log in a temporary
     directory removed on stop(). No /stats: stats() is empty."""
@@ -86,51 +76,25 @@ class NginxServer(harness.Server):
     LISTEN_OPTS = ""      # appended to the listen directive
 
     def __init__(self, name, args, cpu, store_dir=None):
-        self.name = name
+        self.exe = shutil.which("nginx") or "/usr/sbin/nginx"
         self.args = list(args)
         self.cpu = cpu
-        self.exe = shutil.which("nginx") or "/usr/sbin/nginx"
-        self.proc = None
-        self.port = None
         self.dir = None
-        self.stderr_tail = deque(maxlen=40)
+        kw = harness.measured(name, cpu, start_timeout=10)
+        self.prefix = kw.pop("prefix")      # argv is made at start(), with the directory
+        super().__init__([self.exe], listen_re=None, port=paste_proc.free_port(), **kw)
 
-    def start(self, timeout=10):
+    def start(self, timeout=None):
         if not os.access(self.exe, os.X_OK):
             raise harness.BenchError("nginx is not installed: run `make deps`")
         self.dir = tempfile.mkdtemp(prefix="paste-bench-nginx-")
-        self.port = free_port()
         conf = os.path.join(self.dir, "nginx.conf")
         with open(conf, "w") as f:
-            f.write(NGINX_CONF.format(dir=self.dir, port=self.port, body="x" * BODY_LEN,
+            f.write(NGINX_CONF.format(dir=self.dir, port=self.fixed_port, body="x" * BODY_LEN,
                                       worker_connections=8192, listen_opts=self.LISTEN_OPTS))
-        cmd = [self.exe, "-e", os.path.join(self.dir, "error.log"), "-p", self.dir,
-               "-c", conf] + self.args
-        if self.cpu is not None:
-            cmd = ["taskset", "-c", str(self.cpu)] + cmd
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, start_new_session=True)
-        threading.Thread(target=self._drain, daemon=True).start()
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.proc.poll() is not None:
-                why = f"exited with code {self.proc.returncode}"
-            elif time.monotonic() > deadline:
-                why = f"did not accept connections within {timeout}s"
-            else:
-                try:
-                    socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                    return self
-                except OSError:
-                    time.sleep(0.05)
-                    continue
-            self.stop()
-            raise harness.BenchError(f"server {self.name} ({' '.join(cmd)}) {why}; "
-                                     f"stderr and error.log:\n{self.tail()}")
-
-    def _drain(self):
-        for raw in self.proc.stderr:
-            self.stderr_tail.append(raw.decode(errors="replace").rstrip("\n"))
+        self.argv = self.prefix + [self.exe, "-e", os.path.join(self.dir, "error.log"),
+                                   "-p", self.dir, "-c", conf] + self.args
+        return super().start(timeout)
 
     def tail(self):
         lines = list(self.stderr_tail)
@@ -147,8 +111,13 @@ class NginxServer(harness.Server):
     def checkpoint(self):
         pass
 
-    def stop(self, timeout=10, keep_store=False):
-        return harness.stop_foreign(self, signal.SIGQUIT, timeout)   # SIGQUIT: graceful, exit 0
+    def stop(self, timeout=None, keep_store=False):
+        try:
+            return super().stop(signal.SIGQUIT, timeout)   # SIGQUIT: graceful, exit 0
+        finally:
+            if self.dir:
+                shutil.rmtree(self.dir, ignore_errors=True)
+                self.dir = None
 
 
 class NginxDeferredServer(NginxServer):
