@@ -248,7 +248,7 @@ struct paste_persist;
 
 struct paste_persist_config {
 	enum paste_durability mode;   /* AUTO is resolved from the store path */
-	uint64_t pm_latency_ns;       /* emulated: busy wait per fence (seed: 10000) */
+	uint64_t pm_latency_ns;       /* emulated: busy wait per fence (PASTE: 10000) */
 	/* fsync: how many persist objects (threads) will write this store at
 	 * once; 0 means 1. Direct writes go in file-system blocks (4 KiB on
 	 * ext4); where one is larger than a buffer two threads could write
@@ -534,7 +534,8 @@ struct paste_btree_info {
  * ~1 us per record, so recovery is bounded by the checkpoint interval, not
  * by history: 1 M keys with a 20 000-record tail recover in ~57 ms, and
  * a writable open's point index adds 0.1-0.2 s (146-258 ms in all)
- * (tests/unit/test_btree_recover.c; docs/design.md "The B+tree"). Errors (err names the store and the problem):
+ * (tests/unit/test_btree_recover.c; docs/results.md, "Recovery time";
+ * docs/design.md, "The B+tree"). Errors (err names the store and the problem):
  * -ENODEV no node area (a store upgraded from version 1, or created with
  * PASTE_STORE_NO_NODES); -EBADMSG a damaged tree (a meta slot that passes
  * its CRC but names a page that fails its checks: the tree is not opened,
@@ -597,10 +598,11 @@ uint64_t paste_btree_count(const struct paste_btree *t);
  * point index. Changes nothing. Returns 1 when it did (the index answers
  * for this key), 0 when a lookup of this key descends the tree instead
  * (a key over 32 bytes, no index), -EINVAL for no tree or key. Costs a
- * CRC32C of the key and a prefetch, against a cache miss (~150 ns here)
- * when the lookup comes ~1 us later: in pkvs's pipelined 1 KiB GET the
- * lookup fell from 9.6 % of the server's CPU to 1.4 %, the look ahead
- * (this and paste_resp_peek_key) took 2.5 %. */
+ * CRC32C of the key and a prefetch, against a cache miss (~150 ns) when
+ * the lookup comes ~1 us later: in pkvs's pipelined 1 KiB GET it brings
+ * the lookup from ~10 % of the server's CPU to ~1.5 %, for ~2.5 % spent
+ * looking ahead (this and paste_resp_peek_key: docs/results.md, "Looked
+ * up one command ahead"). */
 int paste_btree_prefetch(const struct paste_btree *t, const void *key, uint32_t klen);
 /* The tree's key order: memcmp over the shorter length, then the shorter
  * first. <0, 0, >0. */
@@ -791,7 +793,7 @@ int paste_body_copy(struct paste_body *b, const struct paste_body_config *cfg,
 void paste_body_release(struct paste_body *b, struct paste_store *st);
 
 /* ------------------------------------------------------------------ */
-/* HTTP/1.1 request head parser (lib/http.c)                           */
+/* HTTP/1.1 request head parser (lib/http_parse.c)                     */
 /* ------------------------------------------------------------------ */
 /*
  * Zero-copy: the result points into the caller's bytes. Incremental: call
@@ -843,7 +845,7 @@ const char *paste_http_reason(int status);
 int64_t paste_http_unescape(const char *p, size_t n, uint8_t *out, size_t cap);
 
 /* ------------------------------------------------------------------ */
-/* Redis protocol (RESP) parser (lib/resp.c, lib/resp_reply.c)         */
+/* Redis protocol (RESP) parser (lib/resp_parse.c, lib/resp_reply.c)   */
 /* ------------------------------------------------------------------ */
 /*
  * Requests as redis-server reads them: RESP2 multibulk (*N\r\n, then N
@@ -1067,7 +1069,7 @@ struct paste_port_config {
 	int busy_poll;             /* 1: never sleep in the kernel (spin on the CQ) */
 	struct paste_store *store; /* required: receive buffers come from here */
 	struct paste_persist *persist; /* optional: the barrier before durable replies */
-	/* uring batch waiting, for experiments (0 = default). Each pass waits
+	/* uring batch waiting, for tuning (0 = default). Each pass waits
 	 * for the send completions it expects plus open connections / want_div
 	 * (default 4, at most 64) more, and on Linux >= 6.12 settles for what
 	 * arrived after min_wait_us (default 50, at most 1000000: -EINVAL).

@@ -4,8 +4,7 @@
  * densely into fresh buffers. What the WAL (and any service that stores
  * bodies) hands to paste_wal_append.
  *
- * The rules are phttpd's WAL body collection as of its --max-held change,
- * moved here unchanged so every service applies the same limits:
+ * The rules live here, once, so every service applies the same limits:
  *
  *  - A read is held only while the extents left after it could still take
  *    the rest of the body copied densely, and (with max_held) while the

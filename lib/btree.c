@@ -361,8 +361,9 @@ static bool put_in_place(struct paste_btree *t, uint32_t no, uint32_t i, uint32_
 
 /* *hint: in, where the key was last put (from the point index); out,
  * where it is now, or leaf 0 after a split or merge moved it. An
- * overwrite whose hint holds skips the descent: in a pipelined SET the
- * descent's cold leaf probes were ~10 % of the server's CPU. */
+ * overwrite whose hint holds skips the descent, whose cold leaf probes
+ * cost ~10 % of the server's CPU in a pipelined SET (docs/results.md,
+ * "Overwrites by hint"). */
 static void apply_set(struct paste_btree *t, const uint8_t *key, uint32_t klen,
 		      const struct paste_extent *val, uint32_t n, uint32_t vlen,
 		      struct bt_hint *hint)

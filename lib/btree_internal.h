@@ -266,8 +266,8 @@ static inline uint64_t bt_be_word(const uint8_t *p, uint32_t n)
 }
 
 /* The key order: memcmp over the shorter length, then the shorter first.
- * <0, 0, >0. Inline and a word at a time: a memcmp call per probe was a
- * sixth of a lookup (bench/btree-get: 168 -> ~145 ns at 10 000 keys). Two
+ * <0, 0, >0. Inline and a word at a time: a memcmp call per probe would
+ * cost a sixth of a lookup (docs/results.md, "The tree search"). Two
  * equal words of which one ran out of bytes mean one key is a prefix of
  * the other (the zero padding matched zeros or nothing): then the lengths
  * decide. */

@@ -5,16 +5,16 @@
  * Why: a lookup in the tree is a descent of dependent loads (slot, entry,
  * key, a mispredicted branch per probe), and with a batch's values and the
  * kernel's buffers streaming through the cache the leaves are cold. In
- * pkvs's pipelined GET the descent was a fifth of the server's CPU. One
+ * pkvs's pipelined GET the descent costs a fifth of the server's CPU. One
  * probe here is a CRC32C of the key and, most often, one 64-byte line.
  *
  * What it holds: every key of at most BT_POINT_KEY bytes, with its value's
  * extents when the value has at most BT_POINT_EXT (longer keys are not
  * indexed). Two, because a value received in a pipeline often straddles
- * two receive buffers (half of pipelined 1 KiB SETs here), and one extent
- * sent those GETs down the tree. For keys that short the index is the
- * whole truth: a miss is a miss. A value of more extents is marked "in the
- * tree" and read from there.
+ * two receive buffers (half of pipelined 1 KiB SETs do), and with one
+ * extent those GETs would go down the tree. For keys that short the index
+ * is the whole truth: a miss is a miss. A value of more extents is marked
+ * "in the tree" and read from there.
  *
  * Each slot also keeps a hint, where the key's leaf entry was last put, so
  * that an overwrite can skip the descent (bt_hint_entry in btree.c says
@@ -24,13 +24,13 @@
  * scan of the leaves after recovery, and every later change goes through
  * bt_apply, which updates it in the same step as the tree (one thread owns
  * a tree). Should it fail to grow (ENOMEM) it is dropped and lookups
- * descend the tree as before: it can be missing, never wrong.
+ * descend the tree: it can be missing, never wrong.
  *
  * Cost: 64 bytes a slot, a table at most 3/4 full and doubled when it
  * would be fuller: 85-170 bytes of DRAM per indexed key (1 M keys: 128
- * MiB at most), a CRC32C and a probe per SET and DEL (measured: +5 % of a
- * pipelined SET's CPU, against -20 % of a pipelined GET's), and a rehash
- * of everything at each doubling.
+ * MiB at most), a CRC32C and a probe per SET and DEL (+5 % of a pipelined
+ * SET's CPU, against -20 % of a pipelined GET's: docs/results.md, "The
+ * point index"), and a rehash of everything at each doubling.
  *
  * Linear probing with backward-shift deletion (no tombstones): a probe
  * sequence never has holes, so a lookup stops at the first empty slot.
@@ -100,8 +100,8 @@ static void fill(struct bt_pslot *s, const uint8_t *key, uint32_t klen,
 static int resize(struct bt_point *pi, uint32_t cap)
 {
 	/* Anonymous zero pages; huge pages where the kernel gives them (a
-	 * 4 KiB page fault per 64 slots was half of building the index of
-	 * 1 M keys). */
+	 * 4 KiB page fault per 64 slots would be half of building the index
+	 * of 1 M keys). */
 	size_t bytes = (size_t)cap * sizeof(struct bt_pslot);
 	struct bt_pslot *ns = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 				   -1, 0);

@@ -7,11 +7,11 @@
  * each and the page's own checks: slots, entries, key order, extents) plus
  * one paste_store_ref per value extent, ~2.3 us per page in all; then ~1 us
  * per replayed record. With a checkpoint at least every ckpt_records
- * records the replay is bounded by the interval, not by history. Measured
- * here (tests/unit/test_btree_recover.c prints it; 2 shared vCPUs,
- * /dev/shm): 1 M keys of 16 bytes with one-extent values (16 481 pages,
- * height 4) recover in 36 ms from a checkpoint alone, and in 57 ms with a
- * tail of 20 000 records (walk 37 ms, replay 20 ms): far below 1 s.
+ * records the replay is bounded by the interval, not by history. On
+ * /dev/shm (tests/unit/test_btree_recover.c prints it) 1 M keys of 16 bytes
+ * with one-extent values (16 481 pages, height 4) recover in ~36 ms from a
+ * checkpoint alone and in ~57 ms with a tail of 20 000 records
+ * (docs/results.md, "Recovery time").
  */
 #include <errno.h>
 #include <stdarg.h>

@@ -3,11 +3,10 @@
  * Not API.
  *
  * Why not one memcpy of 12 x n bytes: with n unknown but bounded, gcc
- * inlines it as `rep movsq`, whose start-up cost a tree lookup ~25 ns
- * for the one extent most values have (bench/btree-get: 96 -> 73 ns at
- * 100 keys, 193 -> 168 at 10 000), and a SET as much again in the log
- * record and the tree entry. A loop of fixed 12-byte copies is a load and
- * a store or two per extent. */
+ * inlines it as `rep movsq`, whose start-up costs a tree lookup ~25 ns
+ * for the one extent most values have (docs/results.md, "The tree
+ * search"), and a SET as much again in the log record and the tree entry.
+ * A loop of fixed 12-byte copies is a load and a store or two per extent. */
 #ifndef PASTE_EXTENT_INTERNAL_H
 #define PASTE_EXTENT_INTERNAL_H
 

@@ -1,5 +1,6 @@
 /* hex_internal.h - one hexadecimal digit's value, for the parsers' escapes
- * (lib/http.c: %XX in a target; lib/resp.c: \xXX in an inline command).
+ * (lib/http_parse.c: %XX in a target; lib/resp_parse.c: \xXX in an inline
+ * command).
  * Not API. */
 #ifndef PASTE_HEX_INTERNAL_H
 #define PASTE_HEX_INTERNAL_H

@@ -1,4 +1,4 @@
-/* http.c - HTTP/1.1 request-head parser: zero copy, incremental, strict.
+/* http_parse.c - HTTP/1.1 request-head parser: zero copy, incremental, strict.
  *
  * The server calls paste_http_parse on everything a connection has received
  * so far. Until a blank line ends the head, a call only looks for that end

@@ -1,16 +1,16 @@
 /* persist.c - making bytes of the store durable: flush, fence, group commit.
  *
- * Modes and what each call costs (measured here: DRAM-emulated PM, ext4 on
- * virtio):
+ * Modes and what each call costs (on DRAM-emulated PM and on ext4 on
+ * virtio; docs/results.md, "WAL on emulated PM" and "WAL on disk"):
  *   EMULATED / PMEM  flush = queue the range (~2 ns; see WB_RANGES); fence =
  *                    clwb (else clflushopt, else clflush) per queued 64-byte
  *                    line, ~5 ns each to issue, then sfence, which waits for
  *                    the write-backs (a 1 KiB record: memcpy ~0.2 us,
  *                    memcpy + clwb + sfence ~0.45 us), plus pm_latency_ns of
- *                    busy waiting in EMULATED when anything was flushed (the
- *                    seed's 10 us "slow PM" runs).
+ *                    busy waiting in EMULATED when anything was flushed
+ *                    (PASTE's evaluation emulates slow PM with 10 us).
  *   FSYNC            flush = a min/max update of the dirty range, ~1 ns;
- *                    fence = fdatasync, ~55-100 us (p99 ~175 us) here; the
+ *                    fence = fdatasync, ~55-100 us (p99 ~175 us); the
  *                    io_uring port instead submits the fdatasync itself
  *                    (begin_commit/end_commit) so one sync covers a batch.
  *   NONE             nothing; replies are not durable.
@@ -84,8 +84,9 @@ struct shim_lines {
  * Why wait: a cache-line write-back is ordered before every later locked
  * instruction (a lock, an atomic reference count, an LSN), which then
  * stalls until the line is written: issued per record, each write-back
- * was paid at the next atomic (pkvs SET: ~16 % of the server's CPU in
- * the first atomics after the flushes). Issued together just before the
+ * would be paid at the next atomic (in a pkvs SET, ~16 % of the server's
+ * CPU in the first atomics after the flushes: docs/results.md,
+ * "Write-backs queued until the fence"). Issued together just before the
  * sfence, the batch's write-backs overlap. Adjacent ranges merge; a full
  * list is written back at once (bounded memory, 4 KiB). */
 #define WB_RANGES 256u
@@ -228,8 +229,8 @@ static void pick_writeback(struct paste_persist *p)
 	}
 }
 
-/* Busy wait, as the seed did: sleeping would give the CPU away and make a
- * 10 us fence cost a context switch. */
+/* Busy wait, as PASTE's emulation does: sleeping would give the CPU away
+ * and make a 10 us fence cost a context switch. */
 static void spin_ns(uint64_t ns)
 {
 	uint64_t end = paste_clock_ns() + ns;

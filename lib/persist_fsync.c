@@ -9,14 +9,12 @@
  *   on ext4: direct_block); a commit sorts and merges the ranges, writes
  *   each run with O_DIRECT from the mapping (its last block from a copy:
  *   queue_sync), then one fdatasync (IOSQE_IO_DRAIN: after every write
- *   ended) flushes the disk's cache. What it saves, measured here (ext4 on
- *   virtio, build/bench/commit-io): a commit of 32 dirty pages cost
- *   300-370 us of CPU through the page cache (write-protect faults as the
- *   next write lands in a page the last sync cleaned, rmap walks and a TLB
- *   flush per written page) and ~80 us with direct writes, one page 115-125
- *   against ~65; its latency fell from 550-690 to ~225 us (one page: ~460
- *   to ~170). In pkvs (1 KiB SETs, 50 / 100 clients) the server's CPU per
- *   SET fell by 8-13 %: docs/results.md, stop 20.
+ *   ended) flushes the disk's cache. What it saves: through the page cache
+ *   every commit pays write-protect faults (the next write lands in a page
+ *   the last sync cleaned), rmap walks and a TLB flush per written page; a
+ *   commit of 32 dirty pages costs ~80 us of CPU written directly against
+ *   300-370 us (bench/commit-io; docs/results.md, "fsync mode: direct
+ *   writes").
  * MAPPED (a file system without O_DIRECT, a store larger than half the
  *   available memory, several writers over buffers smaller than a block,
  *   another persist object of the store already mapped, or
@@ -64,11 +62,11 @@
 
 /* The block direct writes go in, or 0 when this file takes none: what
  * direct I/O must be aligned to (offset, length, memory), raised to the
- * file system's block. ext4 takes 512-byte-aligned direct writes here but
+ * file system's block. ext4 takes 512-byte-aligned direct writes but
  * treats any not aligned to its 4 KiB block as "unaligned": never issued
  * inline (a worker thread each) and waiting for every other direct I/O of
- * the file. Measured (pkvs, 1 KiB SET, 50 clients, 4 pairs): 512-byte
- * blocks 18-24 us/op against 15-21 us/op with 4 KiB. */
+ * the file (with 512-byte blocks a pkvs SET costs more than through the
+ * page cache: docs/results.md, "fsync mode: direct writes"). */
 static uint32_t direct_block(int fd)
 {
 	struct statx sx;

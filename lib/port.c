@@ -9,9 +9,9 @@
  * here plus, where the engine matters, one hook of its struct port_ops
  * (lib/port_uring.c, lib/port_epoll.c). A hook does its engine's part and
  * returns; no hook calls back into the pass, so the order below is the
- * order of the pass, whichever engine runs it. The cost of the split is
- * at most three indirect calls per pass more than one engine-wide poll
- * hook had, noise next to the one io_uring_enter the pass makes.
+ * order of the pass, whichever engine runs it. The split costs at most
+ * three indirect calls per pass more than one engine-wide poll hook would,
+ * noise next to the one io_uring_enter the pass makes.
  * Output queues and the send API are in lib/port_out.c.
  *
  * Nothing here allocates per request: the event array is sized once, at
@@ -167,8 +167,8 @@ static int listen_one(struct paste_port *pt, uint32_t i, uint16_t port, struct p
 	/* TCP_DEFER_ACCEPT: the handshake's last ACK does not complete the
 	 * connection, its first data does. Accept then finds the request
 	 * already there: the first receive needs no poll arming and no empty
-	 * try (measured, one request per connection, 50 / 400 clients: 13.4
-	 * -> 10.9 / 13.9 -> 11.1 us of server CPU per connection).
+	 * try (~12 % less server CPU per short connection: docs/results.md,
+	 * "TCP_DEFER_ACCEPT").
 	 * Cost: a client that connects and waits for the server to speak is
 	 * accepted only after the timeout. */
 	int defer = (int)pt->cfg.defer_accept_s;
@@ -339,7 +339,8 @@ uint64_t port_barrier_done(struct paste_port *pt, uint64_t start_ns)
  * many events as the ended commit covered have come in, for at most half
  * that commit's duration (at most 500 us), or commit_hold_us when set:
  * one client, or clients that went idle, cost no wait or a bounded one.
- * Measured: pkvs 1 KiB SETs on disk, 50 clients (docs/results.md). */
+ * (docs/design.md, "Group commit sizing (fsync mode)"; docs/results.md,
+ * "Group commit sizing".) */
 static bool commit_hold(struct paste_port *pt)
 {
 	if (!pt->hold_until_ns)
@@ -434,7 +435,7 @@ void port_commit_done(struct paste_port *pt, int res)
  * wakes the loop for every packet, and a fast server then serves ~4
  * requests per pass; waiting for a quarter of the connections (at most 64;
  * the engine adds what it knows is coming, and bounds the wait) makes it
- * ~30. Read once per pass. */
+ * ~30 (docs/results.md, "Batch waiting"). Read once per pass. */
 static uint32_t batch_want(const struct paste_port *pt)
 {
 	uint32_t want = pt->st.conns / pt->cfg.want_div;

@@ -15,10 +15,10 @@
  * and the others find nothing pending (paste_persist_fence returns at
  * once), so a batch pays one fence or one fdatasync: a group commit, as
  * Redis's loop does with appendfsync always. Still ~2 syscalls a request,
- * and the sync blocks the loop where the uring engine overlaps it.
- * Measured (pkvs, 1 KiB SETs from 50 clients, fsync on this VM's disk):
- * one fdatasync per ~27 SETs and 42 K SETs/s, against the baseline's one
- * per SET and 3-4 K/s, and uring's 45 K/s at the same CPU per SET.
+ * and the sync blocks the loop where the uring engine overlaps it. On a
+ * disk, 1 KiB SETs from 50 clients share an fdatasync ~27 at a time: about
+ * ten times the baseline's SETs/s, near uring's at the same CPU per SET
+ * (docs/results.md, "epoll-batch: one barrier per batch").
  *
  * Data arrives in a private buffer (PASTE_NO_BUF): an app that wants to
  * keep it must copy it into the store, which is what the paper's baseline

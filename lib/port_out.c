@@ -21,8 +21,8 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 {
 	if (need <= *cap)
 		return 0;
-	/* Doubled in 64 bits: past 2^31 a 32-bit doubling wrapped to 0 and
-	 * looped forever. */
+	/* Doubled in 64 bits: past 2^31 a 32-bit doubling would wrap to 0
+	 * and loop forever. */
 	uint64_t n = *cap ? *cap : 8;
 	while (n < need)
 		n *= 2;

@@ -36,30 +36,23 @@
  * (want: 1/want_div of them, at most 64, lib/port.c), and tells the kernel
  * (min_wait, Linux 6.12) to settle for whatever arrived after min_wait_us
  * (MIN_WAIT_US). Latency cost: at most min_wait_us when traffic is light.
- * Both are paste_port_config fields (experiments; phttpd --want-div,
+ * Both are paste_port_config fields (for tuning; phttpd --want-div,
  * --min-wait-us, --no-min-wait); 0 = the defaults. */
 /* ... except under accept-heavy load (short connections: at least one new
  * connection per MW_ACCEPT_RATIO reads over the last MW_WINDOW passes) on
  * a TCP_DEFER_ACCEPT listener, where a pass waits for one completion,
  * without the min_wait timer.
  * There a connection's completions (accept, read, send, close) are spread
- * over passes anyway and the clients' pace is set by connection set-up, so
- * the timer buys no batching worth its cost: measured (Linux 6.18 in a
- * Firecracker VM, 50 / 400 clients, pload --reconnect, defer accept on,
- * interleaved A/B) 10.2 / 10.3 us of server CPU per connection with the
- * timer, 8.3 / 8.3 without; the difference is the timer's expiries on the
- * server CPU (0.088 vs 0.005 timer interrupts per connection, VM exits
- * that perf sampling does not see but /proc/PID/stat does). Keep-alive
- * load (no accepts) keeps the timer and its batches: wrk RPC at 50 / 100 /
- * 400 connections, same requests per enter and CPU within the noise. The
- * window is re-judged every MW_WINDOW passes: two counter increments per
- * event, no clock. Cost: a switch lags the load by up to 64 passes.
+ * over passes anyway and connection set-up sets the clients' pace, so the
+ * timer buys no batching, only its expiries on the server CPU (about 2 us
+ * per connection: docs/results.md, "Batch waiting under accept-heavy load").
+ * Keep-alive load (no accepts) keeps the timer and its batches. The window
+ * is re-judged every MW_WINDOW passes: two counter increments per event,
+ * no clock. Cost: a switch lags the load by up to 64 passes.
  * Only with defer accept: without it a connection's read waits for its
  * data after the accept, and without the timer the replies then leave one
- * wake-up at a time; the server saved 3.2 us per connection (13.8 -> 10.5)
- * but the client spent 2.5 us more (18.8 -> 21.3), and as the client sets
- * the pace, connections/s fell 12%. With defer accept the client's cost
- * per connection did not change (17.7 us). */
+ * wake-up at a time: the server saves CPU but the client spends more, and
+ * as the client sets the pace, connections/s fall. */
 #define MW_WINDOW 64u
 #define MW_ACCEPT_RATIO 4u
 
@@ -324,10 +317,10 @@ static void on_recv(struct paste_port *pt, struct uring *u, struct io_uring_cqe 
 			 * work, and its TCP work for the other connections has
 			 * pushed them out of L1/L2 since; the app reads them
 			 * after the events before this one. Two prefetches
-			 * cover a command's head or a request line; all of a
-			 * 1 KiB SET's lines did no better. Unpipelined 1 KiB
-			 * SET, 8 pairs: 9.21 -> 8.47 us/op median
-			 * (docs/results.md, stop 19). */
+			 * cover a command's head or a request line; prefetching
+			 * all of a 1 KiB SET's lines does no better. They save
+			 * ~8 % of an unpipelined 1 KiB SET (docs/results.md,
+			 * "Received bytes prefetched"). */
 			__builtin_prefetch(ev->data);
 			__builtin_prefetch((const char *)ev->data + 64);
 			pt->st.bytes_in += (uint64_t)cqe->res;

@@ -108,7 +108,7 @@ int uring_open(struct paste_port *pt, struct paste_error *err)
 		return paste_error_set(err, r, "registering %u direct descriptors: %s (raise RLIMIT_NOFILE)",
 				       pt->cfg.max_conns, strerror(-r));
 	/* The ring structure lives in anonymous memory: the kernel refuses
-	 * it inside a file mapping on ext4 (platform-facts). */
+	 * it inside a file mapping on ext4. */
 	static int next_bgid;
 	u->bgid = (uint16_t)__atomic_fetch_add(&next_bgid, 1, __ATOMIC_RELAXED);
 	const char *what, *hint;

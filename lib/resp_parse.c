@@ -1,4 +1,4 @@
-/* resp.c - Redis protocol request parser: zero copy, incremental, bounded.
+/* resp_parse.c - Redis protocol request parser: zero copy, incremental, bounded.
  *
  * The server calls paste_resp_parse on everything a connection has received
  * since its previous command. The first byte picks the form, as in Redis:

@@ -41,9 +41,9 @@ struct paste_store {
 	 * that sweeps the file. Consecutive allocations are then adjacent in
 	 * the file, so the buffers one batch received into (and the values it
 	 * stores) are a few long runs, which is what a group commit's
-	 * fdatasync writes on a disk: with a LIFO free list they were freed
+	 * fdatasync writes on a disk: a LIFO free list would hand out freed
 	 * buffers scattered across the file, one random 4 KiB write each
-	 * (pkvs 1 KiB SETs on disk, 50 clients: see docs/results.md). Costs a
+	 * (docs/results.md, "Next-fit free list"). Costs a
 	 * word scan per 64 buffers passed over: ~nothing while the store is
 	 * mostly free, at worst a pass over nbufs/64 words when it is full. */
 	pthread_mutex_t lock;      /* guards free_bits, cursor, nfree (writes), started */
@@ -115,9 +115,9 @@ static int drop_cached_pages(int fd, const char *path, bool shared, struct paste
 
 /* Small folios on a disk-backed store. Since Linux 6.16 ext4 (xfs before
  * it) caches files in large folios, up to 2 MiB, and a folio is dirtied
- * and written back whole: one byte stored through the mapping made the
- * next fdatasync write ~1.5 MiB (measured: 10 scattered bytes, 15-20 MiB
- * written; pkvs in fsync mode 3.7 K SETs/s, 6 MiB per group commit).
+ * and written back whole: one byte stored through the mapping makes the
+ * next fdatasync write ~1.5 MiB (a pkvs group commit in fsync mode ~6 MiB
+ * instead of a few pages: docs/results.md, "Small folios for a disk store").
  * Readahead is what builds large folios, so the file is read once in
  * random mode (POSIX_FADV_RANDOM: read-around of single pages, still at
  * sequential speed for 1 MiB reads) before the mapping populates from
@@ -268,7 +268,7 @@ int store_fsync_users(struct paste_store *st, bool direct, int delta)
 /* The new mapping is made beside the old and moved over it (mremap with
  * MREMAP_FIXED replaces in one step), so a failure leaves the old one.
  * MAP_POPULATE on a private writable mapping breaks copy-on-write for
- * every page now: one copy of the file (~0.3 s per GiB here), and the
+ * every page now: one copy of the file (~0.3 s per GiB), and the
  * page cache copy can then be dropped by the kernel as clean. */
 int store_map_private(struct paste_store *st, struct paste_error *err)
 {

@@ -46,7 +46,7 @@
 #define STORE_MIN_BUFS    64u
 #define STORE_MIN_BUF     512u
 #define STORE_MAX_BUF     65536u
-#define STORE_LANES       2u             /* one per thread; 2 CPUs here */
+#define STORE_LANES       2u             /* one per thread: room for two */
 #define STORE_LOG_PER_BUF 64u           /* auto log: bytes per buffer per lane ... */
 #define STORE_LOG_MIN     (1ull << 20)  /* ... but at least this much */
 #define STORE_MAX_SIZE    (1ull << 50)  /* keeps all offset arithmetic far from overflow */
@@ -271,12 +271,13 @@ static int fsync_parent(const char *path)
 /* On a disk, write the zeros too. fallocate leaves unwritten extents, and
  * the first write-back into one converts it to written: a metadata change,
  * so every group commit that reaches a fresh part of the store also waits
- * for a journal commit (measured on ext4: fdatasync of 12 buffers and a
- * page, 345 us on unwritten extents, 180 us on written ones; pkvs in fsync
- * mode runs at the fdatasync's pace). Databases zero-fill their log
- * segments for the same reason. Costs one sequential write of the file
- * at creation (~2.7 s per GiB here); tmpfs and DAX have no journal to
- * wait for, and are skipped. */
+ * for a journal commit (on ext4 an fdatasync of 12 buffers and a page
+ * takes 345 us on unwritten extents, 180 us on written ones, and pkvs in
+ * fsync mode runs at the fdatasync's pace). Databases zero-fill their log
+ * segments for the same reason (docs/results.md, "Zero-filled disk
+ * stores"). Costs one sequential write of the file at creation (~2.7 s per
+ * GiB on a virtio disk); tmpfs and DAX have no journal to wait for, and
+ * are skipped. */
 static int zero_fill(int fd, const char *path, uint64_t size)
 {
 	if (paste_durability_detect(path) != PASTE_DUR_FSYNC)

@@ -357,7 +357,8 @@ int paste_wal_append(struct paste_wal *w, uint32_t lane, struct paste_persist *p
 	if (!p || lane >= w->nlanes || (n && !ext) || !extents_ok(w, ext, n, &total))
 		return -EINVAL;
 	/* Not zero-initialised: only the header and n extents are written
-	 * out, and clearing all 64 extents was ~1 % of a WAL server's CPU. */
+	 * out, and clearing all 64 extents would cost ~1 % of a WAL server's
+	 * CPU. */
 	struct rec_copy rc;
 	rc.h = (struct wal_rec){ .type = REC_DATA, .nexts = (uint16_t)n, .len = (uint32_t)total };
 	extents_copy(rc.ext, ext, n);

@@ -202,7 +202,7 @@ static uint32_t slot_epoch(const struct wal_lane *l, uint64_t pos)
  * handed out again only by a later run (LSNs restart above the highest
  * recovered one), so the newer copy is the one that run wrote and may have
  * acknowledged; the older one is the revenant. On a tie the later lane
- * (higher index) goes, as before. */
+ * (higher index) goes. */
 void wal_lanes_dedup(struct paste_wal *w)
 {
 	uint64_t cur[PASTE_MAX_LANES] = { 0 }, prev = 0, prev_pos = 0, best_lsn;
