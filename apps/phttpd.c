@@ -6,7 +6,7 @@
  *                     the failed store           (struct server_config)
  *   server/http.c     HTTP framing and replies    (struct http_config)
  *   services/rpc.c    a fixed reply (the paper's first figure)
- *   services/wal.c    the durable log (its second)
+ *   services/log.c    the durable log (its second)
  *
  * A new service is a line in `modes` and one in `mode_names` below (see
  * docs/design.md, "Adding a service").
@@ -92,7 +92,7 @@ int main(int argc, char **argv)
 		OPT_FLAG_("busy-poll", &sc.busy_poll, "never sleep in the kernel"),
 		OPT_NUM_("defer-accept", "S", &sc.defer_accept_s, 0, MAX_DEFER_ACCEPT,
 			 "accept a connection only once it sends data, or after ~S s (default 0: off)"),
-		/* Batch waiting (uring; experiments): 0 would mean the port's
+		/* Batch waiting (uring; for tuning): 0 would mean the port's
 		 * default, so the flags take 1 and up. */
 		OPT_NUM_("min-wait-us", "N", &sc.min_wait_us, 1, MAX_MIN_WAIT_US,
 			 "uring, Linux >= 6.12: a pass settles for what came after N us (default 50)"),
@@ -121,8 +121,8 @@ int main(int argc, char **argv)
 	int code = server_open(&s, &sc);
 	if (code)
 		return code;
-	/* Checked in every mode, as it always was: a value that cannot work is
-	 * a usage error even where it is not used. */
+	/* Checked in every mode: a value that cannot work is a usage error
+	 * even where it is not used. */
 	uint32_t bs = paste_store_geom(s->store)->buf_size;
 	if (wal_cfg.max_held && wal_cfg.max_held < bs) {
 		fprintf(stderr, "phttpd: --max-held %" PRIu64 " is less than one %u-byte store buffer\n",

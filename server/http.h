@@ -94,7 +94,7 @@ struct http_config {
 extern const struct server_proto http_proto;
 
 /* Replies are built by appending, not snprintf: on the WAL path three
- * snprintf calls per 201 were 7 % of the server's CPU. Each appends at
+ * snprintf calls per 201 would cost 7 % of the server's CPU. Each appends at
  * out[at..cap) and returns the new end (truncating at cap). */
 size_t http_put_str(char *out, size_t at, size_t cap, const char *s);
 size_t http_put_u64(char *out, size_t at, size_t cap, uint64_t v);

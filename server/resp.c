@@ -1,5 +1,5 @@
 /*
- * resp.c - the Redis protocol: framing (lib/resp.c), replies, HELLO, QUIT,
+ * resp.c - the Redis protocol: framing (lib/resp_parse.c), replies, HELLO, QUIT,
  * protocol errors, the failed store, and dispatch to a command set
  * (resp.h).
  *

@@ -2,7 +2,7 @@
  * resp.h - the Redis protocol (RESP2, RESP3 after HELLO 3) over the server
  * layer, and the interface a command set implements (struct resp_service).
  *
- * The protocol frames commands with lib/resp.c (where they landed; a
+ * The protocol frames commands with lib/resp_parse.c (where they landed; a
  * command split across reads is reassembled in a per-connection buffer;
  * pipelining; inline commands), answers what is its own (protocol errors
  * with a close, HELLO, QUIT, the failed store), and hands every other

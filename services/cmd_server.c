@@ -1,16 +1,8 @@
 /*
- * kv_resp_admin.c - the commands clients use to look at pkvs rather than
- * at its data: SCAN and KEYS (key iteration over the tree's order), INFO,
- * CONFIG GET, COMMAND (COUNT, DOCS, INFO, LIST), CLIENT.
- *
- * SCAN cursors. Redis's cursor is a position in its hash table; ours is a
- * position in key order, which a 64-bit number cannot hold (keys are up
- * to 512 bytes). A cursor is therefore a ticket: the last key a SCAN call
- * reached is kept in a table of SCAN_SLOTS entries under a fresh number,
- * and the next call continues after that key, on any connection. Keys
- * present for the whole iteration are returned exactly once (the tree is
- * ordered and the next call seeks past the saved key); a ticket evicted by
- * SCAN_SLOTS later scans is answered with an error.
+ * cmd_server.c - the commands clients use to look at pkvs rather than
+ * at its data: INFO, CONFIG GET, COMMAND (COUNT, DOCS, INFO, LIST),
+ * CLIENT, and the connection's own: PING, ECHO, SELECT. (SCAN and KEYS
+ * are in cmd_keyspace.c.)
  */
 #include <errno.h>
 #include <inttypes.h>

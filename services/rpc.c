@@ -70,8 +70,8 @@ static void rpc_finish(struct http_ctx *x)
 	}
 }
 
-/* The log members every mode has reported since 0.1, so /stats has one
- * schema: zeros here. */
+/* The log members every mode reports, so /stats has one schema: zeros
+ * here. */
 static size_t rpc_stats(struct server *s, void *state, char *out, size_t at, size_t cap)
 {
 	(void)s;
