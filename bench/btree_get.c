@@ -3,7 +3,7 @@
  * tree of KEYS keys shaped like redis-benchmark's ("key:000000001234"),
  * each with a 64-byte value, is built in a new store, then LOOKUPS
  * lookups of random present keys are timed one after another. The tree
- * stays in the cache as far as it fits (2 MiB of L2 here: ~50 000 keys),
+ * stays in the cache as far as it fits (2 MiB of L2 holds ~50 000 keys),
  * so this is the search's own cost: compares, mispredicted branches and
  * the chain of dependent loads in each page. In a server, values streaming
  * through the cache make it dearer.

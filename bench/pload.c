@@ -3,8 +3,8 @@
  * generator on io_uring, for bench/.
  *
  * Why it exists: on loopback the client's CPU is the other half of every
- * measurement. One wrk thread spends ~14 us of CPU per 1156-byte POST on
- * this VM (perf: an epoll_ctl, an epoll_wait share, a read() and a write()
+ * measurement. One wrk thread spends ~14 us of CPU per 1156-byte POST
+ * (perf: an epoll_ctl, an epoll_wait share, a read() and a write()
  * per request, plus the server's TCP receive, which loopback runs in the
  * sender's context), so in the WAL benchmark wrk saturates its CPU before
  * the server does. pload does what `wrk -t1 -cN` does without pipelining

@@ -4,10 +4,11 @@
  * 'x's), PING with +PONG and anything else with an error; it stores and
  * logs nothing and, unless asked, flushes nothing. bench/kvs.py runs it
  * beside pkvs and Redis (--systems ...,floor): what it costs per op is
- * what the kernel's loopback TCP and the port cost every server on this
+ * what the kernel's loopback TCP and the port cost every server on the
  * machine, so pkvs's cost above it is pkvs's own work (its parse, the log
  * record, flushes and the fence, the tree, reference counts), and no
- * server that answers over kernel TCP can cost less than it.
+ * server that answers over kernel TCP can cost less than it
+ * (docs/results.md, "The floors").
  *
  * With a durability MODE other than none it is the durable floor (kvs.py's
  * floor-durable): the bytes of every DATA event that ends a SET (or leaves
@@ -17,7 +18,7 @@
  * group commit (fsync: the flushed blocks written, then fdatasync), as
  * pkvs's do. It keeps no log and no index, so nothing it "stores" could
  * be found again: its cost is the least any durable server on a paste
- * port pays here, and pkvs's cost above it is its log, tree and
+ * port pays on that medium, and pkvs's cost above it is its log, tree and
  * reference counts.
  *
  *   resp-floor STORE [PORT [MODE [PM_NS]]]
