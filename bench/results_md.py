@@ -99,10 +99,10 @@ class Section:
 
 
 SECTIONS = [
-    Section("rpc", "RPC: paste against epoll and nginx",
+    Section("rpc", "RPC",
             [Source("rpc.json", LEGACY["rpc.json"]["command"])], "req",
             ["epoll", "nginx"], ["rpc"]),
-    Section("short", "Short connections: paste against nginx",
+    Section("short", "Short connections",
             [Source("short.json", LEGACY["short.json"]["command"])], "conn",
             ["epoll", "nginx", "nginx-deferred"], ["short"]),
     Section("wal-pm", "WAL on emulated PM",
