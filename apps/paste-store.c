@@ -108,7 +108,7 @@ static int cmd_info(struct paste_store *st, struct paste_wal *w, struct paste_bt
 	printf("buf_offset:  %llu (buffer i is at buf_offset + i x %u)\n",
 	       (unsigned long long)g->buf_offset, g->buf_size);
 	printf("durability:  %s (detected from the file system)\n",
-	       paste_durability_name(paste_durability_detect(paste_store_path(st))));
+	       paste_durability_name(paste_store_medium(st)));
 	if (in.records)
 		printf("records:     %llu, lsn %llu..%llu, %llu data bytes\n",
 		       (unsigned long long)in.records, (unsigned long long)in.first_lsn,

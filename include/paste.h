@@ -208,6 +208,10 @@ void paste_store_fail(struct paste_store *st, int code, const char *fmt, ...)
  * Returns paste_store_failed(st, NULL). */
 int paste_store_watch(struct paste_store *st, uint32_t interval_ms);
 
+/* What backs the store, as the durability PASTE_DUR_AUTO means for it:
+ * PMEM on a DAX file system, EMULATED on tmpfs, FSYNC elsewhere (the
+ * answer paste_durability_detect gave for its path at open). */
+enum paste_durability paste_store_medium(const struct paste_store *st);
 /* True when the store is mapped with MAP_SYNC (a DAX file system):
  * cache-line write-back + sfence then persist data and metadata. */
 bool paste_store_map_sync(const struct paste_store *st);
@@ -240,7 +244,8 @@ enum paste_durability {
 const char *paste_durability_name(enum paste_durability d);
 /* Parse "auto|none|emulated|pmem|fsync"; -EINVAL otherwise. */
 int paste_durability_parse(const char *s, enum paste_durability *out);
-/* What PASTE_DUR_AUTO resolves to for this path (statfs magic, DAX flag). */
+/* What PASTE_DUR_AUTO resolves to for this path (statfs magic, DAX flag;
+ * a path not yet created is judged by its directory). lib/store_medium.c */
 enum paste_durability paste_durability_detect(const char *path);
 
 /* One per thread: it tracks what that thread flushed since its last fence. */

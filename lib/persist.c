@@ -43,7 +43,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <immintrin.h>
-#include <libgen.h>
 #include <linux/magic.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -132,63 +131,6 @@ int paste_durability_parse(const char *s, enum paste_durability *out)
 		}
 	}
 	return -EINVAL;
-}
-
-/* ---- detection: run once per open, a few syscalls and ~30 lines read ---- */
-
-static bool has_dax_option(char *opts)
-{
-	char *save = NULL;
-	for (char *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save))
-		if (strcmp(o, "dax") == 0 || strcmp(o, "dax=always") == 0)
-			return true;
-	return false;
-}
-
-/* mountinfo: "id parent maj:min root mnt mount-opts [tags] - fstype src super-opts" */
-static bool mount_is_dax(unsigned major, unsigned minor)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char *line = NULL;
-	size_t cap = 0;
-	bool dax = false;
-	while (f && !dax && getline(&line, &cap, f) > 0) {
-		unsigned ma, mi;
-		char mopts[512], sopts[512];
-		if (sscanf(line, "%*s %*s %u:%u %*s %*s %511s", &ma, &mi, mopts) != 3 ||
-		    ma != major || mi != minor)
-			continue;
-		char *sep = strstr(line, " - ");
-		dax = has_dax_option(mopts) ||
-		      (sep && sscanf(sep + 3, "%*s %*s %511s", sopts) == 1 && has_dax_option(sopts));
-	}
-	free(line);
-	if (f)
-		fclose(f);
-	return dax;
-}
-
-enum paste_durability paste_durability_detect(const char *path)
-{
-	struct statfs sfs;
-	char *dir = NULL;
-	const char *probe = path;
-	enum paste_durability d = PASTE_DUR_FSYNC;
-
-	/* A store about to be created is judged by its directory. */
-	if (statfs(probe, &sfs) < 0 && errno == ENOENT && (dir = strdup(path)))
-		probe = dirname(dir);
-	if (statfs(probe, &sfs) == 0) {
-		struct statx sx;
-		if (sfs.f_type == TMPFS_MAGIC)
-			d = PASTE_DUR_EMULATED;
-		else if (statx(AT_FDCWD, probe, 0, STATX_BASIC_STATS, &sx) == 0 &&
-			 (((sx.stx_attributes_mask & sx.stx_attributes) & STATX_ATTR_DAX) ||
-			  mount_is_dax(sx.stx_dev_major, sx.stx_dev_minor)))
-			d = PASTE_DUR_PMEM;
-	}
-	free(dir);
-	return d;
 }
 
 /* ---- cache-line write-back, chosen by CPUID ---------------------------- */
@@ -432,7 +374,7 @@ int paste_persist_open(struct paste_persist **out, struct paste_store *st,
 	if (!p)
 		return paste_error_set(err, -ENOMEM, "%s: out of memory", path);
 	p->st = st;
-	p->mode = cfg->mode == PASTE_DUR_AUTO ? paste_durability_detect(path) : cfg->mode;
+	p->mode = cfg->mode == PASTE_DUR_AUTO ? paste_store_medium(st) : cfg->mode;
 	p->pm_latency_ns = cfg->pm_latency_ns;
 	p->fd = -1;
 	p->epoch = 1;
@@ -441,14 +383,10 @@ int paste_persist_open(struct paste_persist **out, struct paste_store *st,
 	if (p->mode == PASTE_DUR_PMEM && !paste_store_map_sync(st)) {
 		/* clwb + sfence on a page-cache mapping persists nothing: the
 		 * data sits in DRAM until writeback. Never claim pmem then. */
-		struct statfs sfs;
-		char fs[32] = "unknown";
-		if (statfs(path, &sfs) == 0)
-			snprintf(fs, sizeof(fs), "%s", sfs.f_type == TMPFS_MAGIC ? "tmpfs" :
-				 sfs.f_type == EXT4_SUPER_MAGIC ? "ext4" : sfs.f_type == XFS_SUPER_MAGIC ? "xfs" : "not DAX");
 		r = paste_error_set(err, -EOPNOTSUPP, "%s: durability pmem needs a DAX file system "
 				    "mapped with MAP_SYNC, but the store is on %s (no MAP_SYNC); "
-				    "use --durability fsync (or emulated on tmpfs)", path, fs);
+				    "use --durability fsync (or emulated on tmpfs)", path,
+				    store_fs_name(path));
 	}
 	if (r == 0 && p->mode == PASTE_DUR_FSYNC) {
 		/* A descriptor of our own: Linux reports a writeback error once

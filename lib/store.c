@@ -37,6 +37,7 @@ struct paste_store {
 	unsigned buf_shift;        /* log2(buf_size): index math without a divide */
 	uint32_t *refs;            /* per buffer; __atomic, several threads */
 	uint32_t nheld;            /* buffers with count > 0; __atomic */
+	enum paste_durability medium;   /* what backs the file (paste_store_medium) */
 	/* Free buffers: a bitmap (1 = free) handed out next-fit from a cursor
 	 * that sweeps the file. Consecutive allocations are then adjacent in
 	 * the file, so the buffers one batch received into (and the values it
@@ -219,8 +220,10 @@ int paste_store_open(struct paste_store **out, const char *path,
 	pthread_mutex_init(&st->lock, NULL);
 	pthread_mutex_init(&st->fail_lock, NULL);
 	/* What backs the file, once: a DAX mount is mapped MAP_SYNC, a disk
-	 * is cached in small folios. */
-	enum paste_durability backing = rdonly ? PASTE_DUR_NONE : paste_durability_detect(path);
+	 * is cached in small folios (writable opens), and persist objects
+	 * resolve AUTO from it (paste_store_medium). */
+	st->medium = paste_durability_detect(path);
+	enum paste_durability backing = rdonly ? PASTE_DUR_NONE : st->medium;
 	if (backing == PASTE_DUR_FSYNC)
 		cache_in_small_folios(fd, g.file_size);
 	st->base = store_map(fd, path, g.file_size, rdonly, backing == PASTE_DUR_PMEM, &st->map_sync);
@@ -256,6 +259,11 @@ void paste_store_close(struct paste_store *st)
 	free(st->refs);
 	free(st->free_bits);
 	free(st);
+}
+
+enum paste_durability paste_store_medium(const struct paste_store *st)
+{
+	return st->medium;
 }
 
 bool paste_store_map_sync(const struct paste_store *st) { return st->map_sync; }

@@ -21,6 +21,10 @@ int store_create(const char *path, struct paste_store_geom *g, struct paste_erro
 int store_validate(int fd, const char *path, const struct paste_store_config *cfg,
 		   struct paste_store_geom *g, struct paste_error *err);
 
+/* The file system a path is on, for messages: "tmpfs", "ext4", "xfs",
+ * "not DAX" or "unknown" (lib/store_medium.c). */
+const char *store_fs_name(const char *path);
+
 /* What lib/persist_fsync.c asks of lib/store.c: replace the shared mapping
  * with a private copy at the same address, once per store (fsync mode's
  * direct writes then are the only way bytes reach the file). Done before
