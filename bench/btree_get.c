@@ -39,13 +39,6 @@ static uint64_t rnd(void)
 	return seed * 2685821657736338717ull;
 }
 
-static double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
 static void key_of(char *k, uint64_t i)
 {
 	char tmp[32];   /* i < 10^8: 12 digits */
@@ -136,7 +129,7 @@ int main(int argc, char **argv)
 		key_of(ring[i], ids[i]);
 	}
 	uint64_t wrong = 0;
-	double t0 = now_ns();
+	uint64_t t0 = paste_clock_ns();
 	for (uint64_t i = 0; i < lookups; i++) {
 		uint32_t r = (uint32_t)(i % RING);
 		struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
@@ -146,7 +139,7 @@ int main(int argc, char **argv)
 		wrong += g != 0 || n != 1 || len != want.len || ext[0].buf != want.buf ||
 			 ext[0].off != want.off;
 	}
-	double ns = (now_ns() - t0) / (double)lookups;
+	double ns = (double)(paste_clock_ns() - t0) / (double)lookups;
 	struct paste_btree_info in;
 	paste_btree_info(t, &in);
 	printf("{\"keys\": %" PRIu64 ", \"lookups\": %" PRIu64 ", \"height\": %u, \"pages\": %u, "

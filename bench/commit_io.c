@@ -25,14 +25,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <paste.h>
+
 #define FILE_SIZE (256u << 20)
 #define PAGE 4096u
 
 static double now_s(void)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+	return (double)paste_clock_ns() * 1e-9;
 }
 
 static double cpu_s(void)

@@ -48,20 +48,7 @@
  * per receive (replies framed in place, bulk payloads skipped by count),
  * plus 12 digits written per __rand_int__ with --keyspace.
  */
-#include "pload.h"
-
-uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-void die(const char *what, int err)
-{
-	fprintf(stderr, "pload: %s: %s\n", what, strerror(err));
-	exit(1);
-}
+#include "pload_run.h"
 
 static uint64_t user_data(unsigned idx, uint32_t gen, unsigned op)
 {
@@ -399,7 +386,7 @@ static void give_back(struct load *L, struct io_uring_cqe *cqe)
 
 static void run(struct load *L, double seconds)
 {
-	uint64_t start = now_ns(), end = start + (uint64_t)(seconds * 1e9);
+	uint64_t start = paste_clock_ns(), end = start + (uint64_t)(seconds * 1e9);
 	L->now = start;
 	for (unsigned i = 0; i < L->nconns; i++) {
 		arm_recv(L, i);
@@ -413,7 +400,7 @@ static void run(struct load *L, double seconds)
 		int r = io_uring_submit_and_wait_timeout(&L->ring, &cqe, 1, &ts, NULL);
 		if (r < 0 && r != -ETIME && r != -EINTR)
 			die("io_uring_submit_and_wait_timeout", -r);
-		L->now = now_ns();
+		L->now = paste_clock_ns();
 		/* Completions reaped after the deadline are neither counted nor
 		 * acted on: the run ends with this pass. */
 		bool measuring = L->now < end;

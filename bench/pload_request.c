@@ -3,7 +3,7 @@
  * mode asked (--resp batches, --keyspace placeholders and per-connection
  * copies, --reconnect's Connection: close). Runs once, before the load.
  */
-#include "pload.h"
+#include "pload_run.h"
 
 char *pload_read_file(const char *path, size_t *len)
 {
@@ -31,6 +31,12 @@ char *pload_read_file(const char *path, size_t *len)
 	close(fd);
 	*len = got;
 	return buf;
+}
+
+void die(const char *what, int err)
+{
+	fprintf(stderr, "pload: %s: %s\n", what, strerror(err));
+	exit(1);
 }
 
 void pload_fail(const char *path, const char *why)
@@ -91,7 +97,7 @@ void pload_copy_requests(struct load *L)
 			die("malloc", ENOMEM);
 		memcpy(L->conns[i].req, L->req, L->req_len);
 	}
-	L->rng = (now_ns() ^ ((uint64_t)getpid() << 32)) | 1;
+	L->rng = (paste_clock_ns() ^ ((uint64_t)getpid() << 32)) | 1;
 }
 
 /* --reconnect: the request must ask the server to close. A request without a
