@@ -30,6 +30,30 @@ static inline int commit_wait(int fd)
 	return read(fd, &v, sizeof(v)) == (ssize_t)sizeof(v) ? 0 : -errno;
 }
 
+/* Run body() in a child after setenv(env, val) when env is set; the
+ * child's checks decide its exit status, which must be 0 (a crash or a
+ * failed check is this test's failure, named by what). */
+#include <stdlib.h>
+#include <sys/wait.h>
+static inline void check_in_child(const char *what, const char *env, const char *val,
+				  void (*body)(void))
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		check_fail = 0;
+		if (env)
+			setenv(env, val, 1);
+		body();
+		_exit(check_fail ? 1 : 0);
+	}
+	int status = 0;
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fprintf(stderr, "  (%s: child status %#x)\n", what, status);
+}
+
 static inline int check_done(void)
 {
 	printf("%d passed, %d failed\n", check_pass, check_fail);

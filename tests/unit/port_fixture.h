@@ -85,8 +85,9 @@ static inline int pf_client(uint16_t port)
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
 	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		close(fd);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
 	return fd;
@@ -110,9 +111,7 @@ static inline ssize_t pf_read_all(int fd, char *buf, size_t want, int ms)
 
 static inline double pf_now_s(void)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+	return (double)paste_clock_ns() / 1e9;
 }
 
 /* ---- polling ------------------------------------------------------ */

@@ -24,6 +24,7 @@
 
 #include "check.h"
 #include "http.h"
+#include "port_fixture.h"
 #include "server.h"
 
 struct fixture {
@@ -34,9 +35,7 @@ struct fixture {
 
 static inline uint64_t fx_ms(void)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+	return paste_clock_ns() / 1000000u;
 }
 
 /* A server with one worker whose port is open in this thread; cfg may
@@ -85,14 +84,9 @@ static inline void fx_pump(struct fixture *f, int passes)
 
 static inline int fx_client(struct fixture *f)
 {
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_port = htons(paste_port_local_port(f->w->port)) };
-	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		close(fd);
+	int fd = pf_client(paste_port_local_port(f->w->port));
+	if (fd < 0)
 		return -1;
-	}
 	int one = 1;   /* small writes go at once (Nagle would hold them for an ACK) */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	fcntl(fd, F_SETFL, O_NONBLOCK);

@@ -42,23 +42,6 @@ static void close_fixture(struct fixture *f)
 	unlink(f->path);
 }
 
-/* Run body() in a child with PASTE_FAULT=rule; the child's checks decide
- * its exit status. */
-static void in_child(const char *rule, void (*body)(void))
-{
-	pid_t pid = fork();
-	if (pid == 0) {
-		setenv("PASTE_FAULT", rule, 1);
-		body();
-		_exit(check_fail ? 1 : 0);
-	}
-	int status = 0;
-	waitpid(pid, &status, 0);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	if (!WIFEXITED(status) || WEXITSTATUS(status))
-		fprintf(stderr, "  (child with PASTE_FAULT=%s failed)\n", rule);
-}
-
 /* fence:2 -> the first fence publishes its epoch, the second fails with EIO
  * and publishes nothing, and so does every later fence. */
 static void fence_second(void)
@@ -157,11 +140,11 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	in_child("fence:2", fence_second);
-	in_child("flush:3:ENOSPC", flush_third);
-	in_child("fdatasync:1+", fdatasync_every);
-	in_child("commit:2", commit_second);
-	in_child("fence:1", other_ops_untouched);
+	check_in_child("PASTE_FAULT=fence:2", "PASTE_FAULT", "fence:2", fence_second);
+	check_in_child("PASTE_FAULT=flush:3:ENOSPC", "PASTE_FAULT", "flush:3:ENOSPC", flush_third);
+	check_in_child("PASTE_FAULT=fdatasync:1+", "PASTE_FAULT", "fdatasync:1+", fdatasync_every);
+	check_in_child("PASTE_FAULT=commit:2", "PASTE_FAULT", "commit:2", commit_second);
+	check_in_child("PASTE_FAULT=fence:1", "PASTE_FAULT", "fence:1", other_ops_untouched);
 	rmdir(dir);
 	return check_done();
 }

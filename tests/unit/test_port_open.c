@@ -14,23 +14,6 @@
 
 static struct paste_store *st;
 
-/* Run body() in a child: it must exit 0, not crash. */
-static void in_child(const char *what, void (*body)(void))
-{
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		check_fail = 0;
-		body();
-		_exit(check_fail ? 1 : 0);
-	}
-	int status = 0;
-	waitpid(pid, &status, 0);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	if (!WIFEXITED(status) || WEXITSTATUS(status))
-		fprintf(stderr, "  (%s: child status %#x)\n", what, status);
-}
-
 /* Too few descriptors for the direct-descriptor table: the error names
  * the limit to raise, and every buffer taken so far goes back. */
 static void open_low_nofile(void)
@@ -49,7 +32,7 @@ static void open_low_nofile(void)
 
 static void test_open_fails(void)
 {
-	in_child("RLIMIT_NOFILE 64", open_low_nofile);
+	check_in_child("RLIMIT_NOFILE 64", NULL, NULL, open_low_nofile);
 	/* more ring buffers than the store has free */
 	uint32_t before = paste_store_nfree(st);
 	struct paste_port_config c = { .ring_bufs = 32768, .max_conns = 16, .store = st };
@@ -60,8 +43,8 @@ static void test_open_fails(void)
 	CHECK_EQ(paste_store_nfree(st), before);
 }
 
-/* The old environment knob PASTE_WANT_DIV=0 divided by zero; the knobs
- * are config fields now (0 = default) and the environment is ignored. */
+/* The batch-wait knobs are config fields (0 = default) and the
+ * environment is ignored: PASTE_WANT_DIV=0 must not divide by zero. */
 static void wait_knobs_env(void)
 {
 	setenv("PASTE_WANT_DIV", "0", 1);
@@ -80,7 +63,7 @@ static void wait_knobs_env(void)
 
 static void test_wait_knobs(void)
 {
-	in_child("PASTE_WANT_DIV=0", wait_knobs_env);
+	check_in_child("PASTE_WANT_DIV=0", NULL, NULL, wait_knobs_env);
 	struct paste_port_config c = { .ring_bufs = 16, .max_conns = 16, .store = st,
 				       .min_wait_us = 2000000 };
 	struct paste_port *pt = NULL;

@@ -40,13 +40,6 @@ struct watch {
 	uint64_t released_ns;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 static void *watcher(void *arg)
 {
 	struct watch *wt = arg;
@@ -54,7 +47,7 @@ static void *watcher(void *arg)
 		last = wt->stop;   /* set once the truncation returned: one more look */
 		if (paste_store_refcount(wt->st, wt->buf) == 0) {
 			__atomic_thread_fence(__ATOMIC_ACQUIRE);
-			wt->released_ns = now_ns();
+			wt->released_ns = paste_clock_ns();
 			wt->ckpt_first = ckpt_written(&wt->ckpt, 0) || ckpt_written(&wt->ckpt, 1);
 			break;
 		}
@@ -77,7 +70,7 @@ static void test_truncate_persists_first(void)
 	ckpt_snap(&wt.ckpt, e.st, 3);
 	pthread_t th;
 	pthread_create(&th, NULL, watcher, &wt);
-	uint64_t t0 = now_ns();
+	uint64_t t0 = paste_clock_ns();
 	CHECK_EQ(paste_wal_truncate(e.w, lsn, slow), 1);
 	wt.stop = true;
 	pthread_join(th, NULL);
