@@ -21,7 +21,6 @@
 #include "services.h"
 
 #define MAX_TIMEOUT 1000000u     /* seconds (11.5 days): more is a typo */
-#define MAX_DEFER_ACCEPT 3600u   /* seconds, paste_port_config.defer_accept_s */
 #define MAX_MIN_WAIT_US 1000000u /* paste_port_config.min_wait_us: the port refuses more */
 #define MAX_WANT_DIV 1048576u    /* the most slots a port has: more waits for none */
 
@@ -46,7 +45,7 @@ int main(int argc, char **argv)
 		.store_path = PASTE_DEFAULT_STORE_PATH, .ring_bufs = 4096, .max_conns = 16384,
 		.node_size = PASTE_STORE_NO_NODES,   /* no tree: every buffer for the log */
 		.cpu = -1, .header_to_ms = 60000, .body_to_ms = 60000, .idle_to_ms = 75000,
-		.proto = &http_proto,
+		.defer_accept_s = SRV_DEFER_ACCEPT_S, .proto = &http_proto,
 	};
 	struct http_config hc = { .max_body = 1 << 20 };
 	int mode = 0;
@@ -90,8 +89,8 @@ int main(int argc, char **argv)
 		OPT_NUM_("ring-bufs", "N", &sc.ring_bufs, 0, 32768,
 			 "provided buffers per thread, power of two (default 4096)"),
 		OPT_FLAG_("busy-poll", &sc.busy_poll, "never sleep in the kernel"),
-		OPT_NUM_("defer-accept", "S", &sc.defer_accept_s, 0, MAX_DEFER_ACCEPT,
-			 "accept a connection only once it sends data, or after ~S s (default 0: off)"),
+		OPT_NUM_("defer-accept", "S", &sc.defer_accept_s, 0, SRV_DEFER_ACCEPT_MAX_S,
+			 "accept a connection once it sends data, or after ~S s (default 1; 0: off)"),
 		/* Batch waiting (uring; for tuning): 0 would mean the port's
 		 * default, so the flags take 1 and up. */
 		OPT_NUM_("min-wait-us", "N", &sc.min_wait_us, 1, MAX_MIN_WAIT_US,

@@ -43,6 +43,7 @@ int main(int argc, char **argv)
 		.name = "pkvs", .host = "127.0.0.1", .threads = 1,
 		.store_path = PKVS_DEFAULT_STORE, .ring_bufs = 4096, .max_conns = 4096,
 		.cpu = -1, .header_to_ms = 60000, .body_to_ms = 60000, .idle_to_ms = 0,
+		.defer_accept_s = SRV_DEFER_ACCEPT_S,
 		.mode = "kv", .mode_note = "",
 	};
 	static struct kv_handle kvh = { .cfg = { .max_value = 0 } };
@@ -97,6 +98,8 @@ int main(int argc, char **argv)
 		OPT_SECS_("idle-timeout", "S", &sc.idle_to_ms, MAX_TIMEOUT,
 			  "close connections idle for S s (default 0: never, as Redis)"),
 		OPT_FLAG_("busy-poll", &sc.busy_poll, "never sleep in the kernel"),
+		OPT_NUM_("defer-accept", "S", &sc.defer_accept_s, 0, SRV_DEFER_ACCEPT_MAX_S,
+			 "accept a connection once it sends data, or after ~S s (default 1; 0: off)"),
 		OPT_NUM_("commit-hold-us", "N", &sc.commit_hold_us, 1, 1000000,
 			 "fsync: a commit waits up to N us for the last one's clients (default: half its time, <= 500)"),
 		OPT_FLAG_("no-commit-hold", &sc.no_commit_hold,

@@ -1,18 +1,37 @@
 /*
- * server.h - the server layer of phttpd (and of any paste server): worker
- * threads with one paste port each, signals, the per-connection state
- * layout, dispatch of port events to a protocol, the timeout sweep, the
- * failed store, and the counters /stats reports.
+ * server.h - the server layer of phttpd and pkvs (and of any paste
+ * server): worker threads with one paste port each, signals, the
+ * per-connection state layout, dispatch of port events to a protocol,
+ * the timeout sweep, the failed store, and the counters /stats reports.
  *
- * It knows nothing about HTTP. A protocol (server/http.c) plugs in through
- * struct server_proto; the server calls it, never the other way round
- * except through the helpers below. Layers, top to bottom:
+ * It knows no protocol. A protocol plugs in through struct server_proto,
+ * a service through its protocol's table (struct http_service, struct
+ * resp_service), each beginning with struct service_base. Services sit
+ * above the protocols, as Redis's t_string.c sits above networking.c:
+ * they call down into the protocol's reply helpers and the library;
+ * the layers below reach them only through those tables.
  *
- *   apps/phttpd.c        main(): options -> configs, wiring
- *   server/server.c      this file's implementation
- *   server/http.c        a protocol: framing, replies, /stats
- *   services/rpc.c, wal.c what a request means
- *   lib/ (libpaste)      port, store, persist, wal, body, http parser
+ *   apps/phttpd.c                     apps/pkvs.c            main(): options -> configs
+ *   services/rpc.c, log.c             services/pkvs_http.c,  what a request means
+ *                                     pkvs_resp.c + cmd_*.c
+ *        |                              |          |         (both over services/kv.c,
+ *        v                              v          v          the key-value core)
+ *   server/http.c  ----------------  server/http.c  server/resp.c   protocols: framing, replies
+ *        \_____________________________|__________/
+ *                                      v
+ *   server/server.c                     threads, dispatch, timeouts, failed store
+ *                                      v
+ *   lib/ (libpaste, include/paste.h)    port, store, persist, wal, body, btree, parsers
+ *
+ * One request's path, a pkvs SET: the port returns a DATA event
+ * (server_worker_pass -> paste_port_poll); server.c hands it to the
+ * listener's protocol (resp_proto.data); server/resp.c frames the command
+ * where it landed and calls the service (pkvs_resp_service.command ->
+ * cmd_set); cmd_set calls the core (kv_set_body: hold the value's buffer,
+ * paste_btree_set logs and applies it) and replies with resp_ok, queued
+ * PASTE_SEND_DURABLE; the next pass's barrier makes the batch durable and
+ * sends its replies. A phttpd POST /log goes http.c -> log_service.route,
+ * .body (paste_body_feed), .finish (paste_wal_append, http_reply).
  *
  * Per-connection state lives in the port's conn_data slot (zeroed at
  * accept), in three parts, each 16-byte aligned:
@@ -106,6 +125,13 @@ struct server_proto {
 	void (*timeout)(struct worker *w, uint32_t conn, struct srv_conn *c);
 };
 
+/* TCP_DEFER_ACCEPT, on by default: both protocols are client-speaks-first,
+ * so the kernel hands over a connection with its first request and the
+ * accept and the first read come in one pass (cheaper per connection:
+ * docs/results.md, "Short connections"). At most an hour, as the port. */
+#define SRV_DEFER_ACCEPT_S 1u
+#define SRV_DEFER_ACCEPT_MAX_S 3600u
+
 struct server_config {
 	const char *name;            /* prefix of every message: "phttpd" */
 	const char *host;
@@ -122,7 +148,7 @@ struct server_config {
 	uint32_t max_conns;          /* connection slots per thread */
 	bool busy_poll;
 	int cpu;                     /* pin thread i to CPU cpu+i; -1: no pinning */
-	uint32_t defer_accept_s;     /* paste_port_config.defer_accept_s */
+	uint32_t defer_accept_s;     /* paste_port_config.defer_accept_s (0: off) */
 	/* paste_port_config's batch-wait knobs (uring; 0: the port's default) */
 	uint32_t min_wait_us, want_div;
 	bool no_min_wait;

@@ -78,8 +78,8 @@ void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 		    "\r\nkeyspace_hits:%" PRIu64 "\r\nkeyspace_misses:%" PRIu64 "\r\npkvs_sets:%" PRIu64
 		    "\r\npkvs_dels:%" PRIu64 "\r\npkvs_batches:%" PRIu64 "\r\npkvs_syscalls:%" PRIu64
 		    "\r\npkvs_fences:%" PRIu64 "\r\npkvs_commits:%" PRIu64 "\r\nmax_value:%" PRIu64 "\r\n",
-		    tt.port.accepts, tt.requests, atomic_load(&kv->n.hits), atomic_load(&kv->n.misses),
-		    atomic_load(&kv->n.sets), atomic_load(&kv->n.dels), tt.port.polls, tt.port.syscalls,
+		    tt.port.accepts, tt.requests, kv->n.hits, kv->n.misses,
+		    kv->n.sets, kv->n.dels, tt.port.polls, tt.port.syscalls,
 		    tt.port.fences, tt.port.commits, kv->max_value);
 		/* The barrier histogram as /metrics has it (cumulative, bucket
 		 * bounds in microseconds), in Redis's latencystats style. */
