@@ -4,7 +4,7 @@ BUILD ?= build
 PYTHON ?= python3
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps test unit e2e demo bench fuzz asan clean install uninstall
+.PHONY: all deps check test unit e2e demo bench fuzz asan clean install uninstall
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -21,6 +21,13 @@ unit: all
 
 e2e: all
 	$(PYTHON) -m pytest -q tests/e2e
+
+# The fast tier for the edit loop (a few minutes): the unit tests, then the
+# end-to-end tests but those pytest.ini marks slow or install and the runs
+# on engines other than uring. `make test` runs everything.
+check: all
+	meson test -C $(BUILD) --print-errorlogs
+	PASTE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -m "not slow and not install and not engine_matrix" tests/e2e
 
 # The README's test command: deps, build, unit tests, the sanitizer build
 # (unit tests, then the end-to-end suite against its servers), a short run

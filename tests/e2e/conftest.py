@@ -209,6 +209,18 @@ def tool(name):
     return path
 
 
+def pytest_collection_modifyitems(items):
+    """The engine matrix: a test with an `engine` parameter runs on every
+    engine; its runs on engines other than uring (the default) are marked
+    engine_matrix, which `make check` leaves out, unless the test is
+    marked basic (pytest.ini)."""
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        if (spec is not None and spec.params.get("engine", "uring") != "uring"
+                and item.get_closest_marker("basic") is None):
+            item.add_marker(pytest.mark.engine_matrix)
+
+
 @pytest.fixture(params=ENGINES)
 def engine(request):
     if request.param == "uring":

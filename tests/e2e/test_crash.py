@@ -30,6 +30,9 @@ from conftest import (HERE, HttpConn, check_image_copy, check_records, copy_imag
 sys.path.insert(0, str(HERE.parent.parent / "bench"))
 import walclient  # noqa: E402  (bench/walclient.py: Load, run_load)
 
+# Every test here crashes a server or damages its store.
+pytestmark = pytest.mark.crash
+
 BODY_SIZES = (0, 1, 100, 1024, 2000, 3000, 5000)
 CRASH_STORE_SIZE = "256M"
 
@@ -61,6 +64,7 @@ FSYNC_WAYS = {"fsync": ([], {}), "fsync-2threads": (["--threads", "2", "--buf-si
 
 
 @pytest.mark.parametrize("durability", ["emulated"] + list(FSYNC_WAYS))
+@pytest.mark.slow
 def test_kill9_under_load(phttpd, engine, durability):
     fsync = durability.startswith("fsync")
     store = phttpd.new_store("/var/tmp" if fsync else "/dev/shm")
@@ -115,6 +119,7 @@ def test_kill9_under_load(phttpd, engine, durability):
 # --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("durability", ["emulated", "fsync"])
+@pytest.mark.slow
 def test_shim_crash_images(phttpd, engine, durability):
     # fsync: the image takes a line only when the group commit (its direct
     # writes and fdatasync, in the persist object's ring) that covers it

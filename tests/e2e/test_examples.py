@@ -125,6 +125,7 @@ def dump(store):
 
 @pytest.mark.parametrize("store_dir", ["/dev/shm", "/var/tmp"], indirect=True,
                          ids=["emulated", "fsync"])
+@pytest.mark.crash
 def test_durable_log(store_dir):
     store = os.path.join(store_dir, "log.store")
     srv = start("durable_log", store, 0)

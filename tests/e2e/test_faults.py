@@ -114,6 +114,7 @@ def probe_refusals(port, deadline):
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("durability", ["emulated", "fsync"])
+@pytest.mark.crash
 def test_failed_barrier_stops_acks(phttpd, engine, durability, threads):
     store = phttpd.new_store("/var/tmp" if durability == "fsync" else "/dev/shm")
     image = Path(phttpd.tmpdir()) / "image"
@@ -183,10 +184,12 @@ def wait_or_stop(pred, srv, timeout=5.0):
     return pred()
 
 
+@pytest.mark.crash
 def test_store_removed_while_serving(phttpd, engine):
     serve_then(phttpd, engine, os.unlink, ["removed"])
 
 
+@pytest.mark.crash
 def test_store_truncated_while_serving(phttpd, engine):
     # To one page: every buffer and log lane is gone from under the
     # mapping. Whichever comes first (the watch, or a SIGBUS in a copy,

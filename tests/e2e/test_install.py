@@ -27,6 +27,9 @@ import pytest
 from conftest import BUILD, HttpConn, RespConn, connect, post_log
 from paste_proc import LISTEN_RE, Server
 
+# Every test here uses the install made into a DESTDIR.
+pytestmark = pytest.mark.install
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 

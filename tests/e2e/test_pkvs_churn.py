@@ -432,6 +432,7 @@ def test_idle_timeout(pkvs, engine):
         assert c.command("GET", "k") == b"v"
 
 
+@pytest.mark.slow
 def test_idle_timeout_spares_slow_reader(pkvs, engine):
     """--idle-timeout 2: a client reading ~19 MiB of pipelined replies over
     ~4.5 s sends nothing meanwhile, yet is not idle while its replies leave
@@ -548,6 +549,7 @@ def check_keys(port, acked, issued):
 
 
 @pytest.mark.parametrize("durability", ["emulated", "fsync"])
+@pytest.mark.crash
 def test_failed_barrier_stops_acks(pkvs, engine, durability):
     store = pkvs.new_store("/var/tmp" if durability == "fsync" else "/dev/shm")
     image = Path(pkvs.tmpdir()) / "image"
@@ -651,6 +653,7 @@ class Prober:
             self.problems.append(repr(e))
 
 
+@pytest.mark.slow
 def test_slow_reader_does_not_stall_others(pkvs, engine):
     srv = pkvs.start(engine_args(engine))
     port = srv.resp_port

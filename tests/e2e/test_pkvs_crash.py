@@ -25,6 +25,9 @@ import pytest
 from conftest import (ConnectionClosed, RespConn, RespError, check_image_copy, copy_image_at,
                       run_tool)
 
+# Every test here crashes a server or damages its store.
+pytestmark = pytest.mark.crash
+
 CRASH_STORE_SIZE = "256M"
 VALUE_SIZES = (1, 10, 100, 1000, 2048, 3000, 9000)
 ABSENT = None
@@ -124,6 +127,7 @@ def check_tool_clean(store):
 
 
 @pytest.mark.parametrize("durability", ["emulated", "fsync"])
+@pytest.mark.slow
 def test_kill9_under_set_del_load(pkvs, engine, durability):
     base = "/var/tmp" if durability == "fsync" else "/dev/shm"
     store = pkvs.new_store(base)
@@ -150,6 +154,7 @@ def test_kill9_under_set_del_load(pkvs, engine, durability):
 
 
 @pytest.mark.parametrize("durability", ["emulated", "fsync"])
+@pytest.mark.slow
 def test_shim_crash_images(pkvs, engine, durability):
     workdir = Path(pkvs.tmpdir())
     image = workdir / "image"

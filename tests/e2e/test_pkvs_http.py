@@ -25,6 +25,7 @@ def curl(*args, data=None, timeout=20):
     return int(code), body
 
 
+@pytest.mark.basic
 def test_curl_put_get_head_delete(pkvs, engine):
     srv = pkvs.start(ENGINE_ARGS[engine])
     url = srv.url("/kv/alpha")

@@ -39,6 +39,7 @@ def client(srv, protocol=3, **kw):
 # redis-cli
 # ---------------------------------------------------------------------------
 
+@pytest.mark.basic
 def test_redis_cli_one_shot(pkvs, engine):
     srv = pkvs.start(ENGINE_ARGS[engine])
     p = srv.resp_port

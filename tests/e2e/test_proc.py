@@ -195,6 +195,7 @@ def test_missing_binary(tmp_path):
         paste_proc.binary("phttpd", build=tmp_path)
 
 
+@pytest.mark.crash
 def test_phttpd_own_store_restart_and_crash(phttpd):
     srv = Phttpd(["--mode", "wal", "--store-size", "64M"], store_dir=phttpd.tmpdir())
     try:

@@ -23,6 +23,7 @@ def ok_body(resp, n=64):
 
 
 @pytest.mark.parametrize("body_len", [1, 64, 1500, 10000])
+@pytest.mark.basic
 def test_curl_get_body_len(phttpd, engine, body_len, tmp_path):
     srv = phttpd.start(engine, extra_args=["--body-len", str(body_len)])
     out = tmp_path / "body"
@@ -243,6 +244,7 @@ def test_clients_that_vanish_mid_request(phttpd, engine):
 
 
 @pytest.mark.parametrize("extra", [[], ["--busy-poll"]], ids=["sleeping", "busy-poll"])
+@pytest.mark.slow
 def test_wrk_short_run(phttpd, engine, extra):
     if shutil.which("wrk") is None:
         pytest.skip("wrk is not installed")
@@ -276,7 +278,9 @@ def test_stats_json(phttpd, engine):
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_exits_zero_with_open_connections(phttpd, engine, sig):
-    srv = phttpd.start(engine)
+    # --defer-accept 0: the silent connection must be one the server
+    # accepted (with TCP_DEFER_ACCEPT the kernel keeps it until it speaks).
+    srv = phttpd.start(engine, extra_args=["--defer-accept", "0"])
     idle = HttpConn(srv.port)
     busy = HttpConn(srv.port)
     try:

@@ -13,6 +13,7 @@ sys.path.insert(0, str(HERE.parent.parent / "bench"))
 import walclient  # noqa: E402
 
 
+@pytest.mark.slow
 def test_rpc_two_threads_under_wrk(phttpd, engine):
     if shutil.which("wrk") is None:
         pytest.skip("wrk is not installed")
@@ -27,6 +28,7 @@ def test_rpc_two_threads_under_wrk(phttpd, engine):
     srv.stop()
 
 
+@pytest.mark.crash
 def test_wal_two_threads_kill9(phttpd, engine):
     store = phttpd.new_store()
     args = ["--threads", "2", "--store-size", "256M"]

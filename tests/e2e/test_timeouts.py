@@ -163,6 +163,7 @@ def test_max_held(phttpd, engine):
 
 
 @pytest.mark.parametrize("which", ["header", "body", "idle"])
+@pytest.mark.slow
 def test_zero_disables(phttpd, engine, which):
     timeouts = {"header": "1", "body": "1", "idle": "1"}
     timeouts[which] = "0"

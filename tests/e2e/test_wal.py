@@ -24,6 +24,7 @@ def get_log(port, lsn):
 
 
 @pytest.mark.parametrize("copy", [False, True], ids=["zerocopy", "copy"])
+@pytest.mark.basic
 def test_post_and_get_exact_bytes(phttpd, engine, copy):
     srv = wal(phttpd, engine, copy)
     bodies = [os.urandom(n) for n in SIZES] + [b"\r\n\r\nGET / HTTP/1.1\r\n\r\n"]
