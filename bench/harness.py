@@ -2,8 +2,10 @@
 
 Method (see bench/README.md): every compared server runs side by side in one
 run, pinned to the server CPU, and is driven by one client thread (wrk -t1,
-or bench/pload, the io_uring load generator) pinned to the client CPU. Repetitions interleave the systems so that slow drifts of this
-noisy 2-vCPU VM hit all of them alike; we report medians with the spread.
+or bench/pload, the io_uring load generator) pinned to the client CPU.
+Repetitions interleave the systems so that slow drifts of a noisy machine
+(a shared 2-CPU virtual one) hit all of them alike; we report medians
+with the spread.
 Throughput saturates in the single-threaded client near 150 K req/s, so the
 client-independent figures are the server's CPU time per request (from
 /proc/PID/stat) and its syscalls per request (perf tracepoint count; strace

@@ -9,7 +9,7 @@ Systems, all started and stopped by this script, side by side in one run:
   completes: Redis's group commit), its directory on the same medium;
 - redis-off: Redis with persistence off, the in-memory reference;
 - pkvs-pagecache (only when --systems names it; --medium disk): pkvs
-  with PASTE_FSYNC_IO=mapped, fsync mode's older way (the store's shared
+  with PASTE_FSYNC_IO=mapped, fsync mode's other way (the store's shared
   mapping, each commit an fdatasync of the page cache) instead of direct
   writes of the flushed blocks (docs/design.md "fsync mode: direct writes");
 - pkvs-epoll-batch (only when --systems names it): pkvs with --engine

@@ -34,7 +34,7 @@ BODY_LEN = 64
 # pload --reconnect would add the Connection header itself; spelled out so
 # the bytes on the wire are the same for wrk -H and pload.
 SHORT_REQUEST = b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-# The issue's goal for paste against nginx, per point.
+# The target for paste against nginx, per point.
 GOAL_CPU = 0.8
 GOAL_RATE = 1.0
 
@@ -163,7 +163,7 @@ def parse_args(argv=None):
 
 
 def goal_lines(points, results, systems):
-    """The issue's goal, per point: paste (uring) at most 0.8x the CPU per
+    """The target, per point: paste (uring) at most 0.8x the CPU per
     connection of nginx as configured by default, and at least its
     connections/s; the same ratios against nginx deferred for reference."""
     names = {s.name for s in systems}

@@ -57,8 +57,8 @@ CONFIGS = [
     Config("fsync", "wal fsync (disk)",
            ["--durability", "fsync", "--store-size", "1G"], "/var/tmp"),
     # Zero copy vs --copy where the copy is big enough to see: with the
-    # seed's 1 KiB body the saved memcpy is ~1 % of a request's CPU, under
-    # this VM's run-to-run noise. 50 connections only; an 8 KiB body spans
+    # default 1 KiB body the saved memcpy is ~1 % of a request's CPU, under
+    # the run-to-run noise of a shared 2-CPU virtual machine. 50 connections only; an 8 KiB body spans
     # five 2 KiB buffers, so a 5 s run needs a 4G store per server.
     Config("emul0-8k", "wal emulated pm 0us, 8 KiB body",
            ["--durability", "emulated", "--pm-latency", "0", "--store-size", "4G"],
@@ -81,8 +81,8 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.quick:
         # 3 s at up to ~300 K req/s (pload, no fence latency on a quiet
-        # machine) is ~900 K records of one 2 KiB buffer each: a 1G store
-        # filled and the rest were 507s, counted as non-2xx.
+        # machine) is ~900 K records of one 2 KiB buffer each: they would
+        # fill a 1G store, and the rest would be 507s, counted as non-2xx.
         args.conns, args.configs, args.reps, args.duration = [100], "emul10", 1, 3
         args.store_size = "3G"
     known = {c.key: c for c in CONFIGS}
