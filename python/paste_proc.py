@@ -26,7 +26,8 @@ sys.path, nothing is installed. Python 3 standard library only.
   record what a server acknowledged build on ClientThreads).
 - HttpConn(port): a keep-alive HTTP/1.1 client over a raw socket that reads
   responses by Content-Length; http_once() and get_stats() on top of it.
-  RespConn(port): a Redis-protocol client over the same socket and buffer.
+  RespConn(port): a Redis-protocol client; both are a Conn (a socket and
+  the bytes received but not parsed yet).
 
 A server that misbehaves (exits before listening, is found dead, exits
 non-zero or hangs on stop) raises ServerError, and a reply that is not
@@ -644,9 +645,10 @@ def take_response(buf, method="GET"):
     return resp
 
 
-class HttpConn:
-    """A keep-alive client connection that reads HTTP responses by
-    Content-Length. over(sock) reads from a socket already connected."""
+class Conn:
+    """A client connection: its socket (connect()) and buf, the bytes
+    received and not parsed yet. over(sock) takes a socket already
+    connected."""
 
     def __init__(self, port, host="127.0.0.1", timeout=5.0, nodelay=True, rcvbuf=None):
         self.sock = connect(port, host, timeout, nodelay, rcvbuf)
@@ -677,6 +679,27 @@ class HttpConn:
             raise ConnectionClosed(f"server closed the connection; unparsed bytes: {bytes(self.buf[:200])!r}")
         self.buf += chunk
 
+    def is_closed(self, timeout=3.0):
+        """True when the server closes (EOF or reset) within timeout and sent nothing more."""
+        if self.buf:
+            return False
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(4096)
+        except socket.timeout:
+            return False
+        except ConnectionResetError:
+            return True
+        if data:
+            self.buf += data
+            return False
+        return True
+
+
+class HttpConn(Conn):
+    """A keep-alive client connection that reads HTTP responses by
+    Content-Length."""
+
     def read_response(self, method="GET"):
         while True:
             resp = take_response(self.buf, method)
@@ -693,22 +716,6 @@ class HttpConn:
     def request(self, method, path, body=None, headers=(), version="HTTP/1.1"):
         self.send(build_request(method, path, body, headers, version))
         return self.read_response(method)
-
-    def is_closed(self, timeout=3.0):
-        """True when the server closes (EOF or reset) within timeout and sent nothing more."""
-        if self.buf:
-            return False
-        self.sock.settimeout(timeout)
-        try:
-            data = self.sock.recv(4096)
-        except socket.timeout:
-            return False
-        except ConnectionResetError:
-            return True
-        if data:
-            self.buf += data
-            return False
-        return True
 
 
 def http_once(port, method, path, body=None, headers=(), host="127.0.0.1", timeout=5.0):
@@ -745,38 +752,13 @@ def resp_command(*args):
     return b"".join(out)
 
 
-class RespConn:
+class RespConn(Conn):
     """A Redis-protocol connection: send raw bytes or commands, read whole
     replies (RESP2 and RESP3 types; an error reply is returned as a
-    RespError instance, not raised, so pipelines read on). over(sock)
-    reads from a socket already connected."""
-
-    def __init__(self, port, host="127.0.0.1", timeout=5.0, rcvbuf=None):
-        self.conn = HttpConn(port, host, timeout, rcvbuf=rcvbuf)   # the socket and its buffer
-        self.sock = self.conn.sock
-
-    @classmethod
-    def over(cls, sock):
-        """Replies read from a socket already connected."""
-        conn = cls.__new__(cls)
-        conn.conn = HttpConn.over(sock)
-        conn.sock = sock
-        return conn
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def close(self):
-        self.conn.close()
-
-    def send(self, data):
-        self.conn.send(data)
+    RespError instance, not raised, so pipelines read on)."""
 
     def _line(self):
-        buf = self.conn.buf
+        buf = self.buf
         while True:
             end = buf.find(b"\r\n")
             if end >= 0:
@@ -785,12 +767,12 @@ class RespConn:
                 return line
             if len(buf) > MAX_HEAD:
                 raise ProtocolError(f"RESP line over 64 KiB: {bytes(buf[:200])!r}")
-            self.conn._fill()
+            self._fill()
 
     def _exact(self, n):
-        buf = self.conn.buf
+        buf = self.buf
         while len(buf) < n + 2:
-            self.conn._fill()
+            self._fill()
         data = bytes(buf[:n])
         if buf[n:n + 2] != b"\r\n":
             raise ProtocolError(f"bulk of {n} bytes not followed by CRLF: {bytes(buf[:n + 8])!r}")
@@ -832,9 +814,6 @@ class RespConn:
     def command(self, *args):
         self.send(resp_command(*args))
         return self.read_reply()
-
-    def is_closed(self, timeout=3.0):
-        return self.conn.is_closed(timeout)
 
 
 # --------------------------------------------------------------------------

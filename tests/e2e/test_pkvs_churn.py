@@ -100,7 +100,7 @@ def seconds_until_readable(sock, timeout):
 
 def assert_closed(c, what):
     assert c.is_closed(2), f"{what}: connection left open after the reply " \
-                           f"(buffered {bytes(c.conn.buf[:80])!r})"
+                           f"(buffered {bytes(c.buf[:80])!r})"
 
 
 # --------------------------------------------------------------------------
@@ -422,7 +422,7 @@ def test_idle_timeout(pkvs, engine):
             t = seconds_until_readable(c.sock, max(0.0, t0 + LATE - time.monotonic()))
             assert t is not None, f"{what}: still open {LATE}s into a 1 s idle timeout"
             assert c.is_closed(0.5), f"{what}: sent something instead of closing: " \
-                                     f"{bytes(c.conn.buf[:80])!r}"
+                                     f"{bytes(c.buf[:80])!r}"
     finally:
         for c in (after, silent, busy):
             c.close()
@@ -702,7 +702,7 @@ def test_slow_reader_does_not_stall_others(pkvs, engine):
         assert not any(t.is_alive() for t in senders), "the pipeline was never read whole"
         # Now read everything: each reply whole, in order.
         reader = RespConn.over(slow)
-        reader.conn.buf += trickled
+        reader.buf += trickled
         for n, want in enumerate(expected):
             got = reader.read_reply()
             assert got == want, f"reply {n} of {len(expected)}: " \

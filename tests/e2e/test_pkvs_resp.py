@@ -242,7 +242,7 @@ def test_redis_py_resp3_hello_map(pkvs):
         c.send(b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n")
         line = c._line()
         assert line.startswith(b"%"), line
-        c.conn.buf[:0] = line + b"\r\n"
+        c.buf[:0] = line + b"\r\n"
         hello = c.read_reply()
         assert hello["proto"] == 3 and hello["server"], hello
         # RESP3 null for a missing key, not $-1.
