@@ -146,7 +146,7 @@ static int count_log(void *arg, uint64_t lsn, uint32_t lane, const struct paste_
 	for (uint32_t i = 0; i < n; i++)
 		r->want[ext[i].buf]++;
 	if (paste_btree_record_parse(r->st, ext, n, &rec) == 0) {
-		r->header[ext[0].buf] = 1;
+		r->header[rec.header.buf] = 1;
 		r->headers++;
 	}
 	return 0;

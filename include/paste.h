@@ -74,7 +74,7 @@ uint32_t paste_crc32c(uint32_t crc, const void *p, size_t n);
  */
 
 #define PASTE_STORE_MAGIC       "PASTESTO"   /* 8 bytes, no NUL stored */
-#define PASTE_STORE_VERSION     2u
+#define PASTE_STORE_VERSION     3u
 #define PASTE_STORE_NODE_PAGE   4096u        /* node area page size */
 #define PASTE_STORE_NO_NODES    UINT64_MAX   /* node_size: no node area (no tree) */
 #define PASTE_NO_BUF            UINT32_MAX
@@ -463,17 +463,19 @@ int paste_wal_check(struct paste_wal *w, struct paste_error *err);
  * One tree per store: its checkpoints truncate the whole log
  * (paste_wal_truncate), so the store's other lanes must not hold records
  * the tree does not cover. The record format is the tree's own, carried in
- * ordinary log records: extent 0 is a header the tree copies densely into
- * a store buffer it holds (magic, op, key length, value length, key),
- * extents 1..n are the value (paste_btree_record_parse reads it back).
+ * ordinary log records: extents 0..n-1 are the value, and the last extent
+ * is a header the tree copies densely into a store buffer it holds (magic,
+ * op, lengths, tag, word, the value's CRC32C, key), so the log's CRC of the
+ * record continues the value's own (paste_btree_record_parse reads it
+ * back).
  */
 
 struct paste_btree;
 
 #define PASTE_BTREE_MAX_KEY     512u
-#define PASTE_BTREE_MAX_EXTENTS (PASTE_WAL_MAX_EXTENTS - 1u)  /* 63: extent 0 of the record
-							       * is the tree's header, so a
-							       * body for a value must be
+#define PASTE_BTREE_MAX_EXTENTS (PASTE_WAL_MAX_EXTENTS - 1u)  /* 63: the record's last
+							       * extent is the tree's header,
+							       * so a body for a value must be
 							       * collected with max_held <=
 							       * 63 buffers */
 #define PASTE_BTREE_MAX_HEIGHT  40u   /* a tree of 2^32 pages is at most 33 high */
@@ -527,8 +529,8 @@ struct paste_btree_info {
  * parent's separators, extents inside the buffer area, fill, key count) and
  * takes one buffer reference per value extent; the free-page set is what
  * the walk did not reach; then every live log record with LSN > the
- * checkpoint LSN (paste_wal_foreach, LSN order, any lane) whose extent 0
- * is a tree header is applied (SET/DEL/CLEAR; replaced values' references
+ * checkpoint LSN (paste_wal_foreach, LSN order, any lane) whose last
+ * extent is a tree header is applied (SET/DEL/CLEAR; replaced values' references
  * are dropped at once: replayed records are durable). Records that are not
  * the tree's are skipped. A writable open (p != NULL) then truncates log
  * records the checkpoint already covers. p == NULL opens read-only for
@@ -578,6 +580,25 @@ void paste_btree_close(struct paste_btree *t);
  * failure (nothing changed). */
 int paste_btree_set(struct paste_btree *t, const void *key, uint32_t klen,
 		    const struct paste_extent *val, uint32_t n, uint64_t *lsn);
+
+/* What a key carries beside its value, kept in its leaf entry and in its
+ * log record: an application tag (0..PASTE_BTREE_TAG_MAX: pkvs's type),
+ * an optional 64-bit word (pkvs's expiry deadline), and the CRC32C of the
+ * value's bytes, which the tree computes at every set and which
+ * paste_btree_check and the cleaner verify. */
+#define PASTE_BTREE_TAG_MAX 15u
+struct paste_btree_attr {
+	uint8_t tag;
+	bool has_word;
+	bool has_crc;        /* out: false when the point index answered a lookup */
+	uint64_t word;
+	uint32_t crc;        /* out: CRC32C of the value (when has_crc) */
+};
+/* paste_btree_set with a tag and a word (attr NULL: tag 0, no word; its
+ * crc fields are ignored). */
+int paste_btree_put(struct paste_btree *t, const void *key, uint32_t klen,
+		    const struct paste_extent *val, uint32_t n, const struct paste_btree_attr *attr,
+		    uint64_t *lsn);
 /* Delete key: -ENOENT (no record written) when absent; else like set (one
  * record, the value's references dropped once it is durable). */
 int paste_btree_del(struct paste_btree *t, const void *key, uint32_t klen, uint64_t *lsn);
@@ -596,6 +617,12 @@ int paste_btree_clear(struct paste_btree *t, uint64_t *lsn);
  * the cache). */
 int paste_btree_get(struct paste_btree *t, const void *key, uint32_t klen,
 		    struct paste_extent *ext, uint32_t *n, uint32_t *len);
+/* paste_btree_get, and the key's tag and word in *attr (if non-NULL; its
+ * CRC too when the lookup reached the leaf). The point index answers keys
+ * without a word; a key with one is read from its leaf. */
+int paste_btree_lookup(struct paste_btree *t, const void *key, uint32_t klen,
+		       struct paste_extent *ext, uint32_t *n, uint32_t *len,
+		       struct paste_btree_attr *attr);
 uint64_t paste_btree_count(const struct paste_btree *t);
 /* A look ahead: key will be looked up soon (the next command of a
  * batch), so start loading what paste_btree_get and the point index's
@@ -626,6 +653,7 @@ struct paste_btree_cursor {
 	bool positioned, have_key, done;
 	uint32_t klen;
 	uint8_t key[PASTE_BTREE_MAX_KEY];
+	struct paste_btree_attr attr;   /* of the last key returned (paste_btree_cursor_attr) */
 };
 /* Position c before the first key >= start (start NULL or slen 0: the
  * first key). A start key longer than PASTE_BTREE_MAX_KEY is cut to it. */
@@ -637,6 +665,11 @@ void paste_btree_cursor_init(struct paste_btree_cursor *c, struct paste_btree *t
  * paste_btree_keycmp says the key is past its end. */
 int paste_btree_cursor_next(struct paste_btree_cursor *c, const uint8_t **key, uint32_t *klen,
 			    struct paste_extent *ext, uint32_t *n, uint32_t *len);
+/* The tag, word and CRC of the key cursor_next last returned. */
+static inline const struct paste_btree_attr *paste_btree_cursor_attr(const struct paste_btree_cursor *c)
+{
+	return &c->attr;
+}
 
 /* Once per event-loop pass, after the barrier: drop the references whose
  * change became durable (one atomic load plus one paste_store_unref per
@@ -676,10 +709,11 @@ struct paste_btree_record {
 	enum paste_btree_op op;
 	const uint8_t *key;            /* in the store (the header buffer) */
 	uint32_t klen;
-	const struct paste_extent *val;   /* ext + 1: the value's extents */
+	const struct paste_extent *val;   /* ext[0..n): the value's extents */
 	uint32_t n;
 	uint32_t vlen;
-	struct paste_extent header;    /* ext[0]: the header's own extent */
+	struct paste_btree_attr attr;  /* tag, word, the value's CRC (has_crc) */
+	struct paste_extent header;    /* ext[n]: the header's own extent, the record's last */
 };
 /* Is the log record ext[0..n) a tree record? 0 and *r filled, or -EINVAL
  * (not one: wrong magic, op, lengths, or extents outside the store).

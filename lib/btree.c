@@ -18,18 +18,24 @@
  * [4, 4096), magic u16 "BT", type u8 leaf 1 / inner 2, level u8 (0 =
  * leaf), gen u64, pageno u32, nkeys u16, top u16, child0 u32, frag u16,
  * zero u16), u16 slots, entries packed at the end:
- *    leaf:  klen u16, nexts u8 (0..63), 0 u8, vlen u32, nexts x {buf, off,
- *           len} u32, key;   inner: klen u16, 0 u16, child u32, key.
+ *    leaf:  klen u16, nexts u8 (0..63), flags u8 (tag in bits 0-3, bit 4: a
+ *           word follows), vlen u32, crc u32 (CRC32C of the value's bytes),
+ *           [word u64], nexts x {buf, off, len} u32, key;
+ *    inner: klen u16, 0 u16, child u32, key.
  * Keys are 1..512 bytes, ordered by memcmp (a prefix first). Inner keys are
  * separators: the shortest byte strings between the last key on the left
  * and the first on the right.
  *
  * The log record of a change (an ordinary WAL record, paste_wal_append):
- * extent 0 is a header the tree copies densely (8-byte aligned) into a
- * store buffer it holds, the "header buffer":
- *    0 magic u32 "PBTR",  4 op u8 (1 SET, 2 DEL, 3 CLEAR),  5 nval u8
- *    (value extents),  6 klen u16,  8 vlen u32,  12 key;
- * extents 1..nval are the value. The log's CRC covers header and value.
+ * extents 0..nval-1 are the value, and the last extent is a header the
+ * tree copies densely (8-byte aligned) into a store buffer it holds, the
+ * "header buffer":
+ *    0 magic u32 "PBT3",  4 op u8 (1 SET, 2 DEL, 3 CLEAR),  5 nval u8
+ *    (value extents),  6 klen u16,  8 vlen u32,  12 flags u8 (as a leaf
+ *    entry's; bit 5 reserved),  13 zero u8,  14 zero u16,  16 vcrc u32
+ *    (CRC32C of the value),  20 [word u64],  then the key.
+ * The log's CRC covers value and header in that order, so it continues
+ * the value's CRC, which the tree computes once (wal_append_crc).
  *
  * Copy-on-write by generation
  * ---------------------------
@@ -199,7 +205,7 @@ static void split_store(struct paste_btree *t, const struct bt_wide *w, uint32_t
 	} else {
 		const uint8_t *m = bt_wentry(x, i);
 		*slen = ld16(m);
-		memcpy(sep, m + BT_FIX, *slen);
+		memcpy(sep, m + BT_IFIX, *slen);
 		bt_wide_store(w, 0, i, w->child0, bt_pg(t, lp), lp, t->gen);
 		bt_wide_store(w, i + 1, w->n, ld32(m + 4), bt_pg(t, rp), rp, t->gen);
 	}
@@ -264,7 +270,7 @@ static void fix(struct paste_btree *t, struct bt_path *path, uint32_t d, struct 
 			if (C->type == BT_INNER) {
 				const uint8_t *pe = bt_wentry(PW, j);
 				bt_wide_insert(C, C->n, t->entry,
-					       bt_inner_entry(t->entry, pe + BT_FIX, ld16(pe), R->child0));
+					       bt_inner_entry(t->entry, pe + BT_IFIX, ld16(pe), R->child0));
 			}
 			bt_wide_append(C, R, 0, R->n);
 			if (C->bytes <= BT_CAP) {
@@ -336,7 +342,7 @@ uint8_t *bt_hint_entry(struct paste_btree *t, struct bt_hint *hint, const uint8_
 static void release_entry(struct paste_btree *t, const uint8_t *e)
 {
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	extents_copy(ext, e + BT_FIX, e[2]);
+	extents_copy(ext, bt_lext(e), e[2]);
 	bt_release_later(t, ext, e[2]);
 }
 
@@ -366,9 +372,9 @@ static bool put_in_place(struct paste_btree *t, uint32_t no, uint32_t i, uint32_
  * "Overwrites by hint"). */
 static void apply_set(struct paste_btree *t, const uint8_t *key, uint32_t klen,
 		      const struct paste_extent *val, uint32_t n, uint32_t vlen,
-		      struct bt_hint *hint)
+		      const struct paste_btree_attr *a, struct bt_hint *hint)
 {
-	uint32_t size = bt_leaf_entry(t->entry, key, klen, val, n, vlen);
+	uint32_t size = bt_leaf_entry(t->entry, key, klen, val, n, vlen, a);
 	for (uint32_t i = 0; i < n; i++)
 		paste_store_ref(t->st, val[i].buf);
 	if (bt_hint_entry(t, hint, key, klen) && put_in_place(t, hint->leaf, hint->idx, size, true)) {
@@ -507,8 +513,8 @@ int bt_apply(struct paste_btree *t, const struct paste_btree_record *r, uint64_t
 		/* apply_set does not change the index: at stays valid. */
 		struct bt_point_pos at = bt_point_find(&t->point, key, r->klen);
 		struct bt_hint hint = bt_point_hint(at);
-		apply_set(t, key, r->klen, r->val, r->n, r->vlen, &hint);
-		bt_point_put(&t->point, at, key, r->klen, r->val, r->n, hint);
+		apply_set(t, key, r->klen, r->val, r->n, r->vlen, &r->attr, &hint);
+		bt_point_put(&t->point, at, key, r->klen, r->val, r->n, &r->attr, hint);
 		break;
 	}
 	case PASTE_BTREE_DEL:

@@ -53,6 +53,22 @@ static int ensure_room(struct paste_btree *t, uint64_t releases)
 int paste_btree_set(struct paste_btree *t, const void *key, uint32_t klen,
 		    const struct paste_extent *val, uint32_t n, uint64_t *lsn)
 {
+	return paste_btree_put(t, key, klen, val, n, NULL, lsn);
+}
+
+/* CRC32C of a value's bytes, in extent order. */
+static uint32_t value_crc(const struct paste_btree *t, const struct paste_extent *val, uint32_t n)
+{
+	uint32_t crc = 0;
+	for (uint32_t i = 0; i < n; i++)
+		crc = paste_crc32c(crc, paste_store_buf(t->st, val[i].buf) + val[i].off, val[i].len);
+	return crc;
+}
+
+int paste_btree_put(struct paste_btree *t, const void *key, uint32_t klen,
+		    const struct paste_extent *val, uint32_t n, const struct paste_btree_attr *attr,
+		    uint64_t *lsn)
+{
 	int rc = key_ok(key, klen);
 	if (!t || rc)
 		return t ? rc : -EINVAL;
@@ -69,17 +85,26 @@ int paste_btree_set(struct paste_btree *t, const void *key, uint32_t klen,
 	}
 	if (vlen > UINT32_MAX)
 		return -EINVAL;
-	if (BT_REC_HDR + klen > t->g->buf_size)
-		return -ENAMETOOLONG;   /* 512-byte buffers: keys up to 500 bytes */
+	struct paste_btree_attr a = { .has_crc = true };
+	if (attr) {
+		if (attr->tag > PASTE_BTREE_TAG_MAX)
+			return -EINVAL;
+		a.tag = attr->tag;
+		a.has_word = attr->has_word;
+		a.word = attr->has_word ? attr->word : 0;
+	}
+	if (BT_REC_HDR + BT_WORD + klen > t->g->buf_size)
+		return -ENAMETOOLONG;   /* 512-byte buffers: keys up to 484 bytes */
 	if (!t->p)
 		return -EROFS;
 	if ((rc = ensure_room(t, PASTE_BTREE_MAX_EXTENTS)) < 0)
 		return rc;
+	a.crc = value_crc(t, val, n);
 	uint64_t l;
-	if ((rc = bt_append(t, PASTE_BTREE_SET, key, klen, val, n, (uint32_t)vlen, &l)) < 0)
+	if ((rc = bt_append(t, PASTE_BTREE_SET, key, klen, val, n, (uint32_t)vlen, &a, &l)) < 0)
 		return rc;
 	struct paste_btree_record r = { .op = PASTE_BTREE_SET, .key = key, .klen = klen,
-					.val = val, .n = n, .vlen = (uint32_t)vlen };
+					.val = val, .n = n, .vlen = (uint32_t)vlen, .attr = a };
 	bt_apply(t, &r, l);
 	if (lsn)
 		*lsn = l;
@@ -93,7 +118,7 @@ int paste_btree_del(struct paste_btree *t, const void *key, uint32_t klen, uint6
 		return t ? rc : -EINVAL;
 	/* The point index knows, or the tree does (a long key, no index). */
 	struct bt_path path;
-	int pr = bt_point_get(&t->point, key, klen, NULL, NULL, NULL);
+	int pr = bt_point_get(&t->point, key, klen, NULL, NULL, NULL, NULL);
 	bool present = pr == 0 || (pr > 0 && t->root && bt_descend(t, key, klen, &path));
 	if (!present)
 		return -ENOENT;
@@ -102,7 +127,7 @@ int paste_btree_del(struct paste_btree *t, const void *key, uint32_t klen, uint6
 	if ((rc = ensure_room(t, PASTE_BTREE_MAX_EXTENTS)) < 0)
 		return rc;
 	uint64_t l;
-	if ((rc = bt_append(t, PASTE_BTREE_DEL, key, klen, NULL, 0, 0, &l)) < 0)
+	if ((rc = bt_append(t, PASTE_BTREE_DEL, key, klen, NULL, 0, 0, NULL, &l)) < 0)
 		return rc;
 	struct paste_btree_record r = { .op = PASTE_BTREE_DEL, .key = key, .klen = klen };
 	bt_apply(t, &r, l);
@@ -135,7 +160,7 @@ int paste_btree_clear(struct paste_btree *t, uint64_t *lsn)
 	if (rc < 0)
 		return rc;
 	uint64_t l;
-	if ((rc = bt_append(t, PASTE_BTREE_CLEAR, NULL, 0, NULL, 0, 0, &l)) < 0)
+	if ((rc = bt_append(t, PASTE_BTREE_CLEAR, NULL, 0, NULL, 0, 0, NULL, &l)) < 0)
 		return rc;
 	struct paste_btree_record r = { .op = PASTE_BTREE_CLEAR };
 	bt_apply(t, &r, l);
@@ -144,29 +169,40 @@ int paste_btree_clear(struct paste_btree *t, uint64_t *lsn)
 	return 0;
 }
 
-static void value_out(uint8_t *e, struct paste_extent *ext, uint32_t *n, uint32_t *len)
+static void value_out(uint8_t *e, struct paste_extent *ext, uint32_t *n, uint32_t *len,
+		      struct paste_btree_attr *a)
 {
 	if (ext)
-		extents_copy(ext, e + BT_FIX, e[2]);
+		extents_copy(ext, bt_lext(e), e[2]);
 	if (n)
 		*n = e[2];
 	if (len)
 		*len = ld32(e + 4);
+	if (a)
+		bt_lattr(e, a);
+}
+
+int paste_btree_lookup(struct paste_btree *t, const void *key, uint32_t klen,
+		       struct paste_extent *ext, uint32_t *n, uint32_t *len,
+		       struct paste_btree_attr *attr)
+{
+	int rc = key_ok(key, klen);
+	if (!t || rc)
+		return t ? rc : -EINVAL;
+	if ((rc = bt_point_get(&t->point, key, klen, ext, n, len, attr)) <= 0)
+		return rc;
+	struct bt_path path;
+	if (!t->root || !bt_descend(t, key, klen, &path))
+		return -ENOENT;
+	value_out(bt_entry(bt_pg(t, path.page[path.depth - 1]), path.idx[path.depth - 1]), ext, n, len,
+		  attr);
+	return 0;
 }
 
 int paste_btree_get(struct paste_btree *t, const void *key, uint32_t klen,
 		    struct paste_extent *ext, uint32_t *n, uint32_t *len)
 {
-	int rc = key_ok(key, klen);
-	if (!t || rc)
-		return t ? rc : -EINVAL;
-	if ((rc = bt_point_get(&t->point, key, klen, ext, n, len)) <= 0)
-		return rc;
-	struct bt_path path;
-	if (!t->root || !bt_descend(t, key, klen, &path))
-		return -ENOENT;
-	value_out(bt_entry(bt_pg(t, path.page[path.depth - 1]), path.idx[path.depth - 1]), ext, n, len);
-	return 0;
+	return paste_btree_lookup(t, key, klen, ext, n, len, NULL);
 }
 
 int paste_btree_prefetch(const struct paste_btree *t, const void *key, uint32_t klen)
@@ -253,7 +289,7 @@ int paste_btree_cursor_next(struct paste_btree_cursor *c, const uint8_t **key, u
 	c->klen = ld16(e);
 	memcpy(c->key, bt_ekey(BT_LEAF, e), c->klen);
 	c->have_key = true;
-	value_out(e, ext, n, len);
+	value_out(e, ext, n, len, &c->attr);
 	if (key)
 		*key = c->key;
 	if (klen)

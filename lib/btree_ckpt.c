@@ -27,6 +27,7 @@
 #include <time.h>
 #include <sys/mman.h>
 #include "btree_internal.h"
+#include "wal_internal.h"
 
 /* ---- records ---------------------------------------------------------- */
 
@@ -40,33 +41,41 @@ int paste_btree_record_parse(const struct paste_store *st, const struct paste_ex
 	for (uint32_t i = 0; i < n; i++) {
 		if (ext[i].buf >= g->nbufs || ext[i].off > g->buf_size || ext[i].len > g->buf_size - ext[i].off)
 			return -EINVAL;
-		if (i)
+		if (i + 1 < n)
 			vlen += ext[i].len;
 	}
-	struct paste_extent h = ext[0];
+	struct paste_extent h = ext[n - 1];
 	if (h.len < BT_REC_HDR)
 		return -EINVAL;
 	const uint8_t *b = paste_store_buf(st, h.buf) + h.off;
-	uint8_t hdr[BT_REC_HDR];
-	memcpy(hdr, b, sizeof(hdr));
+	uint8_t hdr[BT_REC_HDR + BT_WORD];
+	memcpy(hdr, b, BT_REC_HDR);
 	uint32_t magic = ld32(hdr), klen = ld16(hdr + 6), vl = ld32(hdr + 8);
-	uint8_t op = hdr[4], nval = hdr[5];
-	if (magic != BT_REC_MAGIC || h.len != BT_REC_HDR + klen || nval != n - 1 || vl != vlen)
+	uint8_t op = hdr[4], nval = hdr[5], flags = hdr[12];
+	uint32_t head = BT_REC_HDR + (flags & BT_EF_WORD ? BT_WORD : 0u);
+	if (magic != BT_REC_MAGIC || h.len != head + klen || nval != n - 1 || vl != vlen ||
+	    (flags & ~(BT_EF_TAG | BT_EF_WORD)) || hdr[13] || ld16(hdr + 14))
 		return -EINVAL;
 	if (op == PASTE_BTREE_SET) {
 		if (klen == 0 || klen > PASTE_BTREE_MAX_KEY)
 			return -EINVAL;
 	} else if (op == PASTE_BTREE_DEL) {
-		if (klen == 0 || klen > PASTE_BTREE_MAX_KEY || n != 1)
+		if (klen == 0 || klen > PASTE_BTREE_MAX_KEY || n != 1 || flags)
 			return -EINVAL;
 	} else if (op == PASTE_BTREE_CLEAR) {
-		if (klen || n != 1)
+		if (klen || n != 1 || flags)
 			return -EINVAL;
 	} else {
 		return -EINVAL;
 	}
-	*r = (struct paste_btree_record){ .op = (enum paste_btree_op)op, .key = b + BT_REC_HDR,
-		.klen = klen, .val = ext + 1, .n = n - 1, .vlen = vl, .header = h };
+	struct paste_btree_attr a = { .tag = flags & BT_EF_TAG, .has_word = (flags & BT_EF_WORD) != 0,
+				      .has_crc = true, .crc = ld32(hdr + 16) };
+	if (a.has_word) {
+		memcpy(hdr + BT_REC_HDR, b + BT_REC_HDR, BT_WORD);
+		a.word = ld64(hdr + BT_REC_HDR);
+	}
+	*r = (struct paste_btree_record){ .op = (enum paste_btree_op)op, .key = b + head,
+		.klen = klen, .val = ext, .n = n - 1, .vlen = vl, .attr = a, .header = h };
 	return 0;
 }
 
@@ -76,14 +85,21 @@ static uint32_t wal_rec_bytes(uint32_t n)
 	return (36u + 12u * n + 63u) & ~63u;
 }
 
-/* Log one change: its header densely into the header buffer (a fresh one
- * when the current one is full), then one log record, header + value. A
- * full lane or a store out of buffers checkpoints once and tries again. */
+/* Log one change: the value's extents, then its header, copied densely
+ * into the header buffer (a fresh one when the current one is full), in
+ * one log record. The log's CRC continues the value's (a->crc), so the
+ * value is read once. A full lane or a store out of buffers checkpoints
+ * once and tries again. */
 int bt_append(struct paste_btree *t, uint8_t op, const uint8_t *key, uint32_t klen,
-	      const struct paste_extent *val, uint32_t n, uint32_t vlen, uint64_t *lsn)
+	      const struct paste_extent *val, uint32_t n, uint32_t vlen,
+	      const struct paste_btree_attr *a, uint64_t *lsn)
 {
+	static const struct paste_btree_attr none = { .has_crc = true };
+	if (!a)
+		a = &none;
 	struct paste_extent ext[PASTE_WAL_MAX_EXTENTS];
-	uint32_t hsize = BT_REC_HDR + klen, bs = t->g->buf_size;
+	uint32_t head = BT_REC_HDR + (a->has_word ? BT_WORD : 0u);
+	uint32_t hsize = head + klen, bs = t->g->buf_size;
 	for (int attempt = 0;; attempt++) {
 		if (t->hbuf == PASTE_NO_BUF || t->hoff + hsize > bs) {
 			if (t->hbuf != PASTE_NO_BUF)
@@ -105,12 +121,18 @@ int bt_append(struct paste_btree *t, uint8_t op, const uint8_t *key, uint32_t kl
 		h[5] = (uint8_t)n;
 		st16(h + 6, (uint16_t)klen);
 		st32(h + 8, vlen);
+		h[12] = (uint8_t)((a->tag & BT_EF_TAG) | (a->has_word ? BT_EF_WORD : 0));
+		h[13] = 0;
+		st16(h + 14, 0);
+		st32(h + 16, a->crc);
+		if (a->has_word)
+			st64(h + BT_REC_HDR, a->word);
 		if (klen)
-			memcpy(h + BT_REC_HDR, key, klen);
-		ext[0] = (struct paste_extent){ t->hbuf, t->hoff, hsize };
+			memcpy(h + head, key, klen);
 		if (n)
-			memcpy(ext + 1, val, sizeof(*val) * n);
-		int rc = paste_wal_append(t->w, t->cfg.lane, t->p, ext, n + 1, lsn);
+			memcpy(ext, val, sizeof(*val) * n);
+		ext[n] = (struct paste_extent){ t->hbuf, t->hoff, hsize };
+		int rc = wal_append_crc(t->w, t->cfg.lane, t->p, ext, n + 1, n, a->crc, lsn);
 		if (rc == -ENOSPC && !attempt) {
 			if ((rc = paste_btree_checkpoint(t)) < 0)
 				return rc;

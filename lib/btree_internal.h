@@ -34,15 +34,20 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the store format is l
 #define BT_INNER       2u
 #define BT_FIRST_PAGE  2u                      /* pages 0 and 1 are the meta slots */
 #define BT_MAXH        PASTE_BTREE_MAX_HEIGHT
-#define BT_FIX         8u                      /* fixed part of a leaf or inner entry */
+#define BT_LFIX        12u                     /* fixed part of a leaf entry (no word) */
+#define BT_WORD        8u                      /* a leaf entry's or a record's word */
+#define BT_IFIX        8u                      /* fixed part of an inner entry */
 #define BT_EXT         12u                     /* one struct paste_extent on the store */
-#define BT_MAX_LEAF_ENTRY  (BT_FIX + BT_EXT * PASTE_BTREE_MAX_EXTENTS + PASTE_BTREE_MAX_KEY)
-#define BT_MAX_INNER_ENTRY (BT_FIX + PASTE_BTREE_MAX_KEY)
+#define BT_EF_TAG      0x0fu                   /* leaf entry / record flags: the tag */
+#define BT_EF_WORD     0x10u                   /* ... a word follows the fixed part */
+#define BT_EF_CONT     0x20u                   /* record: reserved for groups of records */
+#define BT_MAX_LEAF_ENTRY  (BT_LFIX + BT_WORD + BT_EXT * PASTE_BTREE_MAX_EXTENTS + PASTE_BTREE_MAX_KEY)
+#define BT_MAX_INNER_ENTRY (BT_IFIX + PASTE_BTREE_MAX_KEY)
 
 #define BT_META_MAGIC  0x4d544250u             /* "PBTM" */
 #define BT_META_SIZE   128u
-#define BT_REC_MAGIC   0x52544250u             /* "PBTR" */
-#define BT_REC_HDR     12u                     /* record header before the key */
+#define BT_REC_MAGIC   0x33544250u             /* "PBT3" */
+#define BT_REC_HDR     20u                     /* record header before the word and key */
 
 /* Page header (node area page, 4096-aligned in the mapping). */
 struct bt_hdr {
@@ -207,16 +212,41 @@ static inline uint16_t *bt_slots(uint8_t *pg)
 }
 
 /* Entry layouts (any byte offset; read with ld*):
- *   leaf:  klen u16, nexts u8, flags u8 (0), vlen u32, nexts x extent, key
+ *   leaf:  klen u16, nexts u8, flags u8 (tag, BT_EF_WORD), vlen u32, crc u32
+ *          (CRC32C of the value), [word u64], nexts x extent, key
  *   inner: klen u16, zero u16, child u32, key */
+static inline uint32_t bt_lhead(const uint8_t *e)
+{
+	return BT_LFIX + (e[3] & BT_EF_WORD ? BT_WORD : 0u);
+}
+
+/* The value's extents of leaf entry e (any alignment: extents_copy). */
+static inline const uint8_t *bt_lext(const uint8_t *e)
+{
+	return e + bt_lhead(e);
+}
+
 static inline uint32_t bt_esize(uint8_t type, const uint8_t *e)
 {
-	return BT_FIX + ld16(e) + (type == BT_LEAF ? BT_EXT * e[2] : 0u);
+	return type == BT_LEAF ? bt_lhead(e) + BT_EXT * e[2] + ld16(e) : BT_IFIX + ld16(e);
 }
 
 static inline const uint8_t *bt_ekey(uint8_t type, const uint8_t *e)
 {
-	return e + BT_FIX + (type == BT_LEAF ? BT_EXT * e[2] : 0u);
+	return type == BT_LEAF ? bt_lext(e) + BT_EXT * e[2] : e + BT_IFIX;
+}
+
+static inline uint64_t ld64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static inline void st64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+
+/* A leaf entry's tag, word and CRC. */
+static inline void bt_lattr(const uint8_t *e, struct paste_btree_attr *a)
+{
+	a->tag = e[3] & BT_EF_TAG;
+	a->has_word = (e[3] & BT_EF_WORD) != 0;
+	a->word = a->has_word ? ld64(e + BT_LFIX) : 0;
+	a->has_crc = true;
+	a->crc = ld32(e + 8);
 }
 
 static inline uint8_t *bt_entry(uint8_t *pg, uint32_t i)
@@ -288,7 +318,8 @@ static inline __attribute__((always_inline)) int bt_keycmp(const uint8_t *a, uin
  * index to descend into (number of separators <= k). */
 uint32_t bt_search(uint8_t *pg, const uint8_t *k, uint32_t klen, bool *found);
 uint32_t bt_leaf_entry(uint8_t *out, const uint8_t *key, uint32_t klen,
-		       const struct paste_extent *ext, uint32_t n, uint32_t vlen);
+		       const struct paste_extent *ext, uint32_t n, uint32_t vlen,
+		       const struct paste_btree_attr *a);
 uint32_t bt_inner_entry(uint8_t *out, const uint8_t *key, uint32_t klen, uint32_t child);
 void bt_page_init(uint8_t *pg, uint32_t no, uint8_t type, uint8_t level, uint64_t gen);
 bool bt_page_insert(uint8_t *pg, uint32_t i, const uint8_t *e, uint32_t size);
@@ -325,7 +356,8 @@ int bt_leaf_foreach(struct paste_btree *t, int (*fn)(void *arg, const uint8_t *e
 void bt_release_later(struct paste_btree *t, const struct paste_extent *ext, uint32_t n);
 void bt_release_due(struct paste_btree *t, bool all_durable);
 int bt_append(struct paste_btree *t, uint8_t op, const uint8_t *key, uint32_t klen,
-	      const struct paste_extent *val, uint32_t n, uint32_t vlen, uint64_t *lsn);
+	      const struct paste_extent *val, uint32_t n, uint32_t vlen,
+	      const struct paste_btree_attr *a, uint64_t *lsn);
 int bt_meta_read(const struct paste_btree *t, int slot, struct bt_meta *m);
 
 /* ---- lib/btree_point.c ---- */
@@ -341,7 +373,8 @@ struct bt_point_pos {
 struct bt_point_pos bt_point_find(const struct bt_point *pi, const uint8_t *key, uint32_t klen);
 struct bt_hint bt_point_hint(struct bt_point_pos at);
 void bt_point_put(struct bt_point *pi, struct bt_point_pos at, const uint8_t *key, uint32_t klen,
-		  const struct paste_extent *ext, uint32_t n, struct bt_hint hint);
+		  const struct paste_extent *ext, uint32_t n, const struct paste_btree_attr *a,
+		  struct bt_hint hint);
 void bt_point_del(struct bt_point *pi, struct bt_point_pos at);
 void bt_point_clear(struct bt_point *pi);
 /* 0: found (ext[0..*n) filled, n <= BT_POINT_EXT), -ENOENT: not in the
@@ -351,7 +384,7 @@ void bt_point_clear(struct bt_point *pi);
  * long key). */
 const void *bt_point_prefetch(const struct bt_point *pi, const uint8_t *key, uint32_t klen);
 int bt_point_get(const struct bt_point *pi, const uint8_t *key, uint32_t klen,
-		 struct paste_extent *ext, uint32_t *n, uint32_t *len);
+		 struct paste_extent *ext, uint32_t *n, uint32_t *len, struct paste_btree_attr *a);
 /* (Re)build from the leaves; -ENOMEM leaves no index. */
 int bt_point_build(struct paste_btree *t);
 void bt_point_drop(struct bt_point *pi);

@@ -6,8 +6,8 @@
  * entries packed from the end of the page down to `top`; removing an entry
  * leaves a hole (counted in `frag`) that the next insert that needs the
  * room compacts away. Capacity per page: BT_CAP = 4064 bytes of slots and
- * entries. A leaf entry is 8 + 12 x nexts + klen bytes, an inner entry
- * 8 + klen; an inner page with k entries has k + 1 children (child0 in the
+ * entries. A leaf entry is 12 (+ 8 with a word) + 12 x nexts + klen
+ * bytes, an inner entry 8 + klen; an inner page with k entries has k + 1 children (child0 in the
  * header, then one per entry: entry i's child holds the keys >= its key
  * and < entry i+1's).
  *
@@ -46,16 +46,24 @@ uint32_t bt_search(uint8_t *pg, const uint8_t *k, uint32_t klen, bool *found)
 }
 
 uint32_t bt_leaf_entry(uint8_t *out, const uint8_t *key, uint32_t klen,
-		       const struct paste_extent *ext, uint32_t n, uint32_t vlen)
+		       const struct paste_extent *ext, uint32_t n, uint32_t vlen,
+		       const struct paste_btree_attr *a)
 {
 	st16(out, (uint16_t)klen);
 	out[2] = (uint8_t)n;
-	out[3] = 0;
+	out[3] = (uint8_t)((a->tag & BT_EF_TAG) | (a->has_word ? BT_EF_WORD : 0));
 	st32(out + 4, vlen);
+	st32(out + 8, a->crc);
+	uint32_t at = BT_LFIX;
+	if (a->has_word) {
+		st64(out + at, a->word);
+		at += BT_WORD;
+	}
 	if (n)
-		extents_copy(out + BT_FIX, ext, n);
-	memcpy(out + BT_FIX + BT_EXT * n, key, klen);
-	return BT_FIX + BT_EXT * n + klen;
+		extents_copy(out + at, ext, n);
+	at += BT_EXT * n;
+	memcpy(out + at, key, klen);
+	return at + klen;
 }
 
 uint32_t bt_inner_entry(uint8_t *out, const uint8_t *key, uint32_t klen, uint32_t child)
@@ -63,8 +71,8 @@ uint32_t bt_inner_entry(uint8_t *out, const uint8_t *key, uint32_t klen, uint32_
 	st16(out, (uint16_t)klen);
 	st16(out + 2, 0);
 	st32(out + 4, child);
-	memmove(out + BT_FIX, key, klen);
-	return BT_FIX + klen;
+	memmove(out + BT_IFIX, key, klen);
+	return BT_IFIX + klen;
 }
 
 void bt_page_init(uint8_t *pg, uint32_t no, uint8_t type, uint8_t level, uint64_t gen)
@@ -259,14 +267,15 @@ const char *bt_page_check(uint8_t *pg, uint32_t no, const struct paste_store_geo
 	for (uint32_t i = 0; i < h->nkeys; i++) {
 		uint32_t off = bt_slots(pg)[i];
 		order[i] = (uint16_t)off;
-		if (off < h->top || off > BT_PAGE - BT_FIX)
+		if (off < h->top || off > BT_PAGE - (h->type == BT_LEAF ? BT_LFIX : BT_IFIX))
 			return "entry outside the page";
 		const uint8_t *e = pg + off;
 		uint32_t klen = ld16(e);
 		if (klen == 0 || klen > PASTE_BTREE_MAX_KEY)
 			return "bad key length";
-		if (h->type == BT_LEAF && (e[2] > PASTE_BTREE_MAX_EXTENTS || e[3]))
-			return "bad extent count";
+		if (h->type == BT_LEAF && (e[2] > PASTE_BTREE_MAX_EXTENTS ||
+					       (e[3] & ~(BT_EF_TAG | BT_EF_WORD))))
+			return "bad extent count or flags";
 		if (h->type == BT_INNER && ld16(e + 2))
 			return "bad inner entry";
 		uint32_t size = bt_esize(h->type, e);
@@ -282,7 +291,7 @@ const char *bt_page_check(uint8_t *pg, uint32_t no, const struct paste_store_geo
 			uint64_t total = 0;
 			for (uint32_t x = 0; x < e[2]; x++) {
 				struct paste_extent ext;
-				memcpy(&ext, e + BT_FIX + BT_EXT * x, BT_EXT);
+				memcpy(&ext, bt_lext(e) + BT_EXT * x, BT_EXT);
 				if (ext.buf >= g->nbufs || ext.off > g->buf_size ||
 				    ext.len > g->buf_size - ext.off)
 					return "value extent outside the buffer area";

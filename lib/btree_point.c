@@ -42,9 +42,13 @@
 
 #include "btree_internal.h"
 
-/* A slot's state: empty, "in the tree", or a value of k <= BT_POINT_EXT
- * extents (PT_VALUE + k). */
+/* A slot's state: in the low four bits its kind (empty, "in the tree",
+ * or a value of k <= BT_POINT_EXT extents: PT_VALUE + k), in the high
+ * four the key's tag. A key with a word (pkvs: an expiry) is "in the
+ * tree", so that a lookup reads the word from its leaf. */
 enum { PT_EMPTY = 0, PT_TREE = 1, PT_VALUE = 2 };
+#define PT_KIND(s) ((s)->state & 0x0fu)
+#define PT_TAG(s) ((uint8_t)((s)->state >> 4))
 
 /* The value's length is not kept (it is the sum of its extents'), nor the
  * key's hash (recomputed where a resize or a delete needs a home slot): the
@@ -74,24 +78,32 @@ static struct bt_pslot *probe(const struct bt_point *pi, uint32_t h, const uint8
 {
 	for (uint32_t i = h & pi->mask;; i = (i + 1) & pi->mask) {
 		struct bt_pslot *s = &pi->slot[i];
-		if (s->state == PT_EMPTY || (s->klen == klen && memcmp(s->key, key, klen) == 0))
+		if (PT_KIND(s) == PT_EMPTY || (s->klen == klen && memcmp(s->key, key, klen) == 0))
 			return s;
 	}
 }
 
 static uint32_t slot_extents(const struct bt_pslot *s)
 {
-	return s->state >= PT_VALUE ? s->state - PT_VALUE : 0;
+	return PT_KIND(s) >= PT_VALUE ? PT_KIND(s) - PT_VALUE : 0;
+}
+
+/* The state a key of n extents with attr a gets. */
+static uint8_t state_of(uint32_t n, const struct paste_btree_attr *a)
+{
+	uint8_t kind = n <= BT_POINT_EXT && !a->has_word ? (uint8_t)(PT_VALUE + n) : PT_TREE;
+	return (uint8_t)(kind | (a->tag & BT_EF_TAG) << 4);
 }
 
 static void fill(struct bt_pslot *s, const uint8_t *key, uint32_t klen,
-		 const struct paste_extent *ext, uint32_t n, struct bt_hint hint)
+		 const struct paste_extent *ext, uint32_t n, const struct paste_btree_attr *a,
+		 struct bt_hint hint)
 {
 	s->leaf = hint.leaf;
 	s->leaf_idx = hint.idx;
 	s->klen = (uint8_t)klen;
 	memcpy(s->key, key, klen);
-	s->state = n <= BT_POINT_EXT ? (uint8_t)(PT_VALUE + n) : PT_TREE;
+	s->state = state_of(n, a);
 	for (uint32_t i = 0; i < slot_extents(s); i++)
 		s->ext[i] = ext[i];
 }
@@ -112,7 +124,7 @@ static int resize(struct bt_point *pi, uint32_t cap)
 	struct bt_point np = { .slot = ns, .mask = cap - 1, .used = pi->used, .on = true };
 	for (uint32_t i = 0; pi->slot && i <= pi->mask; i++) {
 		const struct bt_pslot *s = &pi->slot[i];
-		if (s->state != PT_EMPTY)
+		if (PT_KIND(s) != PT_EMPTY)
 			*probe(&np, key_hash(s->key, s->klen), s->key, s->klen) = *s;
 	}
 	bt_point_drop(pi);
@@ -144,18 +156,19 @@ struct bt_point_pos bt_point_find(const struct bt_point *pi, const uint8_t *key,
 
 struct bt_hint bt_point_hint(struct bt_point_pos at)
 {
-	if (!at.slot || at.slot->state == PT_EMPTY)
+	if (!at.slot || PT_KIND(at.slot) == PT_EMPTY)
 		return (struct bt_hint){ 0, 0 };
 	return (struct bt_hint){ at.slot->leaf, at.slot->leaf_idx };
 }
 
 void bt_point_put(struct bt_point *pi, struct bt_point_pos at, const uint8_t *key, uint32_t klen,
-		  const struct paste_extent *ext, uint32_t n, struct bt_hint hint)
+		  const struct paste_extent *ext, uint32_t n, const struct paste_btree_attr *a,
+		  struct bt_hint hint)
 {
 	struct bt_pslot *s = at.slot;
 	if (!s || !pi->on)
 		return;
-	if (s->state == PT_EMPTY) {
+	if (PT_KIND(s) == PT_EMPTY) {
 		if (4ull * (pi->used + 1) > 3ull * (pi->mask + 1)) {
 			if (grow(pi) < 0) {
 				bt_point_drop(pi);   /* lookups descend the tree */
@@ -165,18 +178,18 @@ void bt_point_put(struct bt_point *pi, struct bt_point_pos at, const uint8_t *ke
 		}
 		pi->used++;
 	}
-	fill(s, key, klen, ext, n, hint);
+	fill(s, key, klen, ext, n, a, hint);
 }
 
 void bt_point_del(struct bt_point *pi, struct bt_point_pos at)
 {
 	struct bt_pslot *s = at.slot;
-	if (!s || !pi->on || s->state == PT_EMPTY)
+	if (!s || !pi->on || PT_KIND(s) == PT_EMPTY)
 		return;
 	/* Backward shift: move each later slot of the run into the hole
 	 * unless its home lies cyclically in (hole, j]. */
 	uint32_t hole = (uint32_t)(s - pi->slot);
-	for (uint32_t j = (hole + 1) & pi->mask; pi->slot[j].state != PT_EMPTY; j = (j + 1) & pi->mask) {
+	for (uint32_t j = (hole + 1) & pi->mask; PT_KIND(&pi->slot[j]) != PT_EMPTY; j = (j + 1) & pi->mask) {
 		uint32_t home = key_hash(pi->slot[j].key, pi->slot[j].klen) & pi->mask;
 		if (((j - home) & pi->mask) >= ((j - hole) & pi->mask)) {
 			pi->slot[hole] = pi->slot[j];
@@ -205,15 +218,17 @@ const void *bt_point_prefetch(const struct bt_point *pi, const uint8_t *key, uin
 }
 
 int bt_point_get(const struct bt_point *pi, const uint8_t *key, uint32_t klen,
-		 struct paste_extent *ext, uint32_t *n, uint32_t *len)
+		 struct paste_extent *ext, uint32_t *n, uint32_t *len, struct paste_btree_attr *a)
 {
 	if (!pi->on || klen > BT_POINT_KEY)
 		return 1;
 	const struct bt_pslot *s = probe(pi, key_hash(key, klen), key, klen);
-	if (s->state == PT_EMPTY)
+	if (PT_KIND(s) == PT_EMPTY)
 		return -ENOENT;
-	if (s->state == PT_TREE)
+	if (PT_KIND(s) == PT_TREE)
 		return 1;
+	if (a)
+		*a = (struct paste_btree_attr){ .tag = PT_TAG(s) };
 	uint32_t vlen = 0, k = slot_extents(s);
 	for (uint32_t i = 0; i < k; i++) {
 		vlen += s->ext[i].len;
@@ -231,10 +246,12 @@ static int index_entry(void *arg, const uint8_t *e)
 {
 	struct bt_point *pi = arg;
 	struct paste_extent ext[BT_POINT_EXT];
+	struct paste_btree_attr a;
+	bt_lattr(e, &a);
 	if (e[2] <= BT_POINT_EXT)
-		extents_copy(ext, e + BT_FIX, e[2]);
+		extents_copy(ext, bt_lext(e), e[2]);
 	const uint8_t *key = bt_ekey(BT_LEAF, e);
-	bt_point_put(pi, bt_point_find(pi, key, ld16(e)), key, ld16(e), ext, e[2],
+	bt_point_put(pi, bt_point_find(pi, key, ld16(e)), key, ld16(e), ext, e[2], &a,
 		     (struct bt_hint){ 0, 0 });
 	return pi->on ? 0 : -ENOMEM;
 }
@@ -271,16 +288,18 @@ static int check_entry(void *arg, const uint8_t *e)
 	const struct bt_pslot *s = probe(a->pi, key_hash(key, klen), key, klen);
 	struct paste_extent x[BT_POINT_EXT];
 	struct bt_hint hint = { s->leaf, s->leaf_idx };
+	struct paste_btree_attr at;
+	bt_lattr(e, &at);
 	uint8_t *hinted;
-	if (s->state == PT_EMPTY)
+	if (PT_KIND(s) == PT_EMPTY)
 		a->why = "a key of the tree is missing from the point index";
-	else if (s->state != (e[2] <= BT_POINT_EXT ? PT_VALUE + e[2] : PT_TREE))
-		a->why = "the point index has another value for a key of the tree";
+	else if (s->state != state_of(e[2], &at))
+		a->why = "the point index has another value or tag for a key of the tree";
 	else if ((hinted = bt_hint_entry(a->t, &hint, key, klen)) != NULL && hinted != e)
 		a->why = "a point slot's hint passes its check but names a dead entry";
-	if (a->why || s->state == PT_TREE)
+	if (a->why || PT_KIND(s) == PT_TREE)
 		return a->why != NULL;
-	extents_copy(x, e + BT_FIX, slot_extents(s));
+	extents_copy(x, bt_lext(e), slot_extents(s));
 	if (memcmp(x, s->ext, sizeof(x[0]) * slot_extents(s)) != 0)
 		a->why = "the point index has other extents for a key of the tree";
 	return a->why != NULL;

@@ -30,6 +30,8 @@ struct walk {
 	uint64_t keys;
 	uint32_t pages, maxno;
 	int problems;
+	bool values;             /* check: verify every value's CRC32C */
+	uint64_t bad_values;
 	struct paste_error *err;
 };
 
@@ -38,6 +40,30 @@ struct frame {
 	const uint8_t *lo, *hi;   /* bounds: lo <= key < hi; NULL: none */
 	uint32_t lolen, hilen;
 };
+
+/* Does the value of leaf entry e still have the bytes its CRC32C names?
+ * A damaged value is reported with its key (printable bytes, at most 64)
+ * and counted; the walk goes on. */
+static void check_value(struct walk *wk, const uint8_t *e)
+{
+	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+	extents_copy(ext, bt_lext(e), e[2]);
+	uint32_t crc = 0;
+	for (uint32_t x = 0; x < e[2]; x++)
+		crc = paste_crc32c(crc, paste_store_buf(wk->t->st, ext[x].buf) + ext[x].off, ext[x].len);
+	if (crc == ld32(e + 8))
+		return;
+	if (!wk->bad_values++) {
+		char key[65];
+		uint32_t klen = ld16(e), k = klen < 64 ? klen : 64;
+		const uint8_t *kp = bt_ekey(BT_LEAF, e);
+		for (uint32_t i = 0; i < k; i++)
+			key[i] = kp[i] >= 0x20 && kp[i] < 0x7f ? (char)kp[i] : '?';
+		key[k] = 0;
+		paste_error_append(wk->err, "the value of key \"%s\"%s (%u bytes) fails its CRC32C: "
+				   "damaged", key, klen > 64 ? "..." : "", ld32(e + 4));
+	}
+}
 
 /* Check page no reached from a parent of generation pgen at the given
  * level within [lo, hi). True when it may be walked into. */
@@ -89,7 +115,9 @@ static bool visit(struct walk *wk, uint32_t no, uint32_t level, uint64_t pgen, b
 		for (uint32_t i = 0; wk->bufrefs && i < h->nkeys; i++) {
 			const uint8_t *e = bt_entry(pg, i);
 			for (uint32_t x = 0; x < e[2]; x++)
-				wk->bufrefs[ld32(e + BT_FIX + BT_EXT * x)]++;
+				wk->bufrefs[ld32(bt_lext(e) + BT_EXT * x)]++;
+			if (wk->values)
+				check_value(wk, e);
 		}
 	}
 	return true;
@@ -119,12 +147,12 @@ static void walk(struct walk *wk, uint32_t root, uint32_t height)
 				   .hi = f->hi, .hilen = f->hilen };
 		if (i > 0) {
 			const uint8_t *e = bt_entry(pg, i - 1);
-			c.lo = e + BT_FIX;
+			c.lo = e + BT_IFIX;
 			c.lolen = ld16(e);
 		}
 		if (i < h->nkeys) {
 			const uint8_t *e = bt_entry(pg, i);
-			c.hi = e + BT_FIX;
+			c.hi = e + BT_IFIX;
 			c.hilen = ld16(e);
 		}
 		if (visit(wk, c.no, h->level - 1u, h->gen, false, &c))
@@ -160,7 +188,7 @@ static int unref_value(void *arg, const uint8_t *e)
 	struct paste_btree *t = arg;
 	struct paste_extent ext;
 	for (uint32_t x = 0; x < e[2]; x++) {
-		memcpy(&ext, e + BT_FIX + BT_EXT * x, BT_EXT);
+		memcpy(&ext, bt_lext(e) + BT_EXT * x, BT_EXT);
 		paste_store_unref(t->st, ext.buf, true);
 	}
 	return 0;
@@ -224,7 +252,7 @@ int bt_recover(struct paste_btree *t, struct paste_error *err)
 		for (uint32_t i = 0; i < bt_h(pg)->nkeys; i++) {
 			const uint8_t *e = bt_entry(pg, i);
 			for (uint32_t x = 0; x < e[2]; x++)
-				paste_store_ref(t->st, ld32(e + BT_FIX + BT_EXT * x));
+				paste_store_ref(t->st, ld32(bt_lext(e) + BT_EXT * x));
 		}
 	}
 	for (uint32_t no = t->hwm; no-- > BT_FIRST_PAGE;)
@@ -254,7 +282,8 @@ int paste_btree_check(struct paste_btree *t, struct paste_error *err)
 	if (!t)
 		return paste_error_set(err, -EINVAL, "paste_btree_check: no tree given");
 	uint32_t nbufs = t->g->nbufs;
-	struct walk wk = { .t = t, .max_gen = t->gen, .crc_below = t->gen, .err = err };
+	struct walk wk = { .t = t, .max_gen = t->gen, .crc_below = t->gen, .values = true,
+			   .err = err };
 	wk.seen = calloc(t->npages, 1);
 	wk.bufrefs = calloc(nbufs, sizeof(uint32_t));
 	if (!wk.seen || !wk.bufrefs) {
@@ -263,7 +292,9 @@ int paste_btree_check(struct paste_btree *t, struct paste_error *err)
 		return paste_error_set(err, -ENOMEM, "paste_btree_check: out of memory");
 	}
 	walk(&wk, t->root, t->height);
-	int problems = wk.problems;
+	int problems = wk.problems + (wk.bad_values > 0);
+	if (wk.bad_values > 1)
+		paste_error_append(err, "%llu damaged values in all", (unsigned long long)wk.bad_values);
 	if (!t->root && t->height)
 		problems++, paste_error_append(err, "empty tree of height %u", t->height);
 	if (wk.keys != t->nkeys && !wk.problems)

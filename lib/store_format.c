@@ -379,6 +379,11 @@ int store_validate(int fd, const char *path, const struct paste_store_config *cf
 				       "it in place (every record and buffer is kept; the upgraded store has "
 				       "no node area, so it serves the log but not a tree)",
 				       path, PASTE_STORE_VERSION, path);
+	if (sb.version == 2)
+		return paste_error_set(err, -EPROTO, "%s: layout version 2, this build reads %u (its tree "
+				       "entries and records carry a value checksum, a tag and a word): run "
+				       "`paste-store --store %s upgrade` to convert it", path,
+				       PASTE_STORE_VERSION, path);
 	if (sb.version != PASTE_STORE_VERSION)
 		return paste_error_set(err, -EPROTO, "%s: layout version %u, this build reads %u",
 				       path, sb.version, PASTE_STORE_VERSION);

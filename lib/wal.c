@@ -347,6 +347,13 @@ static void rec_put(struct paste_wal *w, struct wal_lane *l, struct paste_persis
 int paste_wal_append(struct paste_wal *w, uint32_t lane, struct paste_persist *p,
 		     const struct paste_extent *ext, uint32_t n, uint64_t *lsn)
 {
+	return wal_append_crc(w, lane, p, ext, n, 0, 0, lsn);
+}
+
+int wal_append_crc(struct paste_wal *w, uint32_t lane, struct paste_persist *p,
+		   const struct paste_extent *ext, uint32_t n, uint32_t known, uint32_t known_crc,
+		   uint64_t *lsn)
+{
 	if (!w)
 		return -EINVAL;
 	if (!w->writable)
@@ -362,7 +369,7 @@ int paste_wal_append(struct paste_wal *w, uint32_t lane, struct paste_persist *p
 	struct rec_copy rc;
 	rc.h = (struct wal_rec){ .type = REC_DATA, .nexts = (uint16_t)n, .len = (uint32_t)total };
 	extents_copy(rc.ext, ext, n);
-	rc.h.data_crc = data_crc(w, rc.ext, n);
+	rc.h.data_crc = data_crc_from(w, rc.ext, known < n ? known : n, n, known_crc);
 	uint32_t size = rec_size(n);
 
 	struct wal_lane *l = &w->lanes[lane];

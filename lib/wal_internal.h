@@ -146,14 +146,27 @@ static inline bool extents_ok(const struct paste_wal *w, const struct paste_exte
 	return sum <= UINT32_MAX;
 }
 
-/* Only call on extents that passed extents_ok. */
-static inline uint32_t data_crc(const struct paste_wal *w, const struct paste_extent *ext, uint32_t n)
+/* The CRC32C of the data of ext[from..n), continuing crc (that of
+ * ext[0..from)). Only call on extents that passed extents_ok. */
+static inline uint32_t data_crc_from(const struct paste_wal *w, const struct paste_extent *ext,
+				     uint32_t from, uint32_t n, uint32_t crc)
 {
-	uint32_t crc = 0;
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = from; i < n; i++)
 		crc = paste_crc32c(crc, paste_store_buf(w->st, ext[i].buf) + ext[i].off, ext[i].len);
 	return crc;
 }
+
+static inline uint32_t data_crc(const struct paste_wal *w, const struct paste_extent *ext, uint32_t n)
+{
+	return data_crc_from(w, ext, 0, n, 0);
+}
+
+/* paste_wal_append for a caller that already has the CRC32C of the data
+ * of ext[0..known) (known_crc): only the rest is read (the tree's record,
+ * whose value it has just checksummed). */
+int wal_append_crc(struct paste_wal *w, uint32_t lane, struct paste_persist *p,
+		   const struct paste_extent *ext, uint32_t n, uint32_t known, uint32_t known_crc,
+		   uint64_t *lsn);
 
 /* A reference on each extent's buffer, or drop those of the live record at
  * ring position pos (and its bytes from the lane's count). */

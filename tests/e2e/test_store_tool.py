@@ -219,7 +219,7 @@ def test_version1_refused_then_upgraded(phttpd, tmp_path):
     assert cp.returncode == 0 and "upgraded" in cp.stdout, cp
     info = run_tool("--store", store, "info")
     assert info.returncode == 0, info.stderr
-    assert "version 2" in info.stdout and "node area:   none" in info.stdout, info.stdout
+    assert "version 3" in info.stdout and "node area:   none" in info.stdout, info.stdout
     assert f"{nbufs} x 2048 bytes" in info.stdout, info.stdout
     srv = phttpd.start("uring", mode="wal", store=store)
     post_all(srv.port, [os.urandom(n) for n in (5, 500, 5000)])
@@ -234,7 +234,7 @@ def test_version1_refused_then_upgraded(phttpd, tmp_path):
 def test_upgrade_refuses_what_is_not_version1(fresh_store, tmp_path):
     before = file_sha256(fresh_store)
     cp = run_tool("--store", fresh_store, "upgrade")
-    assert cp.returncode == 0 and "already layout version 2" in cp.stderr, cp
+    assert cp.returncode == 0 and "already layout version 3" in cp.stderr, cp
     assert file_sha256(fresh_store) == before
     junk = tmp_path / "junk"
     junk.write_bytes(os.urandom(1 << 16))

@@ -129,7 +129,7 @@ static inline int audit_log(void *arg, uint64_t lsn, uint32_t lane, const struct
 	(void)lsn; (void)lane; (void)len; (void)crc;
 	for (uint32_t i = 0; i < n; i++) {
 		a->want[ext[i].buf]++;
-		if (i == 0)
+		if (i + 1 == n)            /* a tree record's header is its last extent */
 			a->hdr[ext[i].buf] = 1;
 	}
 	return 0;

@@ -232,7 +232,9 @@ static void test_damage(void)
 		memcpy(&top, pg + 22, 2);
 		memcpy(&slot0, pg + 32, 2);
 		uint8_t *e = pg + slot0;
-		uint32_t esize = 8u + (uint32_t)(e[0] | e[1] << 8) + (pg[6] == 1 ? 12u * e[2] : 0u);
+		/* leaf entry: 12 bytes (+8 with a word), extents, key; inner: 8, key */
+		uint32_t esize = (uint32_t)(e[0] | e[1] << 8) +
+				 (pg[6] == 1 ? 12u + (e[3] & 0x10 ? 8u : 0u) + 12u * e[2] : 8u);
 		frag = (uint16_t)(4096u - top - esize);
 		memcpy(pg + 20, &nkeys, 2);
 		memcpy(pg + 28, &frag, 2);

@@ -177,9 +177,14 @@ static void test_validation_errors(void)
 	expect_open_error(NULL, -EINVAL, "not a paste store (bad magic)");
 
 	paste_store_close(create_small());
-	uint32_t v3 = 3;
-	poke(path, SB_VERSION, &v3, 4);
-	expect_open_error(NULL, -EPROTO, "layout version 3, this build reads 2");
+	uint32_t v4 = 4;
+	poke(path, SB_VERSION, &v4, 4);
+	expect_open_error(NULL, -EPROTO, "layout version 4, this build reads 3");
+
+	paste_store_close(create_small());
+	uint32_t v2 = 2;
+	poke(path, SB_VERSION, &v2, 4);
+	expect_open_error(NULL, -EPROTO, "upgrade");
 
 	paste_store_close(create_small());
 	flip(path, SB_UUID + 3);

@@ -61,7 +61,7 @@ static void test_upgrade_v1(void)
 	to_v1();
 
 	/* Refused, saying how to upgrade, file untouched. */
-	expect_open_error(NULL, -EPROTO, "layout version 1, this build reads 2");
+	expect_open_error(NULL, -EPROTO, "layout version 1, this build reads 3");
 	CHECK_EQ(paste_store_open(&st, path, NULL, 0, &err), -EPROTO);
 	CHECK(strstr(err.msg, "paste-store --store") != NULL && strstr(err.msg, "upgrade") != NULL);
 	/* Not while someone holds it. */
@@ -78,7 +78,7 @@ static void test_upgrade_v1(void)
 	if (!st)
 		return;
 	const struct paste_store_geom *g = paste_store_geom(st);
-	CHECK_EQ(g->version, 2);
+	CHECK_EQ(g->version, PASTE_STORE_VERSION);
 	CHECK_EQ(g->node_size, 0);
 	CHECK_EQ(g->nbufs, buf_before);
 	CHECK_EQ(g->buf_offset, bo_before);
