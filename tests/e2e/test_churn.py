@@ -556,7 +556,8 @@ def test_10000_idle_connections(phttpd, engine):
     limit = raise_nofile_limit()
     if limit < n + 500:
         pytest.skip(f"RLIMIT_NOFILE hard limit {limit} is below the {n + 500} this test needs")
-    srv = phttpd.start(engine, extra_args=["--store-size", "32M"])
+    # --defer-accept 0: the silent connections are to be accepted and held.
+    srv = phttpd.start(engine, extra_args=["--store-size", "32M", "--defer-accept", "0"])
     socks = []
     try:
         for i in range(n):
