@@ -490,6 +490,15 @@ struct paste_btree_config {
 				 * node area's pages are free */
 	bool no_point_index;    /* no DRAM point index: every lookup descends the tree
 				 * (saves 85-170 bytes of DRAM per key of <= 32 bytes) */
+	/* The cleaner (paste_btree_maintain): when fewer than clean_free_pct %
+	 * of the store's buffers are free (0: 20; 100: always), buffers whose
+	 * live value bytes are under clean_live_pct % of their size (0: 80)
+	 * are emptied, the best by LFS's cost-benefit first, by copying their
+	 * live values densely into fresh buffers, at most clean_step_bytes
+	 * (0: 256 KiB) copied and 4096 keys looked at per call; a checkpoint
+	 * then frees them. no_clean turns it off. */
+	uint32_t clean_free_pct, clean_live_pct, clean_step_bytes;
+	bool no_clean;
 };
 
 struct paste_btree_info {
@@ -519,6 +528,19 @@ struct paste_btree_info {
 				      * entries not to merge) */
 	uint32_t header_buf;         /* the buffer the tree copies record headers into, holding
 				      * one reference (PASTE_NO_BUF: none yet) */
+	/* Space: the bytes of the values the tree holds (live), the buffers
+	 * they lie in, and the cleaner's work since open. */
+	uint64_t live_bytes;
+	uint32_t live_bufs;          /* buffers holding at least one live value byte */
+	uint64_t clean_cycles;       /* victim selections */
+	uint64_t clean_victims;      /* buffers chosen to be emptied */
+	uint64_t clean_moved;        /* values copied to fresh buffers */
+	uint64_t clean_moved_bytes;
+	uint64_t clean_damaged;      /* values left in place: their bytes fail their CRC32C */
+	uint64_t clean_ns;           /* time spent cleaning */
+	uint64_t space_checkpoints;  /* checkpoints run because free buffers were short */
+	uint32_t clean_buf;          /* the buffer the cleaner copies into, holding one
+				      * reference (PASTE_NO_BUF: none) */
 };
 
 /* Open the tree of a store whose log is open (paste_wal_open) and whose
@@ -691,6 +713,11 @@ int paste_btree_maintain(struct paste_btree *t);
  * second one leaves the previous meta the one in force), and the tree
  * stays as it was in DRAM. */
 int paste_btree_checkpoint(struct paste_btree *t);
+/* Make room now (a write found the store full): release what is durable,
+ * checkpoint, and run the cleaner for up to max_steps steps until
+ * `want` buffers are free. Returns the free buffers then, or the store's
+ * failure. The caller refuses its write if that is still too few. */
+int64_t paste_btree_make_room(struct paste_btree *t, uint32_t want, uint32_t max_steps);
 
 void paste_btree_info(const struct paste_btree *t, struct paste_btree_info *out);
 

@@ -375,8 +375,7 @@ static void apply_set(struct paste_btree *t, const uint8_t *key, uint32_t klen,
 		      const struct paste_btree_attr *a, struct bt_hint *hint)
 {
 	uint32_t size = bt_leaf_entry(t->entry, key, klen, val, n, vlen, a);
-	for (uint32_t i = 0; i < n; i++)
-		paste_store_ref(t->st, val[i].buf);
+	bt_value_ref(t, val, n);
 	if (bt_hint_entry(t, hint, key, klen) && put_in_place(t, hint->leaf, hint->idx, size, true)) {
 		t->hinted_sets++;
 		return;

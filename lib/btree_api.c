@@ -314,6 +314,7 @@ static void tree_free(struct paste_btree *t)
 	free(t->dirty);
 	free(t->rel);
 	bt_point_drop(&t->point);
+	bt_clean_close(t);
 	free(t);
 }
 
@@ -355,6 +356,11 @@ int paste_btree_open(struct paste_btree **out, struct paste_store *st, struct pa
 		t->cfg.ckpt_ms = 1000;
 	if (!t->cfg.ckpt_log_pct)
 		t->cfg.ckpt_log_pct = 50;
+	if (!t->cfg.clean_free_pct)
+		t->cfg.clean_free_pct = 20;
+	if (!t->cfg.clean_live_pct)
+		t->cfg.clean_live_pct = 80;
+	t->now_s = (uint32_t)(paste_clock_coarse_ms() / 1000u);
 	t->npages = npages;
 	t->hbuf = PASTE_NO_BUF;
 	t->ps = calloc(npages, 1);
@@ -362,7 +368,7 @@ int paste_btree_open(struct paste_btree **out, struct paste_store *st, struct pa
 	t->pending = malloc(sizeof(uint32_t) * npages);
 	t->moved = calloc(npages, sizeof(uint32_t));
 	t->dirty = malloc(sizeof(uint32_t) * npages);
-	bool ok = t->ps && t->free_stack && t->pending && t->moved && t->dirty;
+	bool ok = t->ps && t->free_stack && t->pending && t->moved && t->dirty && bt_clean_open(t) == 0;
 	for (int i = 0; i < 4 && ok; i++)
 		ok = (t->wide[i] = malloc(sizeof(struct bt_wide))) != NULL;
 	if (!ok) {

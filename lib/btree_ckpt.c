@@ -157,14 +157,15 @@ void bt_release_later(struct paste_btree *t, const struct paste_extent *ext, uin
 {
 	if (t->replaying || !t->p) {
 		for (uint32_t i = 0; i < n; i++)
-			paste_store_unref(t->st, ext[i].buf, false);
+			bt_value_unref(t, ext[i].buf, ext[i].len);
 		return;
 	}
 	uint64_t e = paste_persist_epoch(t->p);
 	for (uint32_t i = 0; i < n; i++) {
 		if (t->rel_tail - t->rel_head >= t->rel_cap)
 			abort();   /* ensure_room reserved the slots */
-		t->rel[t->rel_tail++ & (t->rel_cap - 1)] = (struct bt_release){ e, ext[i].buf };
+		t->rel[t->rel_tail++ & (t->rel_cap - 1)] =
+			(struct bt_release){ e, ext[i].buf, ext[i].len };
 	}
 }
 
@@ -176,7 +177,7 @@ void bt_release_due(struct paste_btree *t, bool all)
 		const struct bt_release *r = &t->rel[t->rel_head & (t->rel_cap - 1)];
 		if (!all && r->epoch > d)
 			break;
-		paste_store_unref(t->st, r->buf, false);
+		bt_value_unref(t, r->buf, r->len);
 		t->rel_head++;
 	}
 }
@@ -296,16 +297,28 @@ int paste_btree_checkpoint(struct paste_btree *t)
 	t->ndirty = 0;
 	t->gen++;
 	t->recs_since = t->log_since = 0;
+	t->ckpt_wanted = false;
 	t->checkpoints++;
 	/* 4. The log up to the checkpoint. */
 	int64_t r = paste_wal_truncate(t->w, t->ckpt_lsn, t->p);
 	return r < 0 ? (int)r : 0;
 }
 
-static bool checkpoint_due(const struct paste_btree *t)
+static bool checkpoint_due(struct paste_btree *t)
 {
-	if (t->recs_since >= t->cfg.ckpt_records)
+	if (t->recs_since >= t->cfg.ckpt_records || t->ckpt_wanted)
 		return true;
+	/* Free buffers short: the references of values replaced since the
+	 * last checkpoint, and the log's, go back at a checkpoint. At most
+	 * one a millisecond: a store full of live data gains nothing more. */
+	if (bt_space_short(t)) {
+		uint64_t now = paste_clock_ns();
+		if (now - t->space_ckpt_ns >= 1000000u) {
+			t->space_ckpt_ns = now;
+			t->space_checkpoints++;
+			return true;
+		}
+	}
 	if (t->log_since * 100 >= t->g->lane_size * t->cfg.ckpt_log_pct)
 		return true;
 	if (t->npending && bt_pages_spare(t) < t->npages / 8)
@@ -318,9 +331,15 @@ int paste_btree_maintain(struct paste_btree *t)
 	if (!t)
 		return -EINVAL;
 	bt_release_due(t, false);
-	if (!t->p || !checkpoint_due(t))
+	if (!t->p)
 		return 0;
-	int rc = paste_btree_checkpoint(t);
+	t->now_s = (uint32_t)(paste_clock_coarse_ms() / 1000u);
+	int rc = bt_clean_step(t, false);
+	if (rc < 0)
+		return rc;
+	if (!checkpoint_due(t))
+		return 0;
+	rc = paste_btree_checkpoint(t);
 	return rc < 0 ? rc : 1;
 }
 
@@ -354,4 +373,5 @@ void paste_btree_info(const struct paste_btree *t, struct paste_btree_info *out)
 	out->hinted_sets = t->hinted_sets;
 	out->hinted_dels = t->hinted_dels;
 	out->header_buf = t->hbuf;
+	bt_clean_info(t, out);
 }

@@ -128,11 +128,14 @@ struct bt_point {
 	bool on;                      /* false: not built, or dropped (ENOMEM) */
 };
 
-/* A buffer reference to drop once persist epoch `epoch` is durable. */
+/* A buffer reference to drop once persist epoch `epoch` is durable, and
+ * the live value bytes it stood for. */
 struct bt_release {
 	uint64_t epoch;
-	uint32_t buf;
+	uint32_t buf, len;
 };
+
+struct bt_clean;   /* lib/btree_clean.c */
 
 struct paste_btree {
 	struct paste_store *st;
@@ -176,6 +179,16 @@ struct paste_btree {
 
 	/* header buffer: record headers are copied into it densely */
 	uint32_t hbuf, hoff;
+
+	/* space: the live value bytes in each buffer, the time (s) it got its
+	 * first, their sums; the cleaner's state (lib/btree_clean.c) */
+	uint32_t *live, *born;
+	uint64_t live_total;
+	uint32_t live_bufs;
+	uint32_t now_s;               /* clock of born[], read once per maintain */
+	struct bt_clean *cl;
+	bool ckpt_wanted;             /* the cleaner ended a walk: checkpoint at the next maintain */
+	uint64_t space_ckpt_ns, space_checkpoints;
 
 	/* checkpoint triggers and statistics */
 	uint64_t recs_since, log_since, first_rec_ns;
@@ -351,6 +364,22 @@ int bt_apply(struct paste_btree *t, const struct paste_btree_record *r, uint64_t
  * (not key order: no descent); a non-zero return stops the walk and is
  * returned. O(pages + keys). */
 int bt_leaf_foreach(struct paste_btree *t, int (*fn)(void *arg, const uint8_t *e), void *arg);
+
+/* ---- lib/btree_clean.c ---- */
+/* The tree's own references on a value's buffers, with its live bytes
+ * counted per buffer: taken when an entry names the value, dropped when
+ * its release is due. */
+void bt_value_ref(struct paste_btree *t, const struct paste_extent *ext, uint32_t n);
+void bt_value_unref(struct paste_btree *t, uint32_t buf, uint32_t len);
+int bt_clean_open(struct paste_btree *t);
+void bt_clean_close(struct paste_btree *t);
+/* One bounded step of the cleaner, if free buffers are short: 1 when it
+ * did work, 0 when there was none, or the store's failure. */
+int bt_clean_step(struct paste_btree *t, bool urgent);
+void bt_clean_info(const struct paste_btree *t, struct paste_btree_info *out);
+/* A checkpoint is wanted for space: free buffers are short and a
+ * checkpoint would give some back (records since the last one). */
+bool bt_space_short(const struct paste_btree *t);
 
 /* ---- lib/btree_ckpt.c ---- */
 void bt_release_later(struct paste_btree *t, const struct paste_extent *ext, uint32_t n);

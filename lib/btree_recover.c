@@ -251,8 +251,9 @@ int bt_recover(struct paste_btree *t, struct paste_error *err)
 			continue;
 		for (uint32_t i = 0; i < bt_h(pg)->nkeys; i++) {
 			const uint8_t *e = bt_entry(pg, i);
-			for (uint32_t x = 0; x < e[2]; x++)
-				paste_store_ref(t->st, ld32(bt_lext(e) + BT_EXT * x));
+			struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+			extents_copy(ext, bt_lext(e), e[2]);
+			bt_value_ref(t, ext, e[2]);
 		}
 	}
 	for (uint32_t no = t->hwm; no-- > BT_FIRST_PAGE;)

@@ -149,6 +149,8 @@ static inline uint32_t audit_refs(struct tenv *e)
 	paste_btree_info(e->t, &in);
 	if (in.header_buf != PASTE_NO_BUF)
 		a.want[in.header_buf]++;
+	if (in.clean_buf != PASTE_NO_BUF)
+		a.want[in.clean_buf]++;
 	struct paste_btree_cursor c;
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 	uint32_t n;
