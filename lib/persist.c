@@ -31,13 +31,29 @@
  * kill -9 tests cannot catch a missing flush or fence. With the environment
  * variable PASTE_SHIM_IMAGE=FILE, the first paste_persist_open of the
  * process writes FILE as a copy of the whole store; from then on only lines
- * that were flushed (their bytes as they were at flush time) and then fenced
- * (or covered by a completed fdatasync) are written into it. FILE is what a
- * power failure would have left. One store per process. Each fence writes
- * its lines in flush order under flock(LOCK_EX) on FILE: a copier that takes
- * flock(LOCK_SH) sees whole fences only; one that does not may see a fence
- * half applied, which is a legitimate crash during the fence (real hardware
- * may persist any subset of flushed lines before the fence completes).
+ * that were written back and then fenced (or covered by a completed
+ * fdatasync) are written into it. Written back means what the hardware is
+ * asked to write, not what a flush named: in EMULATED and PMEM the lines of
+ * the queued ranges when their clwb is issued (so a range lost in the
+ * queue's merging is missing from the image), with their bytes at that
+ * moment; in fsync mode with direct writes the blocks a commit writes, with
+ * the bytes it writes (persist_fsync.c); through the page cache, the
+ * flushed lines with their bytes at flush time. FILE is what a power
+ * failure would have left. One store per process. Each fence writes its
+ * lines in write-back order under flock(LOCK_EX) on FILE: a copier that
+ * takes flock(LOCK_SH) sees whole fences only; one that does not may see a
+ * fence half applied, which is a legitimate crash during the fence.
+ *
+ * A failed barrier (PASTE_FAULT, below, or a real error) is where the shim
+ * takes the process to crash. Real PM, like a disk's cache, may have
+ * persisted any subset of the lines written back since the last barrier
+ * before the crash; PASTE_SHIM_CRASH=POLICY says which reach the image
+ * then: "none" (the default), "all", "last" (only the line written back
+ * last), "reverse[:SEED]" (the last k lines, k from 1 to all drawn from
+ * SEED: a prefix in reverse write-back order), "random[:SEED]" (each line
+ * with probability 1/2). A SEED (decimal, default 1) makes a run
+ * reproducible; each crash of the process draws anew. Only the failing
+ * persist object's lines are candidates.
  */
 #include <cpuid.h>
 #include <errno.h>
@@ -45,6 +61,7 @@
 #include <immintrin.h>
 #include <linux/magic.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +205,43 @@ static pthread_mutex_t shim_lock = PTHREAD_MUTEX_INITIALIZER;
 static int shim_fd = -1;
 static uint64_t shim_uuid[2];
 
+/* PASTE_SHIM_CRASH (the top): what a failed barrier's lines do. */
+enum shim_policy { CRASH_NONE, CRASH_ALL, CRASH_LAST, CRASH_REVERSE, CRASH_RANDOM };
+static enum shim_policy shim_policy;
+static uint64_t shim_seed;        /* splitmix64 state, under shim_lock */
+
+static int shim_parse_crash(const char *s)
+{
+	static const char *const names[] = { "none", "all", "last", "reverse", "random" };
+	size_t n = s ? strcspn(s, ":") : 0;
+	shim_policy = CRASH_NONE;
+	shim_seed = 1;
+	if (!s || !*s)
+		return 0;
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strlen(names[i]) != n || strncmp(s, names[i], n) != 0)
+			continue;
+		if (s[n] == ':') {
+			char *end;
+			errno = 0;
+			shim_seed = strtoull(s + n + 1, &end, 10);
+			if (i < CRASH_REVERSE || s[n + 1] < '0' || s[n + 1] > '9' || *end || errno)
+				return -EINVAL;
+		}
+		shim_policy = (enum shim_policy)i;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static uint64_t shim_draw(void)
+{
+	uint64_t z = (shim_seed += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
 static int write_all(int fd, const uint8_t *p, uint64_t n)
 {
 	while (n) {
@@ -217,6 +271,12 @@ static int shim_attach(struct paste_store *st, struct paste_error *err)
 					    "(one store per process)", paste_store_path(st), image);
 		goto out;
 	}
+	const char *crash = getenv("PASTE_SHIM_CRASH");
+	if (shim_parse_crash(crash) < 0) {
+		r = paste_error_set(err, -EINVAL, "PASTE_SHIM_CRASH=%s: want none, all, last, "
+				    "reverse[:SEED] or random[:SEED]", crash);
+		goto out;
+	}
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", image);
 	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -238,13 +298,12 @@ out:
 	return r;
 }
 
-static void shim_snapshot(struct paste_persist *p, uint64_t lo, uint64_t hi)
+/* Lines [off, off + len) were written back, with the bytes at src. */
+static void shim_record(struct shim_lines *l, uint64_t off, const uint8_t *src, uint64_t len)
 {
-	const uint8_t *base = paste_store_base(p->st);
-	struct shim_lines *l = &p->pend;
 	if (shim_fd < 0)
 		return;
-	for (uint64_t off = lo; off < hi; off += LINE) {
+	for (uint64_t i = 0; i < len; i += LINE) {
 		if (l->n == l->cap) {
 			size_t cap = l->cap ? l->cap * 2 : 256;
 			struct shim_line *v = realloc(l->v, cap * sizeof(*v));
@@ -255,13 +314,42 @@ static void shim_snapshot(struct paste_persist *p, uint64_t lo, uint64_t hi)
 			l->v = v;
 			l->cap = cap;
 		}
-		l->v[l->n].off = off;
-		memcpy(l->v[l->n].bytes, base + off, LINE);
+		l->v[l->n].off = off + i;
+		memcpy(l->v[l->n].bytes, src + i, LINE);
 		l->n++;
 	}
 }
 
-/* The lines became durable: write them into the image, in flush order. */
+/* Lines [lo, hi) of the store are written back now, as they are. */
+static void shim_snapshot(struct paste_persist *p, uint64_t lo, uint64_t hi)
+{
+	shim_record(&p->pend, lo, paste_store_base(p->st) + lo, hi - lo);
+}
+
+/* A flush: through the page cache the next fdatasync writes the line
+ * whatever else happens, so it is recorded now; elsewhere the write-back
+ * records it (writeback_queued, persist_shim_written). */
+static void shim_flushed(struct paste_persist *p, uint64_t lo, uint64_t hi)
+{
+	if (p->mode == PASTE_DUR_FSYNC && !fsio_direct(&p->io))
+		shim_snapshot(p, lo, hi);
+}
+
+void persist_shim_written(struct fsync_io *io, bool flight, uint64_t off, const uint8_t *bytes,
+			  uint64_t len)
+{
+	struct paste_persist *p = (struct paste_persist *)((char *)io - offsetof(struct paste_persist, io));
+	shim_record(flight ? &p->flight : &p->pend, off, bytes, len);
+}
+
+static void shim_write(const struct shim_line *x)
+{
+	if (pwrite(shim_fd, x->bytes, LINE, (off_t)x->off) != LINE)
+		fprintf(stderr, "paste shim: image write at %llu failed: %s\n",
+			(unsigned long long)x->off, strerror(errno));
+}
+
+/* The lines became durable: write them into the image, in write-back order. */
 static void shim_apply(struct shim_lines *l)
 {
 	if (shim_fd < 0 || l->n == 0)
@@ -269,12 +357,31 @@ static void shim_apply(struct shim_lines *l)
 	pthread_mutex_lock(&shim_lock);
 	flock(shim_fd, LOCK_EX);
 	for (size_t i = 0; i < l->n; i++)
-		if (pwrite(shim_fd, l->v[i].bytes, LINE, (off_t)l->v[i].off) != LINE)
-			fprintf(stderr, "paste shim: image write at %llu failed: %s\n",
-				(unsigned long long)l->v[i].off, strerror(errno));
+		shim_write(&l->v[i]);
 	flock(shim_fd, LOCK_UN);
 	pthread_mutex_unlock(&shim_lock);
 	l->n = 0;
+}
+
+/* A barrier failed: the process crashes here. Of what it wrote back since
+ * its last barrier (a commit's, then the rest), PASTE_SHIM_CRASH picks the
+ * lines that reach the image, applied in write-back order; the others
+ * never will. */
+static void shim_crash(struct paste_persist *p)
+{
+	size_t nf = p->flight.n, n = nf + p->pend.n;
+	if (shim_fd >= 0 && n) {
+		pthread_mutex_lock(&shim_lock);
+		size_t from = shim_policy == CRASH_ALL ? 0 : shim_policy == CRASH_LAST ? n - 1 :
+			      shim_policy == CRASH_REVERSE ? n - 1 - shim_draw() % n : n;
+		flock(shim_fd, LOCK_EX);
+		for (size_t i = 0; i < n; i++)
+			if (shim_policy == CRASH_RANDOM ? shim_draw() & 1 : i >= from)
+				shim_write(i < nf ? &p->flight.v[i] : &p->pend.v[i - nf]);
+		flock(shim_fd, LOCK_UN);
+		pthread_mutex_unlock(&shim_lock);
+	}
+	p->flight.n = p->pend.n = 0;
 }
 
 static void shim_move(struct shim_lines *to, struct shim_lines *from)
@@ -287,7 +394,9 @@ static void shim_move(struct shim_lines *to, struct shim_lines *from)
 #else
 static int shim_attach(struct paste_store *st, struct paste_error *err) { (void)st; (void)err; return 0; }
 static void shim_snapshot(struct paste_persist *p, uint64_t lo, uint64_t hi) { (void)p; (void)lo; (void)hi; }
+static void shim_flushed(struct paste_persist *p, uint64_t lo, uint64_t hi) { (void)p; (void)lo; (void)hi; }
 static void shim_apply(struct shim_lines *l) { (void)l; }
+static void shim_crash(struct paste_persist *p) { (void)p; }
 static void shim_move(struct shim_lines *to, struct shim_lines *from) { (void)to; (void)from; }
 #endif
 
@@ -346,12 +455,6 @@ static int fault_hit(enum fault_op op)
 #else
 static int fault_hit(enum fault_op op) { (void)op; return 0; }
 #endif
-
-/* Not durable and never will be: forget the snapshots. */
-static void shim_drop(struct shim_lines *l)
-{
-	l->n = 0;
-}
 
 /* ---- the persist object ------------------------------------------------ */
 
@@ -477,8 +580,10 @@ const char *paste_persist_flush_insn(const struct paste_persist *p)
 static void writeback_queued(struct paste_persist *p)
 {
 	const uint8_t *base = paste_store_base(p->st);
-	for (uint32_t i = 0; i < p->nwb; i++)
+	for (uint32_t i = 0; i < p->nwb; i++) {
 		p->writeback(base + p->wb[i].lo, base + p->wb[i].hi);
+		shim_snapshot(p, p->wb[i].lo, p->wb[i].hi);
+	}
 	p->nwb = 0;
 }
 
@@ -513,7 +618,7 @@ void paste_persist_flush(struct paste_persist *p, const void *addr, size_t len)
 		p->wb[p->nwb].lo = lo;
 		p->wb[p->nwb++].hi = hi;
 	}
-	shim_snapshot(p, lo, hi);
+	shim_flushed(p, lo, hi);
 	p->pending = true;
 }
 
@@ -533,14 +638,14 @@ static const char *sync_what(const struct paste_persist *p)
 	return fsio_direct(&p->io) ? "direct writes, fdatasync" : "fdatasync";
 }
 
-/* A failed barrier: the lines it covered are not durable and never will
- * be, and neither is anything flushed after them. The pending state is
+/* A failed barrier: the lines it covered are not known durable and never
+ * will be (the shim's image takes what its crash policy says of them), and
+ * neither is anything flushed after them. The pending state is
  * kept (nothing is "done"); the store's failed state stops every ack. */
 static int barrier_failed(struct paste_persist *p, int r, const char *what)
 {
 	paste_store_fail(p->st, r, "%s failed: %s", what, strerror(-r));
-	shim_drop(&p->flight);
-	shim_drop(&p->pend);
+	shim_crash(p);
 	return paste_store_failed(p->st, NULL);
 }
 

@@ -360,8 +360,11 @@ static int queue_sync(struct fsync_io *io, struct fsio_ranges *l, uint64_t tag,
 				io_uring_prep_writev(sqe, io->dfd, v, 2, lo);
 			else
 				io_uring_prep_writev(sqe, io->dfd, v + 1, 1, lo);
+			persist_shim_written(io, tag == TAG_FLIGHT, lo, v[0].iov_base, v[0].iov_len);
+			persist_shim_written(io, tag == TAG_FLIGHT, hi - io->block, copy, io->block);
 		} else {
 			io_uring_prep_write(sqe, io->dfd, base + lo, (unsigned)(hi - lo), lo);
+			persist_shim_written(io, tag == TAG_FLIGHT, lo, base + lo, hi - lo);
 		}
 		io_uring_sqe_set_data64(sqe, tag << 32 | (uint32_t)(hi - lo));
 	}

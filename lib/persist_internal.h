@@ -53,6 +53,20 @@ int fsio_end(struct fsync_io *io);
  * what was added since. 0, or the first error (the begun commit's too). */
 int fsio_sync(struct fsync_io *io, bool flight_open);
 
+/* The crash-image shim (lib/persist.c, test builds): a commit writes
+ * these bytes at file offset off (whole lines); flight: an asynchronous
+ * commit's (fsio_begin), else a synchronous sync's. */
+#ifdef PASTE_PERSIST_SHIM
+void persist_shim_written(struct fsync_io *io, bool flight, uint64_t off, const uint8_t *bytes,
+			  uint64_t len);
+#else
+static inline void persist_shim_written(struct fsync_io *io, bool flight, uint64_t off,
+					const uint8_t *bytes, uint64_t len)
+{
+	(void)io; (void)flight; (void)off; (void)bytes; (void)len;
+}
+#endif
+
 /* What lib/btree_api.c asks of lib/persist.c: does p write only what is
  * flushed (PM, or fsync mode with direct writes), so a page changed in
  * the store mapping stays out of the file until it is flushed? fsync mode

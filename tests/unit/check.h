@@ -54,6 +54,20 @@ static inline void check_in_child(const char *what, const char *env, const char 
 		fprintf(stderr, "  (%s: child status %#x)\n", what, status);
 }
 
+/* A directory on a disk (one that takes direct writes and really syncs):
+ * /var/tmp, else /tmp, or NULL when both are tmpfs. */
+#include <linux/magic.h>
+#include <sys/statfs.h>
+static inline const char *disk_dir(void)
+{
+	static const char *const dirs[] = { "/var/tmp", "/tmp" };
+	struct statfs s;
+	for (int i = 0; i < 2; i++)
+		if (statfs(dirs[i], &s) == 0 && s.f_type != TMPFS_MAGIC)
+			return dirs[i];
+	return NULL;
+}
+
 static inline int check_done(void)
 {
 	printf("%d passed, %d failed\n", check_pass, check_fail);

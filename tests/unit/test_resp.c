@@ -264,6 +264,7 @@ static void test_quotes(void)
 static void test_errors(void)
 {
 	struct got g;
+	struct paste_resp_parser ps_crlf;
 	const char *mbulk[] = { "*x\r\n", "*\r\n", "*1\rx", "*01\r\n", "*-0\r\n", "*+1\r\n",
 				"* 1\r\n", "*1 \r\n", "*99999999999999999999\r\n", "*1\n" };
 	for (size_t i = 0; i < sizeof(mbulk) / sizeof(mbulk[0]); i++)
@@ -274,6 +275,35 @@ static void test_errors(void)
 		CHECK_EQ(parse(bulk[i], &g), PASTE_RESP_E_BULK_LEN);
 	CHECK_EQ(parse("*1\r\n$3\r\nfoo\r\r", &g), PASTE_RESP_E_BULK_CRLF);
 	CHECK_EQ(parse("*1\r\n$3\r\nfooxx", &g), PASTE_RESP_E_BULK_CRLF);
+	/* Both bytes of each CRLF are checked, the CR too: a bulk one byte
+	 * shorter than its data whose next bytes end in an LF, an LF where
+	 * the CR belongs, a bare LF after a bulk or a number line. Each with
+	 * every split of the input, and streamed (the last bulk's CRLF then
+	 * goes through paste_resp_stream_crlf). */
+	static const struct { const char *in; int want; } crlf[] = {
+		{ "*1\r\n$2\r\nfoo\n", PASTE_RESP_E_BULK_CRLF },
+		{ "*1\r\n$3\r\nfoo\n\r", PASTE_RESP_E_BULK_CRLF },
+		{ "*1\r\n$3\r\nfoo\n\n", PASTE_RESP_E_BULK_CRLF },
+		{ "*2\r\n$2\r\nfoo\n$1\r\nx\r\n", PASTE_RESP_E_BULK_CRLF },
+		{ "*2\r\n$3\r\nfoo\n\r$1\r\nx\r\n", PASTE_RESP_E_BULK_CRLF },
+		{ "*1\r\n$3\nfoo\r\n", PASTE_RESP_E_BULK_LEN },
+		{ "*1\r\n$3\n\nfoo\r\n", PASTE_RESP_E_BULK_LEN },
+		{ "*1\r\n$3\r\rfoo\r\n", PASTE_RESP_E_BULK_LEN },
+		{ "*2\n$3\r\nfoo\r\n", PASTE_RESP_E_MBULK_LEN },
+		{ "*2\n\n$3\r\nfoo\r\n", PASTE_RESP_E_MBULK_LEN },
+	};
+	for (size_t i = 0; i < sizeof(crlf) / sizeof(crlf[0]); i++) {
+		CHECK_EQ(parse(crlf[i].in, &g), crlf[i].want);
+		check_splits(&nostream, crlf[i].in, strlen(crlf[i].in));
+	}
+	const struct paste_resp_config stream1 = { .stream_min = 1 };
+	CHECK_EQ(parse_cfg(&stream1, "*1\r\n$2\r\nfoo\n", 13, &g), PASTE_RESP_STREAM);
+	CHECK_EQ(g.used, 8);
+	paste_resp_parser_init(&ps_crlf, &stream1);
+	CHECK_EQ(paste_resp_stream_crlf(&ps_crlf, "o\n", 2), PASTE_RESP_E_BULK_CRLF);
+	CHECK_EQ(paste_resp_stream_crlf(&ps_crlf, "\n\r", 2), PASTE_RESP_E_BULK_CRLF);
+	CHECK_EQ(paste_resp_stream_crlf(&ps_crlf, "\r", 1), 0);
+	CHECK_EQ(paste_resp_stream_crlf(&ps_crlf, "\r", 1), PASTE_RESP_E_BULK_CRLF);
 
 	struct paste_resp_parser ps;
 	struct paste_resp_cmd cmd;
