@@ -8,6 +8,9 @@
  * buffers of exactly their length so ASan sees any read past them. The
  * whole input is parsed under the default limits and under small ones
  * (also hash-chosen) so the 431 and 413 paths are reached by short inputs.
+ * The target's parts (path, query, host) must lie inside the input too
+ * (the path may be the parser's static "/"), and an HTTP/1.1 request that
+ * passes must have named its host.
  * Seeds are plain requests: fuzz/corpus/http/.
  */
 #include <errno.h>
@@ -40,11 +43,31 @@ static uint64_t hash_of(const uint8_t *p, size_t n)
 	return h;
 }
 
+static bool inside(const char *p, uint32_t n, const char *base, size_t len)
+{
+	return p >= base && p + n <= base + len;
+}
+
+/* The static "/" of an absolute-form target without a path. */
+static bool static_root(const char *p, uint32_t n, const char *base, size_t len)
+{
+	return n == 1 && p[0] == '/' && !inside(p, n, base, len);
+}
+
 static void check_pointers(const struct paste_http_req *r, const char *base, size_t len, size_t at)
 {
-	if (r->method_str < base || r->method_str + r->method_len > base + len ||
-	    r->target < base || r->target + r->target_len > base + len)
+	if (!inside(r->method_str, r->method_len, base, len) ||
+	    !inside(r->target, r->target_len, base, len) ||
+	    !(inside(r->path, r->path_len, base, len) || static_root(r->path, r->path_len, base, len)) ||
+	    (r->query && !inside(r->query, r->query_len, base, len)) ||
+	    (r->host && !inside(r->host, r->host_len, base, len)) ||
+	    (!r->query && r->query_len) || (!r->host && r->host_len))
 		fail("pointer outside the input", at);
+}
+
+static const char *rebase(const char *p, const char *copy, size_t len, const char *in)
+{
+	return p && p >= copy && p <= copy + len ? in + (p - copy) : p;
 }
 
 /* Parse the input delivered as chunks ending at cuts[0..ncuts) (the last
@@ -67,6 +90,9 @@ static struct outcome parse_chunked(const struct paste_http_parser *proto, const
 			check_pointers(&o.req, copy, len, at);
 			o.req.method_str = in + (o.req.method_str - copy);
 			o.req.target = in + (o.req.target - copy);
+			o.req.path = rebase(o.req.path, copy, len, in);
+			o.req.query = rebase(o.req.query, copy, len, in);
+			o.req.host = rebase(o.req.host, copy, len, in);
 		}
 		free(copy);
 	}
@@ -93,6 +119,8 @@ static bool same(const struct outcome *a, const struct outcome *b)
 	return x->method == y->method && x->method_str == y->method_str &&
 	       x->method_len == y->method_len && x->target == y->target &&
 	       x->target_len == y->target_len && x->version_minor == y->version_minor &&
+	       x->path == y->path && x->path_len == y->path_len && x->query == y->query &&
+	       x->query_len == y->query_len && x->host == y->host && x->host_len == y->host_len &&
 	       x->keep_alive == y->keep_alive && x->has_content_length == y->has_content_length &&
 	       x->content_length == y->content_length && x->head_len == y->head_len &&
 	       x->nheaders == y->nheaders;
@@ -112,6 +140,10 @@ static void check_result(const struct paste_http_parser *ps, const struct outcom
 		    r->nheaders > 100 || r->content_length > ps->max_body ||
 		    (!r->has_content_length && r->content_length))
 			fail("field out of range", at);
+		if (r->version_minor == 1 && !r->host)
+			fail("HTTP/1.1 request without a host", at);
+		if (r->path_len == 0 && !(r->method_len == 7 && !memcmp(r->method_str, "CONNECT", 7)))
+			fail("empty path but for CONNECT", at);
 	} else if (o->rc < 0) {
 		int s = -o->rc;
 		if (s != 400 && s != 413 && s != 431 && s != 501 && s != 505)

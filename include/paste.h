@@ -875,7 +875,18 @@ enum paste_http_method {
 struct paste_http_req {
 	enum paste_http_method method;
 	const char *method_str; uint32_t method_len;
-	const char *target;     uint32_t target_len;
+	const char *target;     uint32_t target_len;   /* as sent, not decoded */
+	/* The target taken apart (RFC 9112 section 3.2), not decoded. path:
+	 * up to the first '?' or '#' (origin-form), the path after the
+	 * authority (absolute-form; a static "/" when it is empty), "*"
+	 * (asterisk-form), or empty (CONNECT's authority-form). query: after
+	 * the '?' up to any '#', or NULL when there is no '?'. A fragment
+	 * ('#...') is part of neither. host: the absolute-form or
+	 * authority-form target's authority, else the Host field's value, or
+	 * NULL when there is neither (HTTP/1.0 only). */
+	const char *path;       uint32_t path_len;
+	const char *query;      uint32_t query_len;
+	const char *host;       uint32_t host_len;
 	uint8_t  version_minor;     /* 0 or 1 (HTTP/1.x only) */
 	bool     keep_alive;        /* after Connection: and version defaults */
 	bool     has_content_length;
@@ -895,7 +906,9 @@ struct paste_http_parser {
 void paste_http_parser_init(struct paste_http_parser *ps, uint32_t max_head, uint64_t max_body);
 /* Returns head length (> 0) when a whole head is in p[0..len) and *req is
  * filled; 0 when more bytes are needed; or a negative HTTP status to answer
- * before closing: -400 malformed, -413 body over max_body, -417 an Expect
+ * before closing: -400 malformed (an HTTP/1.1 request without Host, two
+ * Host fields, a Host that is not host[:port], a target in no form of RFC
+ * 9112 section 3.2 included), -413 body over max_body, -417 an Expect
  * other than 100-continue (HTTP/1.1; HTTP/1.0 requests' Expect is ignored,
  * RFC 9110 section 10.1.1), -431 head over max_head, -501 unsupported
  * Transfer-Encoding, -505 not HTTP/1.0 or 1.1. */

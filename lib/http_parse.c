@@ -93,6 +93,9 @@ struct framing {
 	bool te_unsupported;
 	bool expect_continue;
 	bool expect_other;
+	bool authority_target;   /* absolute- or authority-form: host is the target's */
+	const char *host;        /* the Host field's value (NULL: none yet) */
+	uint32_t host_len;
 };
 
 static enum paste_http_method method_of(const char *m, size_t n)
@@ -125,10 +128,137 @@ static int parse_version(const char *v, size_t n, struct paste_http_req *req)
 	return 0;
 }
 
+/* unreserved / sub-delims of RFC 3986 section 2 (ALPHA DIGIT -._~ and
+ * !$&'()*+,;=): what a reg-name holds besides %XX escapes. */
+static const uint64_t host_set[2] = { 0x2bff7fd200000000ull, 0x47fffffe87fffffeull };
+
+static inline bool is_host_byte(unsigned char c)
+{
+	return c < 128 && ((host_set[c >> 6] >> (c & 63)) & 1);
+}
+
+static inline bool is_hex(unsigned char c)
+{
+	return is_digit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
+}
+
+/* RFC 3986 host [ ":" port ]: an IP-literal in brackets (IPv6 or
+ * IPvFuture: the same bytes and ':'), or a reg-name (an IPv4 address is
+ * one), each byte unreserved, a sub-delim or %XX; port all digits. An
+ * empty host is valid in a Host field (RFC 9110 section 7.2), not in a
+ * target's authority (need_host). Userinfo ("user@") is refused: its
+ * '@' is none of these bytes. */
+static bool valid_host_port(const char *s, size_t n, bool need_host)
+{
+	size_t i = 0;
+	if (n && s[0] == '[') {
+		for (i = 1; i < n && s[i] != ']'; i++)
+			if (!is_host_byte((unsigned char)s[i]) && s[i] != ':' &&
+			    !(s[i] == '%' && i + 2 < n && is_hex((unsigned char)s[i + 1]) &&
+			      is_hex((unsigned char)s[i + 2])))
+				return false;
+		if (i == n || i == 1)
+			return false;
+		i++;
+	} else {
+		for (; i < n && s[i] != ':'; i++) {
+			if (s[i] == '%' && i + 2 < n && is_hex((unsigned char)s[i + 1]) &&
+			    is_hex((unsigned char)s[i + 2]))
+				i += 2;
+			else if (!is_host_byte((unsigned char)s[i]))
+				return false;
+		}
+		if (i == 0 && need_host)
+			return false;
+	}
+	if (i == n)
+		return true;
+	if (s[i] != ':')
+		return false;
+	while (++i < n)
+		if (!is_digit((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+/* Path and query of p[0..n) (a path start: '/' or the end), each up to
+ * the next '?' or '#'; a fragment belongs to neither. */
+static void split_path(const char *p, size_t n, struct paste_http_req *req)
+{
+	size_t i = 0;
+	while (i < n && p[i] != '?' && p[i] != '#')
+		i++;
+	if (i == 0) {
+		static const char root[] = "/";   /* RFC 9110 section 4.2.3 */
+		req->path = root;
+		req->path_len = 1;
+	} else {
+		req->path = p;
+		req->path_len = (uint32_t)i;
+	}
+	if (i < n && p[i] == '?') {
+		const char *q = p + i + 1;
+		const char *hash = memchr(q, '#', n - i - 1);
+		req->query = q;
+		req->query_len = (uint32_t)(hash ? (size_t)(hash - q) : n - i - 1);
+	}
+}
+
+/* The four forms of RFC 9112 section 3.2; anything else is 400. The
+ * absolute form (what a proxy is sent; an origin server must accept it)
+ * names its host in the target, which then takes the place of Host. */
+static int parse_target(const char *t, size_t n, struct paste_http_req *req, struct framing *f)
+{
+	if (t[0] == '/') {                                   /* origin-form */
+		split_path(t, n, req);
+		return 0;
+	}
+	if (n == 1 && t[0] == '*') {                         /* asterisk-form */
+		req->path = t;
+		req->path_len = 1;
+		return 0;
+	}
+	size_t colon = 0;
+	while (colon < n && t[colon] != ':' && t[colon] != '/')
+		colon++;
+	if (colon < n && t[colon] == ':' && n - colon > 2 && t[colon + 1] == '/' &&
+	    t[colon + 2] == '/') {                           /* absolute-form */
+		/* http and https only: other schemes name no resource here */
+		if (!ieq(t, colon, "http") && !ieq(t, colon, "https"))
+			return -400;
+		const char *a = t + colon + 3;
+		size_t an = 0, rest = n - colon - 3;
+		while (an < rest && a[an] != '/' && a[an] != '?' && a[an] != '#')
+			an++;
+		if (!valid_host_port(a, an, true))
+			return -400;
+		req->host = a;
+		req->host_len = (uint32_t)an;
+		f->authority_target = true;
+		split_path(a + an, rest - an, req);
+		return 0;
+	}
+	/* authority-form, CONNECT's alone: host ":" port, the port required */
+	size_t port = n;
+	while (port && is_digit((unsigned char)t[port - 1]))
+		port--;
+	if (req->method_len == 7 && !memcmp(req->method_str, "CONNECT", 7) &&
+	    port > 0 && port < n && t[port - 1] == ':' && valid_host_port(t, n, true)) {
+		req->path = t + n;
+		req->path_len = 0;
+		req->host = t;
+		req->host_len = (uint32_t)n;
+		f->authority_target = true;
+		return 0;
+	}
+	return -400;
+}
+
 /* method SP request-target SP HTTP-version, exactly one SP each time:
  * RFC 9112 section 3 allows lenient whitespace, but that is how a proxy
  * and a server come to read different targets. */
-static int parse_request_line(const char *s, size_t n, struct paste_http_req *req)
+static int parse_request_line(const char *s, size_t n, struct paste_http_req *req,
+			      struct framing *f)
 {
 	size_t i = 0;
 	while (i < n && is_tchar((unsigned char)s[i]))
@@ -146,7 +276,8 @@ static int parse_request_line(const char *s, size_t n, struct paste_http_req *re
 		return -400;
 	req->target = s + t;
 	req->target_len = (uint32_t)(i - t);
-	return parse_version(s + i + 1, n - i - 1, req);
+	int rc = parse_version(s + i + 1, n - i - 1, req);
+	return rc ? rc : parse_target(req->target, req->target_len, req, f);
 }
 
 static int content_length(const char *v, size_t n, struct paste_http_req *req)
@@ -215,6 +346,13 @@ static int parse_field(const char *s, size_t n, struct paste_http_req *req, stru
 			f->te_unsupported = true;
 	} else if (ieq(s, name_len, "connection")) {
 		connection_options(v, vlen, f);
+	} else if (ieq(s, name_len, "host")) {
+		/* One Host, and a valid one (RFC 9112 section 3.2): two could
+		 * name two hosts to two parsers. */
+		if (f->host || !valid_host_port(v, vlen, false))
+			return -400;
+		f->host = v;
+		f->host_len = (uint32_t)vlen;
 	} else if (ieq(s, name_len, "expect")) {
 		/* 100-continue is the only expectation HTTP defines. */
 		if (ieq(v, vlen, "100-continue"))
@@ -241,7 +379,7 @@ static int parse_head(const struct paste_http_parser *ps, const char *p,
 		if (n && line[n - 1] == '\r')
 			n--;
 		if (first)
-			rc = parse_request_line(line, n, req);
+			rc = parse_request_line(line, n, req, &f);
 		else if (n == 0)
 			break;
 		else if (++req->nheaders > MAX_HEADER_LINES)
@@ -253,6 +391,14 @@ static int parse_head(const struct paste_http_parser *ps, const char *p,
 		line = lf + 1;
 	}
 
+	/* HTTP/1.1 names its host (RFC 9112 section 3.2), even when the
+	 * target does too; the target's authority then wins. */
+	if (req->version_minor == 1 && !f.host)
+		return -400;
+	if (!f.authority_target && f.host) {
+		req->host = f.host;
+		req->host_len = f.host_len;
+	}
 	if (f.te_unsupported)
 		return -501;
 	uint64_t max_body = ps->max_body ? ps->max_body : DEFAULT_MAX_BODY;
@@ -367,24 +513,57 @@ int64_t paste_http_unescape(const char *p, size_t n, uint8_t *out, size_t cap)
 	return (int64_t)k;
 }
 
+/* Every status RFC 9110 section 15 defines, and 429, 431 (RFC 6585) and
+ * 507 (RFC 4918). */
 const char *paste_http_reason(int status)
 {
 	long s = status;   /* long: -INT_MIN would overflow an int */
 	switch (s < 0 ? -s : s) {
+	case 100: return "Continue";
+	case 101: return "Switching Protocols";
 	case 200: return "OK";
 	case 201: return "Created";
+	case 202: return "Accepted";
+	case 203: return "Non-Authoritative Information";
 	case 204: return "No Content";
+	case 205: return "Reset Content";
+	case 206: return "Partial Content";
+	case 300: return "Multiple Choices";
+	case 301: return "Moved Permanently";
+	case 302: return "Found";
+	case 303: return "See Other";
+	case 304: return "Not Modified";
+	case 305: return "Use Proxy";
+	case 307: return "Temporary Redirect";
+	case 308: return "Permanent Redirect";
 	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 402: return "Payment Required";
+	case 403: return "Forbidden";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
+	case 406: return "Not Acceptable";
+	case 407: return "Proxy Authentication Required";
 	case 408: return "Request Timeout";
+	case 409: return "Conflict";
+	case 410: return "Gone";
 	case 411: return "Length Required";
+	case 412: return "Precondition Failed";
 	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 415: return "Unsupported Media Type";
+	case 416: return "Range Not Satisfiable";
 	case 417: return "Expectation Failed";
+	case 421: return "Misdirected Request";
+	case 422: return "Unprocessable Content";
+	case 426: return "Upgrade Required";
+	case 429: return "Too Many Requests";
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
 	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
 	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
 	case 505: return "HTTP Version Not Supported";
 	case 507: return "Insufficient Storage";
 	default:  return "Unknown";

@@ -112,14 +112,49 @@ static void set_dead(struct http_ctx *x)
 	x->c->timer = SRV_T_NONE;
 }
 
-void http_reply_error(struct http_ctx *x, int status)
+void http_reply_error_why(struct http_ctx *x, int status, const char *why)
 {
-	char body[64];
-	int n = snprintf(body, sizeof(body), "%d %s\n", status, paste_http_reason(status));
+	char body[160];
+	int n = snprintf(body, sizeof(body), why ? "%d %s: %s\n" : "%d %s\n", status,
+			 paste_http_reason(status), why);
+	if (n < 0 || n >= (int)sizeof(body))
+		n = snprintf(body, sizeof(body), "%d %s\n", status, paste_http_reason(status));
 	x->h->keep_alive = false;
 	x->h->head_only = false;
 	http_reply(x, status, "text/plain", body, (size_t)n, NULL, 0);
 	set_dead(x);
+}
+
+void http_reply_error(struct http_ctx *x, int status)
+{
+	http_reply_error_why(x, status, NULL);
+}
+
+bool http_query_next(const char **q, uint32_t *n, struct http_param *p)
+{
+	while (*n) {
+		const char *s = *q;
+		const char *amp = memchr(s, '&', *n);
+		uint32_t len = amp ? (uint32_t)(amp - s) : *n;
+		*q = s + len + (amp != NULL);
+		*n -= len + (amp != NULL);
+		if (!len)
+			continue;
+		const char *eq = memchr(s, '=', len);
+		p->name = s;
+		p->name_len = eq ? (uint32_t)(eq - s) : len;
+		p->has_value = eq != NULL;
+		p->value = eq ? eq + 1 : s + len;
+		p->value_len = eq ? len - p->name_len - 1 : 0;
+		return true;
+	}
+	return false;
+}
+
+bool http_param_is(const struct http_param *p, const char *name)
+{
+	size_t n = strlen(name);
+	return p->name_len == n && !memcmp(p->name, name, n);
 }
 
 /* The server is going away: say why and close, so the client does not
@@ -208,16 +243,32 @@ static void finish_request(struct http_ctx *x, const struct http_proto_state *hs
 	paste_http_parser_init(&h->ps, HTTP_MAX_HEAD, hs->cfg->max_body);
 }
 
-/* The protocol's own routes, answered even when the store failed. */
-static uint16_t own_route(const struct paste_http_req *req)
+/* The protocol's own routes, answered even when the store failed: the
+ * route, 0 (the service's), or a negative status with *why. Neither
+ * /stats nor /metrics takes a parameter. No service is a proxy, so
+ * CONNECT (RFC 9110 section 9.3.6) is not implemented by any. */
+static int own_route(const struct paste_http_req *req, const char **why)
 {
+	if (req->method == PASTE_HTTP_OTHER && req->method_len == 7 &&
+	    !memcmp(req->method_str, "CONNECT", 7)) {
+		*why = "CONNECT: this server is not a proxy";
+		return -501;
+	}
 	if (req->method != PASTE_HTTP_GET && req->method != PASTE_HTTP_HEAD)
 		return 0;
-	if (req->target_len == 6 && !memcmp(req->target, "/stats", 6))
-		return HTTP_ROUTE_STATS;
-	if (req->target_len == 8 && !memcmp(req->target, "/metrics", 8))
-		return HTTP_ROUTE_METRICS;
-	return 0;
+	int route = 0;
+	if (req->path_len == 6 && !memcmp(req->path, "/stats", 6))
+		route = HTTP_ROUTE_STATS;
+	else if (req->path_len == 8 && !memcmp(req->path, "/metrics", 8))
+		route = HTTP_ROUTE_METRICS;
+	const char *q = req->query;
+	uint32_t n = req->query_len;
+	struct http_param p;
+	if (route && http_query_next(&q, &n, &p)) {
+		*why = "unknown query parameter";
+		return -400;
+	}
+	return route;
 }
 
 /* body_started: bytes after the head already arrived with it (the client
@@ -230,7 +281,13 @@ static void head_done(struct http_ctx *x, const struct http_proto_state *hs,
 	h->http10 = req->version_minor == 0;
 	h->head_only = req->method == PASTE_HTTP_HEAD;
 	h->body_left = req->content_length;
-	if ((h->route = own_route(req)) != 0) {
+	const char *why = NULL;
+	int own = own_route(req, &why);
+	if (own < 0) {
+		http_reply_error_why(x, -own, why);   /* the body, if any, is not read */
+		return;
+	}
+	if ((h->route = (uint16_t)own) != 0) {
 		/* /stats or /metrics */
 	} else if (server_store_failed(x->w)) {
 		http_reply_failed(x);   /* the body, if any, is not read */

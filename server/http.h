@@ -20,6 +20,7 @@
 #ifndef PASTE_SERVER_HTTP_H
 #define PASTE_SERVER_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "paste.h"
@@ -117,6 +118,26 @@ int http_reply(struct http_ctx *x, int status, const char *ctype, const void *bo
 	       const char *extra, int flags);
 /* Bad input: "<status> <reason>\n", then close this connection only. */
 void http_reply_error(struct http_ctx *x, int status);
+/* The same with a word on what was wrong: "<status> <reason>: <why>\n"
+ * (why NULL: as http_reply_error). */
+void http_reply_error_why(struct http_ctx *x, int status, const char *why);
+
+/* One name=value pair of a request's query, not decoded (paste_http_unescape
+ * decodes a value); has_value is false for a bare name ("?flag"). */
+struct http_param {
+	const char *name, *value;
+	uint32_t name_len, value_len;
+	bool has_value;
+};
+/* The next pair of the query (*q)[0..*n) (req->query, req->query_len; NULL
+ * and 0 are an empty query): true with *p filled and *q, *n moved past it;
+ * false when none is left. Empty pairs ("a=1&&b=2", a trailing '&') are
+ * skipped. So a route that takes no parameters refuses a query for which
+ * the first call returns true (400: a parameter it does not know, rather
+ * than a request it silently does not do). */
+bool http_query_next(const char **q, uint32_t *n, struct http_param *p);
+/* p names `name` (a NUL-terminated literal). */
+bool http_param_is(const struct http_param *p, const char *name);
 /* 503 naming the store's failure (Retry-After: 5), then close. */
 void http_reply_failed(struct http_ctx *x);
 

@@ -2,8 +2,11 @@
  * log.c - phttpd's durable log service (--mode wal).
  *
  *   POST /log              append the body; 201 + X-Paste-LSN once durable
- *   GET /log/<lsn>         the stored bytes, sent from the held buffers
+ *   GET /log/<lsn>         the stored bytes, sent from the held buffers (and HEAD)
  *   DELETE /log?upto=<lsn> truncate; frees the buffers
+ *
+ * Routes match the target's path; upto is the only query parameter, and
+ * any other is 400 (as pkvs: a parameter not known is not ignored).
  *
  * Bodies are gathered by lib/body.c (paste_body_*): zero copy with the
  * uring engine (every packet buffer that carries body bytes is held where
@@ -45,6 +48,7 @@ struct log_state {
 /* Per connection (after the protocol's part of the slot). */
 struct log_conn {
 	uint64_t arg;               /* the route's LSN */
+	const char *why;            /* LOG_BAD_REQUEST's word, LOG_BAD_METHOD's Allow */
 	struct paste_body body;     /* POST /log: the body so far */
 };
 
@@ -119,40 +123,63 @@ static void body_release(struct http_ctx *x)
 	paste_body_release(&wc->body, ws->store);
 }
 
+/* DELETE /log's query: upto=<lsn>, once, and nothing else. */
+static int truncate_route(struct log_conn *wc, const char *q, uint32_t n)
+{
+	struct http_param p;
+	bool seen = false;
+	while (http_query_next(&q, &n, &p)) {
+		if (!http_param_is(&p, "upto")) {
+			wc->why = "unknown query parameter";
+			return LOG_BAD_REQUEST;
+		}
+		if (seen || !parse_lsn(p.value, p.value_len, &wc->arg)) {
+			wc->why = seen ? "repeated query parameter" : "upto is not an LSN";
+			return LOG_BAD_REQUEST;
+		}
+		seen = true;
+	}
+	if (!seen)
+		wc->why = "upto=<lsn> missing";
+	return seen ? LOG_TRUNCATE : LOG_BAD_REQUEST;
+}
+
 static int log_route(struct http_ctx *x, const struct paste_http_req *req)
 {
 	struct log_conn *wc = x->sc;
-	const char *t = req->target;
-	uint32_t n = req->target_len;
+	const char *t = req->path;
+	uint32_t n = req->path_len;
 	enum paste_http_method m = req->method;
-	if (n < 4 || memcmp(t, "/log", 4))
+	const char *q = req->query;
+	uint32_t qn = req->query_len;
+	struct http_param p;
+	if (n < 4 || memcmp(t, "/log", 4) || (n > 4 && t[4] != '/'))
 		return LOG_NOT_FOUND;
-	if (n == 4) {
-		if (m != PASTE_HTTP_POST)
-			return LOG_BAD_METHOD;
-		const struct log_state *ws = x->ss;
-		/* -E2BIG: a dense copy alone would exceed the extent cap or
-		 * --max-held (--max-body the parser applied already). */
-		int r = paste_body_begin(&wc->body, &ws->bc, ws->store, req->content_length);
-		if (r == -EBUSY) {       /* never: every path releases; but never leak */
-			body_release(x);
-			r = paste_body_begin(&wc->body, &ws->bc, ws->store, req->content_length);
-		}
-		if (r)
-			return -413;
-		return LOG_APPEND;
+	if (n == 4 && m == PASTE_HTTP_DELETE)
+		return truncate_route(wc, q, qn);
+	if (n == 4 && m != PASTE_HTTP_POST) {
+		wc->why = "Allow: POST, DELETE";
+		return LOG_BAD_METHOD;
 	}
-	if (t[4] == '/') {
-		if (m != PASTE_HTTP_GET && m != PASTE_HTTP_HEAD)
-			return LOG_BAD_METHOD;
+	if (n > 4 && m != PASTE_HTTP_GET && m != PASTE_HTTP_HEAD) {
+		wc->why = "Allow: GET, HEAD";
+		return LOG_BAD_METHOD;
+	}
+	if (http_query_next(&q, &qn, &p)) {
+		wc->why = "unknown query parameter";
+		return LOG_BAD_REQUEST;
+	}
+	if (n > 4)
 		return parse_lsn(t + 5, n - 5, &wc->arg) ? LOG_GET : LOG_NOT_FOUND;
+	const struct log_state *ws = x->ss;
+	/* -E2BIG: a dense copy alone would exceed the extent cap or
+	 * --max-held (--max-body the parser applied already). */
+	int r = paste_body_begin(&wc->body, &ws->bc, ws->store, req->content_length);
+	if (r == -EBUSY) {       /* never: every path releases; but never leak */
+		body_release(x);
+		r = paste_body_begin(&wc->body, &ws->bc, ws->store, req->content_length);
 	}
-	if (n > 10 && !memcmp(t + 4, "?upto=", 6)) {
-		if (m != PASTE_HTTP_DELETE)
-			return LOG_BAD_METHOD;
-		return parse_lsn(t + 10, n - 10, &wc->arg) ? LOG_TRUNCATE : LOG_BAD_REQUEST;
-	}
-	return LOG_NOT_FOUND;
+	return r ? -413 : LOG_APPEND;
 }
 
 /* Hold or copy: paste_body_feed; the gauge follows the buffers the body
@@ -257,6 +284,7 @@ static void finish_truncate(struct http_ctx *x)
 
 static void log_finish(struct http_ctx *x)
 {
+	const struct log_conn *wc = x->sc;
 	switch (x->h->route) {
 	case LOG_APPEND:
 		finish_append(x);
@@ -268,10 +296,10 @@ static void log_finish(struct http_ctx *x)
 		finish_truncate(x);
 		break;
 	case LOG_BAD_METHOD:
-		http_reply(x, 405, "text/plain", "method not allowed\n", 19, "Allow: GET, POST, DELETE", 0);
+		http_reply(x, 405, "text/plain", "method not allowed\n", 19, wc->why, 0);
 		break;
 	case LOG_BAD_REQUEST:
-		http_reply_error(x, 400);
+		http_reply_error_why(x, 400, wc->why);
 		break;
 	default:
 		http_reply(x, 404, "text/plain", "not found\n", 10, NULL, 0);

@@ -6,14 +6,18 @@
  *   GET /kv/<key>      200 with the value, sent from the buffers it lives in; 404
  *   HEAD /kv/<key>     the same without the body
  *   DELETE /kv/<key>   204, or 404 when absent
- *   GET /kv?start=<key>&end=<key>&limit=<n>
+ *   GET /kv?start=<key>&end=<key>&limit=<n>   (and HEAD)
  *                      keys in order from start (inclusive) to end (exclusive),
- *                      at most n (default 100, at most 1000), as JSON:
- *                      {"keys":[{"key":"a","len":3},...],"more":false}
+ *                      at most n (default 100; a larger n is taken as 1000),
+ *                      as JSON: {"keys":[{"key":"a","len":3},...],"more":false}
  *
  * Keys are the percent-decoded path after /kv/ (any byte, 1..512 of them):
- * 400 for an empty key or a bad %-escape, 414 for a longer key. Values
- * over the store's limit (kv_max_value) get 413 at their head.
+ * 400 for an empty key or a bad %-escape, 414 for a longer key. The query
+ * and a fragment are never part of a key. /kv/<key> takes no parameters,
+ * and the listing none but its three: a parameter pkvs does not know is
+ * 400, not ignored, so a client asking for what pkvs does not do (an
+ * expiry, a misspelt limit) is told. Values over the store's limit
+ * (kv_max_value) get 413 at their head.
  *
  * Every reply that depends on the tree is PASTE_SEND_DURABLE, 404s
  * included: it leaves behind the barrier of any change it could reveal
@@ -36,15 +40,16 @@ enum kv_route {
 	KV_PUT,
 	KV_GET,            /* GET or HEAD */
 	KV_DELETE,
-	KV_LIST,
-	KV_BAD_METHOD,
-	KV_BAD_REQUEST,
+	KV_LIST,           /* GET or HEAD */
+	KV_BAD_METHOD,     /* 405, Allow: kc->why */
+	KV_BAD_REQUEST,    /* 400, kc->why says what */
 	KV_TOO_LONG,       /* 414 */
 };
 
 /* Per connection: what finish needs after the head is gone. */
 struct kv_http_conn {
 	struct paste_body body;
+	const char *why;                    /* KV_BAD_REQUEST's word, KV_BAD_METHOD's Allow */
 	uint16_t klen, elen;
 	uint16_t limit;
 	bool has_end;
@@ -52,54 +57,70 @@ struct kv_http_conn {
 	uint8_t end[PASTE_BTREE_MAX_KEY];
 };
 
+static int bad_request(struct kv_http_conn *kc, const char *why)
+{
+	kc->why = why;
+	return KV_BAD_REQUEST;
+}
+
+/* A key or range bound from its %-escaped form into out. */
+static int key_of(struct kv_http_conn *kc, const char *p, uint32_t n, uint8_t *out, uint16_t *len)
+{
+	int64_t k = paste_http_unescape(p, n, out, PASTE_BTREE_MAX_KEY);
+	if (k == -ENOSPC)
+		return KV_TOO_LONG;
+	if (k < 0)
+		return bad_request(kc, "bad %-escape");
+	*len = (uint16_t)k;
+	return 0;
+}
+
+/* limit: digits; 0 is refused, anything over LIST_MAX is LIST_MAX (a
+ * client asking for "all" gets the most one reply holds, and "more"). */
+static int limit_of(struct kv_http_conn *kc, const char *v, uint32_t n)
+{
+	uint32_t lim = 0;
+	if (!n)
+		return bad_request(kc, "limit is not a number");
+	for (uint32_t i = 0; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return bad_request(kc, "limit is not a number");
+		lim = lim * 10 + (uint32_t)(v[i] - '0');
+		if (lim > LIST_MAX)
+			lim = LIST_MAX + 1;   /* saturate: no overflow however long */
+	}
+	if (lim == 0)
+		return bad_request(kc, "limit must be at least 1");
+	kc->limit = (uint16_t)(lim > LIST_MAX ? LIST_MAX : lim);
+	return 0;
+}
+
 /* start=, end=, limit= in any order, each at most once. */
 static int parse_query(struct kv_http_conn *kc, const char *q, uint32_t n)
 {
-	bool seen_start = false, seen_limit = false;
+	static const char *const names[] = { "start", "end", "limit" };
+	unsigned seen = 0;
+	struct http_param p;
 	kc->klen = kc->elen = 0;
-	kc->has_end = false;
 	kc->limit = LIST_DEFAULT;
-	while (n) {
-		const char *amp = memchr(q, '&', n);
-		uint32_t len = amp ? (uint32_t)(amp - q) : n;
-		const char *eq = memchr(q, '=', len);
-		if (!eq)
-			return KV_BAD_REQUEST;
-		uint32_t nl = (uint32_t)(eq - q), vl = len - nl - 1;
-		const char *v = eq + 1;
-		if (nl == 5 && !memcmp(q, "start", 5) && !seen_start) {
-			int64_t k = paste_http_unescape(v, vl, kc->key, sizeof(kc->key));
-			if (k < 0)
-				return k == -ENOSPC ? KV_TOO_LONG : KV_BAD_REQUEST;
-			kc->klen = (uint16_t)k;
-			seen_start = true;
-		} else if (nl == 3 && !memcmp(q, "end", 3) && !kc->has_end) {
-			int64_t k = paste_http_unescape(v, vl, kc->end, sizeof(kc->end));
-			if (k < 0)
-				return k == -ENOSPC ? KV_TOO_LONG : KV_BAD_REQUEST;
-			kc->elen = (uint16_t)k;
-			kc->has_end = true;
-		} else if (nl == 5 && !memcmp(q, "limit", 5) && !seen_limit) {
-			uint32_t lim = 0;
-			if (!vl || vl > 4)
-				return KV_BAD_REQUEST;
-			for (uint32_t i = 0; i < vl; i++) {
-				if (v[i] < '0' || v[i] > '9')
-					return KV_BAD_REQUEST;
-				lim = lim * 10 + (uint32_t)(v[i] - '0');
-			}
-			if (lim < 1 || lim > LIST_MAX)
-				return KV_BAD_REQUEST;
-			kc->limit = (uint16_t)lim;
-			seen_limit = true;
-		} else {
-			return KV_BAD_REQUEST;
-		}
-		if (!amp)
-			break;
-		n -= len + 1;
-		q = amp + 1;
+	while (http_query_next(&q, &n, &p)) {
+		unsigned k = 0;
+		while (k < 3 && !http_param_is(&p, names[k]))
+			k++;
+		if (k == 3)
+			return bad_request(kc, "unknown query parameter");
+		if (seen & (1u << k))
+			return bad_request(kc, "repeated query parameter");
+		if (!p.has_value)
+			return bad_request(kc, "query parameter without a value");
+		seen |= 1u << k;
+		int r = k == 0 ? key_of(kc, p.value, p.value_len, kc->key, &kc->klen) :
+			k == 1 ? key_of(kc, p.value, p.value_len, kc->end, &kc->elen) :
+			limit_of(kc, p.value, p.value_len);
+		if (r)
+			return r;
 	}
+	kc->has_end = seen & 2u;
 	return KV_LIST;
 }
 
@@ -107,22 +128,28 @@ static int kv_http_route(struct http_ctx *x, const struct paste_http_req *req)
 {
 	struct kv_http_conn *kc = x->sc;
 	struct kv *kv = pkvs_kv(x->ss);
-	const char *t = req->target;
-	uint32_t n = req->target_len;
+	const char *t = req->path;
+	uint32_t n = req->path_len;
 	enum paste_http_method m = req->method;
-	if (n >= 3 && !memcmp(t, "/kv", 3) && (n == 3 || t[3] == '?')) {
-		if (m != PASTE_HTTP_GET)
+	if (n == 3 && !memcmp(t, "/kv", 3)) {
+		if (m != PASTE_HTTP_GET && m != PASTE_HTTP_HEAD) {
+			kc->why = "Allow: GET, HEAD";
 			return KV_BAD_METHOD;
-		return n == 3 ? parse_query(kc, t, 0) : parse_query(kc, t + 4, n - 4);
+		}
+		return parse_query(kc, req->query, req->query_len);
 	}
 	if (n < 4 || memcmp(t, "/kv/", 4))
 		return KV_NOT_FOUND;
-	int64_t k = paste_http_unescape(t + 4, n - 4, kc->key, sizeof(kc->key));
-	if (k == -ENOSPC)
-		return KV_TOO_LONG;
-	if (k <= 0)
-		return KV_BAD_REQUEST;
-	kc->klen = (uint16_t)k;
+	int r = key_of(kc, t + 4, n - 4, kc->key, &kc->klen);
+	if (r)
+		return r;
+	if (!kc->klen)
+		return bad_request(kc, "empty key");
+	const char *q = req->query;
+	uint32_t qn = req->query_len;
+	struct http_param p;
+	if (http_query_next(&q, &qn, &p))
+		return bad_request(kc, "unknown query parameter");
 	switch (m) {
 	case PASTE_HTTP_PUT:
 		if (req->content_length > kv_max_value(kv) ||
@@ -135,6 +162,7 @@ static int kv_http_route(struct http_ctx *x, const struct paste_http_req *req)
 	case PASTE_HTTP_DELETE:
 		return KV_DELETE;
 	default:
+		kc->why = "Allow: GET, HEAD, PUT, DELETE";
 		return KV_BAD_METHOD;
 	}
 }
@@ -289,11 +317,10 @@ static void kv_http_finish(struct http_ctx *x)
 		finish_list(x, kv, kc);
 		break;
 	case KV_BAD_METHOD:
-		http_reply(x, 405, "text/plain", "method not allowed\n", 19,
-			   "Allow: GET, HEAD, PUT, DELETE", 0);
+		http_reply(x, 405, "text/plain", "method not allowed\n", 19, kc->why, 0);
 		break;
 	case KV_BAD_REQUEST:
-		http_reply_error(x, 400);
+		http_reply_error_why(x, 400, kc->why);
 		break;
 	case KV_TOO_LONG:
 		http_reply_error(x, 414);

@@ -93,7 +93,7 @@ def test_range_listing(pkvs):
         doc = json.loads(r.body)
         assert [k["key"] for k in doc["keys"]] == ["item048", "item049", "zeta"]
     # Bad input: the status, then that connection closes.
-    for query in ("limit=0", "limit=abc", "limit=1001", "bogus=1", "start=%zz"):
+    for query in ("limit=0", "limit=abc", "bogus=1", "start=%zz"):
         assert http_once(srv.port, "GET", f"/kv?{query}").status == 400, query
 
 

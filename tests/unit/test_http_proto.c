@@ -66,9 +66,11 @@ static int t_route(struct http_ctx *x, const struct paste_http_req *req)
 	t->magic = 0x7e57;
 	t->requests++;
 	t->body_bytes = 0;
-	if (req->target_len == 4 && !memcmp(req->target, "/big", 4))
+	if (req->path_len == 4 && !memcmp(req->path, "/big", 4))
 		return -413;
-	return req->target_len >= 5 && !memcmp(req->target, "/body", 5) ? 1 : 0;
+	if (req->path_len == 5 && !memcmp(req->path, "/long", 5))
+		return -414;
+	return req->path_len >= 5 && !memcmp(req->path, "/body", 5) ? 1 : 0;
 }
 
 static void t_body(struct http_ctx *x, const struct paste_event *ev, uint32_t off, uint32_t len)
@@ -149,8 +151,8 @@ static void test_simple(struct fixture *f)
 static void test_pipelined(struct fixture *f)
 {
 	char buf[4096];
-	const char *req = "POST /body HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello"
-			  "GET /b HTTP/1.1\r\n\r\nGET /c HTTP/1.0\r\n\r\n";
+	const char *req = "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
+			  "GET /b HTTP/1.1\r\nHost: x\r\n\r\nGET /c HTTP/1.0\r\n\r\n";
 	rec_reset();
 	int fd = fx_client(f);
 	fx_send(fd, req, strlen(req));
@@ -208,7 +210,7 @@ static void test_expect_continue(struct fixture *f)
 	const char *c100 = "HTTP/1.1 100 Continue\r\n\r\n";
 	rec_reset();
 	int fd = fx_client(f);
-	const char *head = "POST /body HTTP/1.1\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n";
+	const char *head = "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n";
 	fx_send(fd, head, strlen(head));
 	fx_read(f, fd, buf, sizeof(buf), strlen(c100), 2000, NULL);
 	CHECK(!strcmp(buf, c100));
@@ -217,7 +219,7 @@ static void test_expect_continue(struct fixture *f)
 	fx_replies(f, fd, buf, sizeof(buf), 1, false, 2000);
 	CHECK(strstr(buf, "200 OK") && strstr(buf, "\r\n\r\nxyz"));
 	/* body sent with the head: no 100 Continue */
-	const char *both = "POST /body HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nhi";
+	const char *both = "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nhi";
 	fx_send(fd, both, strlen(both));
 	fx_replies(f, fd, buf, sizeof(buf), 1, false, 2000);
 	CHECK(!strstr(buf, "100 Continue") && strstr(buf, "\r\n\r\nhi"));
@@ -233,9 +235,25 @@ static void test_protocol_answers(struct fixture *f)
 	static const struct { const char *req, *status; const char *calls; } cases[] = {
 		{ "GARBAGE\r\n\r\n", "HTTP/1.1 400 Bad Request\r\n", "closed;" },
 		{ "GET / HTTP/2.0\r\n\r\n", "HTTP/1.1 505 ", "closed;" },
-		{ "POST /x HTTP/1.1\r\nContent-Length: 1001\r\n\r\n", "HTTP/1.1 413 ", "closed;" },
-		{ "POST /big HTTP/1.1\r\nContent-Length: 10\r\n\r\n", "HTTP/1.1 413 ", "route POST /big#0;closed;" },
-		{ "GET /stats HTTP/1.1\r\nConnection: close\r\n\r\n", "HTTP/1.1 200 OK\r\n", "closed;" },
+		{ "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1001\r\n\r\n", "HTTP/1.1 413 ", "closed;" },
+		{ "POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n", "HTTP/1.1 413 ", "route POST /big#0;closed;" },
+		{ "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "HTTP/1.1 200 OK\r\n", "closed;" },
+		/* RFC 9112 section 3.2: one valid Host on HTTP/1.1 */
+		{ "GET /a HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request\r\n", "closed;" },
+		{ "GET http://h/a HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request\r\n", "closed;" },
+		{ "GET /a HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", "HTTP/1.1 400 Bad Request\r\n", "closed;" },
+		{ "GET /a HTTP/1.1\r\nHost: a b\r\n\r\n", "HTTP/1.1 400 Bad Request\r\n", "closed;" },
+		{ "GET a HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 400 Bad Request\r\n", "closed;" },
+		{ "GET ftp://h/a HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 400 Bad Request\r\n", "closed;" },
+		/* /stats and /metrics take no parameters */
+		{ "GET /stats?x=1 HTTP/1.1\r\nHost: x\r\n\r\n",
+		  "HTTP/1.1 400 Bad Request\r\n", "closed;" },
+		{ "HEAD http://h/metrics?x HTTP/1.1\r\nHost: x\r\n\r\n",
+		  "HTTP/1.1 400 Bad Request\r\n", "closed;" },
+		{ "CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n",
+		  "HTTP/1.1 501 Not Implemented\r\n", "closed;" },
+		{ "GET /long HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 414 URI Too Long\r\n",
+		  "route GET /long#0;closed;" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char buf[4096];
@@ -251,7 +269,52 @@ static void test_protocol_answers(struct fixture *f)
 		if (i == 4)
 			CHECK(strstr(buf, "\"mode\":\"test\"") && strstr(buf, "\"commits\":") &&
 			      strstr(buf, "\"test\":1,\"timeouts\":0,\"idle_closes\":0,\"store_failed\":false}"));
+		if (strstr(cases[i].req, "/stats?") || strstr(cases[i].req, "/metrics?"))
+			CHECK(strstr(buf, "\r\n\r\n400 Bad Request: unknown query parameter\n") != NULL);
 		close(fd);
+	}
+}
+
+/* What a target means on a connection that stays open: the path routes
+ * (absolute-form included: its authority takes the place of Host), the
+ * query and a fragment are not part of it; HTTP/1.0 needs no Host. */
+static void test_targets(struct fixture *f)
+{
+	char buf[8192];
+	rec_reset();
+	int fd = fx_client(f);
+	const char *reqs =
+		"GET http://h:1/a?x#f HTTP/1.1\r\nHost: x\r\n\r\n"
+		"POST HTTP://h/body?q=1#f HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+		"GET http://h/stats HTTP/1.1\r\nHost: x\r\n\r\n"
+		"GET /stats?#f HTTP/1.1\r\nHost: x\r\n\r\n"
+		"GET /stats#frag HTTP/1.1\r\nHost: x\r\n\r\n"
+		"GET /metrics?& HTTP/1.1\r\nHost: x\r\n\r\n"
+		"GET /b HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+		"GET http://h HTTP/1.0\r\n\r\n";
+	fx_send(fd, reqs, strlen(reqs));
+	bool closed;
+	fx_read(f, fd, buf, sizeof(buf), 1 << 20, 2000, &closed);
+	fx_pump(f, 3);
+	CHECK(closed);
+	CHECK_EQ(fx_count(buf, "HTTP/1.1 200 OK\r\n"), 8);
+	CHECK(strstr(buf, "Content-Length: 3\r\n\r\nabc") != NULL);
+	CHECK_EQ(fx_count(buf, "\"mode\":\"test\""), 3);
+	CHECK(strstr(buf, "# TYPE paste_replies_total counter") != NULL);
+	CHECK(!strcmp(rec, "route GET http://h:1/a?x#f#0;finish 0;"
+			   "route POST HTTP://h/body?q=1#f#1;body 3;finish 1;"
+			   "route GET /b#2;finish 0;route GET http://h#3;finish 0;closed;"));
+	close(fd);
+}
+
+/* Every status the server counts (and so may send) has its reason phrase. */
+static void test_status_reasons(void)
+{
+	for (uint32_t i = 0; i < SRV_NSTATUS - 1; i++) {
+		const char *r = paste_http_reason(srv_status_codes[i]);
+		if (!strcmp(r, "Unknown"))
+			fprintf(stderr, "status %u has no reason phrase\n", srv_status_codes[i]);
+		CHECK(strcmp(r, "Unknown") != 0);
 	}
 }
 
@@ -260,7 +323,7 @@ static void test_close_mid_body(struct fixture *f)
 {
 	rec_reset();
 	int fd = fx_client(f);
-	const char *req = "POST /body HTTP/1.1\r\nContent-Length: 10\r\n\r\nab";
+	const char *req = "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab";
 	fx_send(fd, req, strlen(req));
 	fx_pump(f, 3);
 	close(fd);
@@ -275,7 +338,7 @@ static void test_timeouts(struct fixture *f)
 {
 	struct server_config *cfg = &f->s->cfg;
 	cfg->header_to_ms = cfg->body_to_ms = cfg->idle_to_ms = 100;
-	const char *reqs[] = { "GET / HT", "POST /body HTTP/1.1\r\nContent-Length: 5\r\n\r\nab", "" };
+	const char *reqs[] = { "GET / HT", "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab", "" };
 	const char *calls[] = { "closed;closed;", "route POST /body#0;body 2;closed;closed;", "closed;" };
 	uint64_t t0 = atomic_load(&f->w->timeouts), i0 = atomic_load(&f->w->idle_closes);
 	for (int i = 0; i < 3; i++) {
@@ -307,13 +370,13 @@ static void test_failed_store(struct fixture *f)
 	char buf[4096];
 	bool closed;
 	int mid = fx_client(f);
-	const char *part = "POST /body HTTP/1.1\r\nContent-Length: 4\r\n\r\nab";
+	const char *part = "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nab";
 	fx_send(mid, part, strlen(part));
 	fx_pump(f, 3);
 	rec_reset();
 	paste_store_fail(f->s->store, -EIO, "store %s: injected by the test", f->store);
 	int fd = fx_client(f);
-	fx_send(fd, "GET /a HTTP/1.1\r\n\r\n", 19);
+	fx_send(fd, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n", 28);
 	fx_read(f, fd, buf, sizeof(buf), 1 << 20, 2000, &closed);
 	CHECK(closed);
 	CHECK(!strncmp(buf, "HTTP/1.1 503 Service Unavailable\r\n", 34));
@@ -325,7 +388,7 @@ static void test_failed_store(struct fixture *f)
 	/* fd's CLOSED; mid: the rest of its body, released before its 503, its CLOSED */
 	CHECK(!strcmp(rec, "closed;body 2;closed;closed;"));
 	int s = fx_client(f);
-	fx_send(s, "GET /stats HTTP/1.1\r\n\r\n", 23);
+	fx_send(s, "GET /stats HTTP/1.1\r\nHost: x\r\n\r\n", 32);
 	fx_replies(f, s, buf, sizeof(buf), 1, false, 2000);
 	CHECK(strstr(buf, "200 OK") && strstr(buf, "\"store_failed\":true}"));
 	int r = 0;
@@ -353,6 +416,7 @@ static void run(enum paste_engine e)
 	test_split_everywhere(&f);
 	test_expect_continue(&f);
 	test_protocol_answers(&f);
+	test_targets(&f);
 	test_close_mid_body(&f);
 	test_timeouts(&f);
 	test_failed_store(&f);
@@ -365,6 +429,7 @@ int main(void)
 {
 	struct paste_error err;
 	test_layout();
+	test_status_reasons();
 	run(PASTE_ENGINE_EPOLL);
 	run(PASTE_ENGINE_EPOLL_BATCH);
 	if (paste_uring_probe(&err) == 0)

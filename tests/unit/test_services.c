@@ -72,11 +72,11 @@ static void test_rpc(enum paste_engine e)
 	int fd = fx_client(&f);
 	/* keep-alive 1.1: the prebuilt reply */
 	snprintf(want, sizeof(want), RPC_HEAD "Content-Length: 64\r\n\r\n%s", x64);
-	fx_send(fd, "GET /x HTTP/1.1\r\n\r\n", 19);
+	fx_send(fd, "GET /x HTTP/1.1\r\nHost: x\r\n\r\n", 28);
 	fx_read(&f, fd, buf, sizeof(buf), strlen(want), 2000, NULL);
 	CHECK(!strcmp(buf, want));
 	/* HEAD: the length, no body; a POST body is read and dropped */
-	const char *two = "HEAD / HTTP/1.1\r\n\r\nPOST /y HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc";
+	const char *two = "HEAD / HTTP/1.1\r\nHost: x\r\n\r\nPOST /y HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc";
 	snprintf(want, sizeof(want), RPC_HEAD "Content-Length: 64\r\n\r\n"
 		 RPC_HEAD "Content-Length: 64\r\n\r\n%s", x64);
 	fx_send(fd, two, strlen(two));
@@ -93,7 +93,7 @@ static void test_rpc(enum paste_engine e)
 	close(fd);
 	/* /stats: the log members at zero, one schema in every mode */
 	fd = fx_client(&f);
-	fx_send(fd, "GET /stats HTTP/1.1\r\n\r\n", 23);
+	fx_send(fd, "GET /stats HTTP/1.1\r\nHost: x\r\n\r\n", 32);
 	fx_replies(&f, fd, buf, sizeof(buf), 1, false, 2000);
 	CHECK(strstr(buf, "\"mode\":\"rpc\"") && strstr(buf, "\"requests\":6,") &&
 	      strstr(buf, "\"log_records\":0,\"log_first_lsn\":0,\"log_last_lsn\":0,\"body_bufs\":0,"
@@ -123,18 +123,18 @@ static void wal_request(struct fixture *f, int fd, const char *req, size_t len, 
 static void test_wal_routes(struct fixture *f)
 {
 	static const struct { const char *req; int route; const char *status; } cases[] = {
-		{ "GET /log/1 HTTP/1.1\r\n\r\n", LOG_GET, " 200 OK\r\n" },
-		{ "HEAD /log/1 HTTP/1.1\r\n\r\n", LOG_GET, " 200 OK\r\n" },
-		{ "GET /log/99 HTTP/1.1\r\n\r\n", LOG_GET, " 404 Not Found\r\n" },
-		{ "GET /log/x1 HTTP/1.1\r\n\r\n", LOG_NOT_FOUND, " 404 Not Found\r\n" },
-		{ "GET /logs HTTP/1.1\r\n\r\n", LOG_NOT_FOUND, " 404 Not Found\r\n" },
-		{ "GET / HTTP/1.1\r\n\r\n", LOG_NOT_FOUND, " 404 Not Found\r\n" },
-		{ "GET /log HTTP/1.1\r\n\r\n", LOG_BAD_METHOD, " 405 Method Not Allowed\r\n" },
-		{ "POST /log/1 HTTP/1.1\r\n\r\n", LOG_BAD_METHOD, " 405 Method Not Allowed\r\n" },
-		{ "GET /log?upto=1 HTTP/1.1\r\n\r\n", LOG_BAD_METHOD, " 405 Method Not Allowed\r\n" },
-		{ "DELETE /log?upto=x HTTP/1.1\r\n\r\n", LOG_BAD_REQUEST, " 400 Bad Request\r\n" },
-		{ "DELETE /log?upto=0 HTTP/1.1\r\n\r\n", LOG_TRUNCATE, " 200 OK\r\n" },
-		{ "POST /log HTTP/1.1\r\nContent-Length: 0\r\n\r\n", LOG_APPEND, " 201 Created\r\n" },
+		{ "GET /log/1 HTTP/1.1\r\nHost: x\r\n\r\n", LOG_GET, " 200 OK\r\n" },
+		{ "HEAD /log/1 HTTP/1.1\r\nHost: x\r\n\r\n", LOG_GET, " 200 OK\r\n" },
+		{ "GET /log/99 HTTP/1.1\r\nHost: x\r\n\r\n", LOG_GET, " 404 Not Found\r\n" },
+		{ "GET /log/x1 HTTP/1.1\r\nHost: x\r\n\r\n", LOG_NOT_FOUND, " 404 Not Found\r\n" },
+		{ "GET /logs HTTP/1.1\r\nHost: x\r\n\r\n", LOG_NOT_FOUND, " 404 Not Found\r\n" },
+		{ "GET / HTTP/1.1\r\nHost: x\r\n\r\n", LOG_NOT_FOUND, " 404 Not Found\r\n" },
+		{ "GET /log HTTP/1.1\r\nHost: x\r\n\r\n", LOG_BAD_METHOD, " 405 Method Not Allowed\r\n" },
+		{ "POST /log/1 HTTP/1.1\r\nHost: x\r\n\r\n", LOG_BAD_METHOD, " 405 Method Not Allowed\r\n" },
+		{ "GET /log?upto=1 HTTP/1.1\r\nHost: x\r\n\r\n", LOG_BAD_METHOD, " 405 Method Not Allowed\r\n" },
+		{ "DELETE /log?upto=x HTTP/1.1\r\nHost: x\r\n\r\n", LOG_BAD_REQUEST, " 400 Bad Request\r\n" },
+		{ "DELETE /log?upto=0 HTTP/1.1\r\nHost: x\r\n\r\n", LOG_TRUNCATE, " 200 OK\r\n" },
+		{ "POST /log HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", LOG_APPEND, " 201 Created\r\n" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char buf[4096];
@@ -160,11 +160,11 @@ static void test_wal(enum paste_engine e, bool copy)
 		return;
 	}
 	int fd = fx_client(&f);
-	const char *post = "POST /log HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
+	const char *post = "POST /log HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello";
 	wal_request(&f, fd, post, strlen(post), buf, sizeof(buf));
 	CHECK(!strcmp(buf, "HTTP/1.1 201 Created\r\nServer: test\r\nContent-Type: text/plain\r\n"
 			   "Content-Length: 2\r\nX-Paste-LSN: 1\r\nLocation: /log/1\r\n\r\n1\n"));
-	wal_request(&f, fd, "GET /log/1 HTTP/1.1\r\n\r\n", 23, buf, sizeof(buf));
+	wal_request(&f, fd, "GET /log/1 HTTP/1.1\r\nHost: x\r\n\r\n", 32, buf, sizeof(buf));
 	CHECK(!strcmp(buf, "HTTP/1.1 200 OK\r\nServer: test\r\nContent-Type: application/octet-stream\r\n"
 			   "Content-Length: 5\r\nX-Paste-LSN: 1\r\n\r\nhello"));
 	close(fd);
@@ -173,7 +173,7 @@ static void test_wal(enum paste_engine e, bool copy)
 	/* A body trickling in: held (or copied) read by read, counted in
 	 * body_bufs while it is open, logged whole. */
 	fd = fx_client(&f);
-	const char *head = "POST /log HTTP/1.1\r\nContent-Length: 12\r\n\r\n";
+	const char *head = "POST /log HTTP/1.1\r\nHost: x\r\nContent-Length: 12\r\n\r\n";
 	fx_send(fd, head, strlen(head));
 	fx_pump(&f, 3);
 	const char *parts[] = { "abc", "defg", "hijkl" };
@@ -188,7 +188,7 @@ static void test_wal(enum paste_engine e, bool copy)
 	}
 	CHECK(strstr(buf, " 201 Created\r\n") && strstr(buf, "X-Paste-LSN: 3\r\n"));
 	CHECK_EQ(body_bufs(), 0);
-	wal_request(&f, fd, "GET /log/3 HTTP/1.1\r\n\r\n", 23, buf, sizeof(buf));
+	wal_request(&f, fd, "GET /log/3 HTTP/1.1\r\nHost: x\r\n\r\n", 32, buf, sizeof(buf));
 	CHECK(strstr(buf, "\r\n\r\nabcdefghijkl") != NULL);
 
 	/* Dropped mid-body: the buffers go back at once. */
@@ -202,14 +202,14 @@ static void test_wal(enum paste_engine e, bool copy)
 
 	/* Over --max-held (8 buffers): 413 at the head, nothing read. */
 	fd = fx_client(&f);
-	snprintf(buf, sizeof(buf), "POST /log HTTP/1.1\r\nContent-Length: %d\r\n\r\n", 8 * 2048 + 1);
+	snprintf(buf, sizeof(buf), "POST /log HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", 8 * 2048 + 1);
 	wal_request(&f, fd, buf, strlen(buf), buf, sizeof(buf));
 	CHECK(!strncmp(buf, "HTTP/1.1 413 ", 13) && strstr(buf, "Connection: close\r\n"));
 	close(fd);
 
 	/* Truncate everything: the log's buffers are free again. */
 	fd = fx_client(&f);
-	const char *del = "DELETE /log?upto=100 HTTP/1.1\r\n\r\n";
+	const char *del = "DELETE /log?upto=100 HTTP/1.1\r\nHost: x\r\n\r\n";
 	wal_request(&f, fd, del, strlen(del), buf, sizeof(buf));
 	CHECK(strstr(buf, "\r\n\r\n{\"truncated\":3}\n") != NULL);
 	close(fd);
