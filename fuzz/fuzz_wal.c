@@ -80,6 +80,7 @@ static uint8_t *at(uint64_t pos)
 #define WAL_MAGIC  0x4c415750u
 #define CKPT_MAGIC 0x504b4350u
 #define REC_HDR    36u
+#define REC_MARKED 0x100u   /* type flag: a durable mark follows the extents */
 
 static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static uint16_t get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
@@ -95,7 +96,8 @@ static void reseal(void)
 	for (uint64_t off = 0; off < log_bytes; off += 64) {
 		uint8_t *r = file + geom.log_offset + off;
 		uint32_t n = get16(r + 22), room = (uint32_t)(geom.lane_size - off % geom.lane_size);
-		if (get32(r) != WAL_MAGIC || n > PASTE_WAL_MAX_EXTENTS || REC_HDR + 12 * n > room)
+		uint32_t head = REC_HDR + 12 * n + (get16(r + 20) & REC_MARKED ? 4 : 0);
+		if (get32(r) != WAL_MAGIC || n > PASTE_WAL_MAX_EXTENTS || head > room)
 			continue;
 		uint32_t crc = 0;
 		for (uint32_t i = 0; i < n; i++) {
@@ -106,7 +108,7 @@ static void reseal(void)
 			crc = paste_crc32c(crc, file + geom.buf_offset + (uint64_t)b * geom.buf_size + o, len);
 		}
 		put32(r + 28, crc);
-		put32(r + 4, paste_crc32c(0, r + 8, REC_HDR - 8 + 12 * n));
+		put32(r + 4, paste_crc32c(0, r + 8, head - 8));
 	}
 }
 

@@ -366,16 +366,33 @@ struct paste_wal_info {
 
 /* Recover every lane (scan from the checkpoint, stop at the first invalid
  * record), take buffer references for live records, then the caller calls
- * paste_store_start. Deletes no live record. Where recovery stopped before
- * the end of a lane's readable records, err->msg says so (the return value
- * is still 0). With p != NULL the new epoch is persisted through p before
- * returning (appends need that), and where a lane stopped at a torn or
- * damaged record, that record's magic is zeroed in the same fence, so it
- * cannot come back once its free buffers are reused (a later open sees a
- * clean end there). p == NULL opens read-only (tools): no byte of the
- * store is written and appends/truncation fail with -EROFS. */
+ * paste_store_start. Deletes no live record. Where a lane stopped at a
+ * torn tail (nothing durable past it), err->msg says so (the return value
+ * is still 0). A lane stopped by damage, i.e. with records past the stop
+ * that were durable (their durable marks or the lane's checkpoint say so),
+ * or whose checkpoint slots are both damaged, is reported the same way by
+ * a read-only open; a writable one (p != NULL) refuses with -EBADMSG and a
+ * sentence naming the store, the lane, the offset and the LSNs at stake,
+ * having written nothing (docs/design.md, "Damage"). With p != NULL the
+ * new epoch is then persisted through p (paste_wal_begin: appends need
+ * that), and where a lane stopped at a torn record, that record's magic is
+ * zeroed in the same fence, so it cannot come back once its free buffers
+ * are reused (a later open sees a clean end there). p == NULL opens
+ * read-only (tools): no byte of the store is written and
+ * appends/truncation fail with -EROFS. */
 int paste_wal_open(struct paste_wal **out, struct paste_store *st,
 		   struct paste_persist *p, struct paste_error *err);
+/* paste_wal_open in two steps, for a caller with more to check before the
+ * store may be written (pkvs's tree: a damaged tree refuses the start, and
+ * nothing may be written then): paste_wal_recover recovers and refuses as
+ * paste_wal_open does but writes nothing (appends and truncation fail with
+ * -EROFS until begun); paste_wal_begin persists the epoch and seals the
+ * torn stops through the p given to recover (0 at once when begun already;
+ * on failure the log stays unbegun). paste_btree_open begins a log it is
+ * given unbegun once the tree has passed its checks. */
+int paste_wal_recover(struct paste_wal **out, struct paste_store *st,
+		      struct paste_persist *p, struct paste_error *err);
+int paste_wal_begin(struct paste_wal *w, struct paste_error *err);
 void paste_wal_close(struct paste_wal *w);
 
 /* Append a record in `lane` for the data at ext[0..n). Takes a reference on
@@ -423,6 +440,23 @@ int paste_wal_foreach(struct paste_wal *w, paste_wal_visit_fn cb, void *arg);
 /* Verify every live record: extents in range, data CRC matches.
  * Returns the number of damaged records (0 = clean), problems in err. */
 int paste_wal_check(struct paste_wal *w, struct paste_error *err);
+
+/* Salvage (paste-store salvage): what a damaged store still holds, kept
+ * explicitly, on a copy. Reports come as lines to say (arg its first
+ * argument): what was kept, and what was lost. */
+typedef void (*paste_salvage_fn)(void *arg, const char *line);
+/* Rebuild every damaged lane (paste_wal_open's rule) of a store opened
+ * writable and not started: the records before the damage and every chain
+ * of valid records past it that was durable are laid out again from the
+ * lane's start, without the damaged bytes between; the rest of the lane is
+ * zeroed and its checkpoint rewritten, all made durable through p. A torn
+ * tail is left to the next open, which cuts it as usual. For each gap say
+ * hears its bytes, the LSNs it lay between and those of the records whose
+ * header survived; for each lane, what was kept. Returns the number of
+ * lanes rebuilt (0: the log was not damaged), or a negative errno (err).
+ * The store's reference counts are as before the call. */
+int paste_wal_salvage(struct paste_store *st, struct paste_persist *p, paste_salvage_fn say,
+		      void *arg, struct paste_error *err);
 
 /* ------------------------------------------------------------------ */
 /* B+tree (lib/btree.c, btree_api.c, btree_page.c, btree_ckpt.c,       */

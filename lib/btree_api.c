@@ -410,6 +410,11 @@ int paste_btree_open(struct paste_btree **out, struct paste_store *st, struct pa
 		}
 	}
 	int rc = bt_recover(t, err);
+	/* The tree passed its checks: a log recovered without writing
+	 * (paste_wal_recover, so that a damaged tree refuses the start with
+	 * nothing written) may now persist its epoch and seal its torn tail. */
+	if (rc == 0 && p)
+		rc = paste_wal_begin(w, err);
 	if (rc == 0 && p) {
 		/* Records the checkpoint covers but a crash kept from being
 		 * truncated: drop them now (no buffer is handed out yet). */

@@ -14,23 +14,27 @@
  * Record. Starts on a 64-byte boundary of its lane, padded to a multiple of
  * 64 bytes (padding bytes are not written and mean nothing):
  *    0 magic    u32  0x4c415750 ("PWAL")
- *    4 hdr_crc  u32  CRC32C of bytes [8, 36 + 12 * nexts)
+ *    4 hdr_crc  u32  CRC32C of bytes [8, H), H = 36 + 12 * nexts (+ 4 if marked)
  *    8 lsn      u64
  *   16 epoch    u32  epoch of the run that wrote it
- *   20 type     u16  1 = DATA, 2 = WRAP
+ *   20 type     u16  1 = DATA, 2 = WRAP; flag 0x100 on DATA: marked
  *   22 nexts    u16  extents that follow (0..64; 0 for WRAP)
  *   24 len      u32  data bytes = sum of the extents' lengths (0 for WRAP)
  *   28 data_crc u32  CRC32C of the data bytes, in extent order
- *   32 size     u32  padded record size = roundup(36 + 12 * nexts, 64)
+ *   32 size     u32  padded record size = roundup(H, 64)
  *   36 extents  nexts x {buf u32, off u32, len u32} (struct paste_extent)
+ *    H-4 mark   u32  marked records: the durable mark (below)
  * A WRAP record (size 64) is written where the next record does not fit
  * before the end of the lane: the lane continues at offset 0. A record that
  * ends exactly at the end of the lane needs no WRAP. A WRAP takes an LSN.
+ * This writer marks every DATA record; an unmarked one is read as well.
  *
  * Checkpoint slot (64 bytes):
  *    0 magic u32 0x504b4350 ("PCKP"),  4 crc u32 (CRC32C of bytes [8, 64)),
  *    8 seq u64 (higher wins),  16 head_off u64,  24 head_lsn u64,
- *   32 epoch u32 (run that wrote the slot),  36 head_epoch u32,  40 zero.
+ *   32 epoch u32 (run that wrote the slot),  36 head_epoch u32,
+ *   40 durable u64 (the lane's records up to this LSN were durable when the
+ *   slot was written; 0: no claim),  48 zero.
  * A new checkpoint goes to the slot not holding the newest one, so a torn
  * slot write leaves the previous checkpoint. Both slots invalid (a fresh,
  * zeroed store) means an empty lane at offset 0.
@@ -41,15 +45,46 @@
  * the previous record's lsn, head_epoch <= epoch, previous record's epoch <=
  * epoch <= the checkpoint's epoch, and the record ends before reaching the
  * head again. It stops at the first record that fails. No magic or an old
- * LSN/epoch there is the normal end; a bad size or CRC is a torn record,
- * reported but not damage. Damage (paste_wal_check) is a record whose CRCs
- * hold but whose content is impossible, or a hole: a valid-looking record
- * of the same run (lsn higher, epoch in range) further on before the head.
+ * LSN/epoch there is the normal end; a bad size or CRC is a torn record.
  * After all lanes, an LSN found in two lanes (impossible from one counter)
  * ends one lane there, as damage (wal_lanes_dedup in wal_recover.c): the
  * lane whose copy has the older epoch, or on a tie the later lane.
  * In DRAM each lane keeps a ring of (lsn, offset, persist epoch, persist
  * object) in LSN order under a mutex.
+ *
+ * Torn tail or damage. A crash interrupts the lane's last batch, whose
+ * barrier never completed: any of its lines may have reached the medium
+ * (PM persists any subset of the lines flushed before a fence, a disk any
+ * subset of a commit's blocks), so whole records of that batch may lie past
+ * the torn one. None was acknowledged, and cutting them is right. A record
+ * that fails in the middle of what was durable (a bit flip, a stray write)
+ * is damage: the records past it were acknowledged. What tells them apart
+ * is durability: a torn record was never durable, nor was anything of its
+ * lane appended after it. So past a stop, recovery looks (one look per 64
+ * bytes of the free part of the lane, wal_lane_damage) for whole records
+ * that could follow what it kept (LSN and epoch no lower, epoch no newer
+ * than the checkpoint's: an older record of a crashed run behind a shorter
+ * new one is not a successor, see Epochs), and the stop is damage when any
+ * of them says, by its durable mark, that a record past the last one kept
+ * was durable, or the lane's checkpoint says so, or it carries no mark at
+ * all (written without marks, it cannot tell: calling it damage loses
+ * nothing). Both checkpoint slots of a lane invalid while offset 0 holds a
+ * record is damage too (one write tears only one slot). A writable open
+ * refuses a damaged log (-EBADMSG) before writing anything; a read-only
+ * one and paste_wal_check report it; paste_wal_salvage keeps what it can.
+ * A damaged record with nothing durable past it (in the last batch, before
+ * any later open) cannot be told from a torn one, and is cut as one.
+ *
+ * Durable marks. A marked record carries, as a u32 back from its own LSN,
+ * the newest LSN of its lane that was durable (its appender's fence or
+ * commit completed) when it was appended; 0 claims nothing (none yet, or
+ * more than 2^32 LSNs back). Every writable open's checkpoint claims the
+ * lane's last recovered record durable (it was read back from the store),
+ * and every truncation's the lane's durable frontier. Cost: 4 bytes in a
+ * record's padding (64 more bytes for the 1 in 16 extent counts whose
+ * header fills its 64-byte lines), and the frontier's settle at append,
+ * an atomic load per record that became durable since (readers do it
+ * anyway).
  *
  * Making the stop permanent. A record recovery stopped at is not live, and
  * the buffers it names are free, so they get reused. Were the stop a torn
@@ -58,14 +93,15 @@
  * at the next recovery, with an LSN that has been handed out again
  * meanwhile: a revived record that was never acknowledged, and through
  * the duplicate, the loss of one that was. So a writable open zeroes the
- * magic of the record its lane stopped at (torn or damaged: anything but
- * the clean END/STALE ends, which cannot come back) and flushes it before
- * the fence that persists the epoch, i.e. before paste_store_start can
- * hand out a buffer. The zeroed bytes lie in the free part of the lane
- * (a stop is never where a live record starts), so this never touches a
- * live record. Cost: 4 bytes and a cache line per damaged lane per open;
- * the next open then sees a clean end there, so the damage is reported
- * once (by the open that sealed it), not at every open.
+ * magic of the record its lane stopped at (a torn record, or a corrupt one
+ * with nothing durable past it: anything but the clean END/STALE ends,
+ * which cannot come back) and flushes it before the fence that persists
+ * the epoch, i.e. before paste_store_start can hand out a buffer. The
+ * zeroed bytes lie in the free part of the lane (a stop is never where a
+ * live record starts), so this never touches a live record. Cost: 4 bytes
+ * and a cache line per torn lane per open; the next open then sees a
+ * clean end there, so the tear is reported once (by the open that sealed
+ * it), not at every open. Damage is never sealed: its open is refused.
  *
  * Visibility. A record is visible to lookups, reads and truncation only
  * once it is durable: the persist object p that appended it has published
@@ -78,7 +114,8 @@
  * one atomic load per record that became durable since.
  *
  * Epochs. paste_wal_open (writable) sets epoch = max checkpoint epoch + 1
- * and persists it in every lane's checkpoint before any append. So after a
+ * and persists it in every lane's checkpoint before any append
+ * (paste_wal_begin; paste_wal_recover alone writes nothing). So after a
  * crash left a torn record T with an older valid record R (same run) behind
  * it, new records written over T carry a higher epoch than R, and R can
  * never be taken as their successor even when its LSN is higher than theirs
@@ -100,20 +137,20 @@
 #include <string.h>
 #include "wal_internal.h"
 
-/* The checkpoint fields of a lane that ckpt_write changes before its fence:
+/* The checkpoint fields of a lane that wal_ckpt_write changes before its fence:
  * saved before, put back if the fence fails, so the lane never claims a
  * slot that may not be durable. Otherwise its next checkpoint would go to
  * the other slot, overwriting the newest one known durable. (A truncation
  * moves the head only after its fence; a failed open discards the lanes.) */
 struct ckpt_state {
 	int slot;
-	uint64_t seq, head_lsn;
+	uint64_t seq, head_lsn, durable;
 	uint32_t epoch, head_epoch;
 };
 
 static struct ckpt_state ckpt_save(const struct wal_lane *l)
 {
-	return (struct ckpt_state){ l->ckpt_slot, l->ckpt_seq, l->head_lsn,
+	return (struct ckpt_state){ l->ckpt_slot, l->ckpt_seq, l->head_lsn, l->ckpt_durable,
 				    l->ckpt_epoch, l->head_epoch };
 }
 
@@ -122,18 +159,19 @@ static void ckpt_restore(struct wal_lane *l, const struct ckpt_state *c)
 	l->ckpt_slot = c->slot;
 	l->ckpt_seq = c->seq;
 	l->head_lsn = c->head_lsn;
+	l->ckpt_durable = c->durable;
 	l->ckpt_epoch = c->epoch;
 	l->head_epoch = c->head_epoch;
 }
 
-/* Write the lane's head and the run's epoch into the slot not holding the
- * newest checkpoint, and start its write-back (the caller fences). */
-static void ckpt_write(struct paste_wal *w, struct wal_lane *l, struct paste_persist *p,
-		       uint64_t head, uint64_t head_lsn, uint32_t head_epoch)
+/* wal_internal.h says what it writes; the caller fences. */
+void wal_ckpt_write(struct paste_wal *w, struct wal_lane *l, struct paste_persist *p,
+		    uint64_t head, uint64_t head_lsn, uint32_t head_epoch, uint64_t durable)
 {
 	struct wal_ckpt c = {
 		.magic = CKPT_MAGIC, .seq = l->ckpt_seq + 1, .head_off = head,
 		.head_lsn = head_lsn, .epoch = w->epoch, .head_epoch = head_epoch,
+		.durable = durable,
 	};
 	c.crc = paste_crc32c(0, (const uint8_t *)&c + 8, sizeof(c) - 8);
 	int s = l->ckpt_slot == 0 ? 1 : 0;
@@ -144,6 +182,7 @@ static void ckpt_write(struct paste_wal *w, struct wal_lane *l, struct paste_per
 	l->ckpt_epoch = w->epoch;
 	l->head_lsn = head_lsn;
 	l->head_epoch = head_epoch;
+	l->ckpt_durable = durable;
 }
 
 void wal_refs_take(struct paste_wal *w, const struct paste_extent *ext, uint32_t n)
@@ -215,7 +254,9 @@ static void tail_seal(struct wal_lane *l, struct paste_persist *p)
 /* Persist the new epoch in every lane before any append can carry it. A lane
  * that recovered nothing gets its head moved to where recovery stopped, with
  * this run's epoch and next LSN, so nothing written before now can start it.
- * The same fence makes the sealed stops durable. */
+ * Each lane's checkpoint also claims its last recovered record durable (it
+ * was read back from the store), so later damage before it is told from a
+ * torn tail. The same fence makes the sealed stops durable. */
 static int epoch_persist(struct paste_wal *w, struct paste_persist *p, struct paste_error *err)
 {
 	struct ckpt_state prev[PASTE_MAX_LANES];
@@ -227,8 +268,8 @@ static int epoch_persist(struct paste_wal *w, struct paste_persist *p, struct pa
 		tail_seal(l, p);
 		if (empty)
 			l->head = l->tail;
-		ckpt_write(w, l, p, l->head, empty ? next : l->head_lsn,
-			   empty ? w->epoch : l->head_epoch);
+		wal_ckpt_write(w, l, p, l->head, empty ? next : l->head_lsn,
+			   empty ? w->epoch : l->head_epoch, empty ? 0 : ring_at(l, l->end - 1)->lsn);
 	}
 	int rc = paste_persist_fence(p);
 	if (rc < 0) {
@@ -240,8 +281,8 @@ static int epoch_persist(struct paste_wal *w, struct paste_persist *p, struct pa
 	return 0;
 }
 
-int paste_wal_open(struct paste_wal **out, struct paste_store *st,
-		   struct paste_persist *p, struct paste_error *err)
+int paste_wal_recover(struct paste_wal **out, struct paste_store *st,
+		      struct paste_persist *p, struct paste_error *err)
 {
 	paste_error_set(err, 0, "%s", "");
 	if (!out || !st)
@@ -266,7 +307,7 @@ int paste_wal_open(struct paste_wal **out, struct paste_store *st,
 	memset(w->lanes, 0, lanes_bytes);
 	w->st = st;
 	w->g = g;
-	w->writable = p != NULL;
+	w->p = p;
 	pthread_mutex_init(&w->trunc_mu, NULL);
 	int rc = 0;
 	for (uint32_t i = 0; i < g->log_lanes && rc == 0; i++) {
@@ -291,28 +332,60 @@ int paste_wal_open(struct paste_wal **out, struct paste_store *st,
 			w->epoch = l->ckpt_epoch;
 	}
 	wal_lanes_dedup(w);
-	for (uint32_t i = 0; i < w->nlanes; i++)
+	for (uint32_t i = 0; i < w->nlanes; i++) {
 		w->lanes[i].vis = w->lanes[i].end;   /* recovered: durable */
+		wal_lane_damage(w, &w->lanes[i]);
+	}
 	atomic_store(&w->next_lsn, next);
 	if (p) {
-		if (w->epoch == UINT32_MAX || next > UINT64_MAX - (1ull << 40))
+		/* Damage is refused before anything is written: the records
+		 * past it were acknowledged, and cutting them here would make
+		 * their loss permanent (paste-store salvage decides, on a copy). */
+		rc = wal_refuse(w, err);
+		if (rc == 0 && (w->epoch == UINT32_MAX || next > UINT64_MAX - (1ull << 40)))
 			rc = paste_error_set(err, -EOVERFLOW, "%s: the log's epoch or LSN is at its "
 					     "limit; the store cannot take new records",
 					     paste_store_path(st));
-		else
-			w->epoch++;
-		if (rc == 0)
-			rc = epoch_persist(w, p, err);
 		if (rc < 0) {
 			refs_drop_all(w);
 			paste_wal_close(w);
 			return rc;
 		}
+		w->epoch++;   /* this run's, persisted by paste_wal_begin */
 	}
 	for (uint32_t i = 0; i < w->nlanes; i++)
 		wal_note_stop(&w->lanes[i], i, err);
 	*out = w;
 	return 0;
+}
+
+int paste_wal_begin(struct paste_wal *w, struct paste_error *err)
+{
+	if (!w)
+		return paste_error_set(err, -EINVAL, "paste_wal_begin: no log given");
+	if (w->writable)
+		return 0;
+	if (!w->p)
+		return paste_error_set(err, -EROFS, "%s: the log was opened read-only",
+				       paste_store_path(w->st));
+	int rc = epoch_persist(w, w->p, err);
+	if (rc == 0)
+		w->writable = true;
+	return rc;
+}
+
+int paste_wal_open(struct paste_wal **out, struct paste_store *st,
+		   struct paste_persist *p, struct paste_error *err)
+{
+	int rc = paste_wal_recover(out, st, p, err);
+	if (rc < 0 || !p)
+		return rc;
+	if ((rc = paste_wal_begin(*out, err)) < 0) {   /* err keeps the notes unless it fails */
+		refs_drop_all(*out);
+		paste_wal_close(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 void paste_wal_close(struct paste_wal *w)
@@ -330,17 +403,39 @@ void paste_wal_close(struct paste_wal *w)
 
 /* Write a record header (and extents) at the lane's tail and start its
  * write-back. The caller holds the lane lock and checked the space. */
+/* Move the lane's durable frontier over the records that became durable
+ * and return it. Stops at the first record that is not: with one persist
+ * object per lane the rest are younger. Caller holds the lane lock. */
+static uint64_t lane_settle(struct wal_lane *l)
+{
+	while (l->vis < l->end) {
+		const struct wal_slot *s = ring_at(l, l->vis);
+		if (s->p && s->epoch > paste_persist_durable(s->p))
+			break;
+		l->vis++;
+	}
+	return l->vis;
+}
+
 static void rec_put(struct paste_wal *w, struct wal_lane *l, struct paste_persist *p,
 		    struct rec_copy *rc)
 {
 	rc->h.magic = WAL_MAGIC;
 	rc->h.lsn = atomic_fetch_add(&w->next_lsn, 1);
 	rc->h.epoch = w->epoch;
-	rc->h.size = rec_size(rc->h.nexts);
+	rc->h.size = rec_size(rc->h.type, rc->h.nexts);
+	if (rc->h.type & REC_MARKED) {
+		/* The durable mark: how far back the lane's newest durable
+		 * record is (0: none, or too far for 32 bits: no claim). */
+		uint64_t vis = lane_settle(l), d = vis > l->first ? ring_at(l, vis - 1)->lsn : 0;
+		uint32_t m = d && rc->h.lsn - d <= UINT32_MAX ? (uint32_t)(rc->h.lsn - d) : 0;
+		memcpy((uint8_t *)rc + REC_HDR + 12u * rc->h.nexts, &m, 4);
+	}
 	rc->h.hdr_crc = rec_hdr_crc(&rc->h);
 	uint8_t *at = l->base + l->tail;
-	memcpy(at, rc, REC_HDR + 12u * rc->h.nexts);
-	paste_persist_flush(p, at, REC_HDR + 12u * rc->h.nexts);
+	uint32_t bytes = rec_head_bytes(rc->h.type, rc->h.nexts);
+	memcpy(at, rc, bytes);
+	paste_persist_flush(p, at, bytes);
 	l->tail = (l->tail + rc->h.size) % l->size;
 }
 
@@ -367,10 +462,11 @@ int wal_append_crc(struct paste_wal *w, uint32_t lane, struct paste_persist *p,
 	 * out, and clearing all 64 extents would cost ~1 % of a WAL server's
 	 * CPU. */
 	struct rec_copy rc;
-	rc.h = (struct wal_rec){ .type = REC_DATA, .nexts = (uint16_t)n, .len = (uint32_t)total };
+	rc.h = (struct wal_rec){ .type = REC_DATA | REC_MARKED, .nexts = (uint16_t)n,
+				 .len = (uint32_t)total };
 	extents_copy(rc.ext, ext, n);
 	rc.h.data_crc = data_crc_from(w, rc.ext, known < n ? known : n, n, known_crc);
-	uint32_t size = rec_size(n);
+	uint32_t size = rec_size(rc.h.type, n);
 
 	struct wal_lane *l = &w->lanes[lane];
 	pthread_mutex_lock(&l->mu);
@@ -397,20 +493,6 @@ int wal_append_crc(struct paste_wal *w, uint32_t lane, struct paste_persist *p,
 	if (lsn)
 		*lsn = rc.h.lsn;
 	return 0;
-}
-
-/* Move the lane's durable frontier over the records that became durable
- * and return it. Stops at the first record that is not: with one persist
- * object per lane the rest are younger. Caller holds the lane lock. */
-static uint64_t lane_settle(struct wal_lane *l)
-{
-	while (l->vis < l->end) {
-		const struct wal_slot *s = ring_at(l, l->vis);
-		if (s->p && s->epoch > paste_persist_durable(s->p))
-			break;
-		l->vis++;
-	}
-	return l->vis;
 }
 
 /* Ring position of the visible (durable) record lsn in lane l, or -1.
@@ -519,10 +601,11 @@ static void trunc_plan(struct paste_wal *w, struct wal_lane *l, uint64_t upto,
 		tp->head = l->tail;
 		head_lsn = ring_at(l, pos - 1)->lsn + 1;
 	}
+	uint64_t durable = vis > pos ? ring_at(l, vis - 1)->lsn : 0;   /* what stays and is durable */
 	pthread_mutex_unlock(&l->mu);
 	tp->prev = ckpt_save(l);
 	if (tp->drop)
-		ckpt_write(w, l, p, tp->head, head_lsn, head_epoch);
+		wal_ckpt_write(w, l, p, tp->head, head_lsn, head_epoch, durable);
 }
 
 /* Phase 3: the checkpoint is durable; release the buffers and the space. */

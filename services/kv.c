@@ -33,7 +33,9 @@ int kv_open(struct kv **out, struct paste_store *st, struct paste_persist *p,
 	kv->pack_buf = PASTE_NO_BUF;
 	char notes[sizeof(err->msg)] = "";
 	err->msg[0] = 0;
-	int r = paste_wal_open(&kv->wal, st, p, err);
+	/* The tree begins the log once it has passed its checks: a start
+	 * refused for damage writes nothing. */
+	int r = paste_wal_recover(&kv->wal, st, p, err);
 	if (r) {
 		free(kv);
 		return r;

@@ -106,8 +106,11 @@ static inline void fill(struct paste_store *st, uint32_t buf, uint32_t seed)
 }
 
 /* A record of n extents, each in a fresh buffer the log then owns alone,
- * made durable (fenced), as a server does before it acknowledges it. */
-static inline int try_put(struct env *e, uint32_t lane, uint32_t n, uint32_t *bufs, uint64_t *lsn)
+ * made durable (fenced), as a server does before it acknowledges it; or,
+ * with fence false, left in the open batch (as a crash finds a batch whose
+ * barrier never completed). */
+static inline int put_in(struct env *e, uint32_t lane, uint32_t n, uint32_t *bufs, uint64_t *lsn,
+			 bool fence)
 {
 	struct paste_extent ext[PASTE_WAL_MAX_EXTENTS];
 	uint32_t b[PASTE_WAL_MAX_EXTENTS];
@@ -117,7 +120,7 @@ static inline int try_put(struct env *e, uint32_t lane, uint32_t n, uint32_t *bu
 		ext[i] = (struct paste_extent){ b[i], 3 * i, 100 + i };
 	}
 	int rc = paste_wal_append(e->w, lane, e->p, ext, n, lsn);
-	if (rc == 0)
+	if (rc == 0 && fence)
 		CHECK_EQ(paste_persist_fence(e->p), 0);
 	for (uint32_t i = 0; i < n; i++) {
 		paste_store_unref(e->st, b[i], false);
@@ -127,10 +130,23 @@ static inline int try_put(struct env *e, uint32_t lane, uint32_t n, uint32_t *bu
 	return rc;
 }
 
+static inline int try_put(struct env *e, uint32_t lane, uint32_t n, uint32_t *bufs, uint64_t *lsn)
+{
+	return put_in(e, lane, n, bufs, lsn, true);
+}
+
 static inline uint64_t put(struct env *e, uint32_t lane, uint32_t n, uint32_t *bufs)
 {
 	uint64_t lsn = 0;
 	CHECK_EQ(try_put(e, lane, n, bufs, &lsn), 0);
+	return lsn;
+}
+
+/* put, without the fence: the record joins the open batch. */
+static inline uint64_t put_open_batch(struct env *e, uint32_t lane, uint32_t n, uint32_t *bufs)
+{
+	uint64_t lsn = 0;
+	CHECK_EQ(put_in(e, lane, n, bufs, &lsn, false), 0);
 	return lsn;
 }
 
@@ -161,14 +177,56 @@ static inline uint64_t lane_off(uint32_t lane, uint64_t off)
  * header CRC: damage that passes the checksums, as no crash can make. */
 static inline void forge_lsn(uint32_t lane, uint64_t off, uint64_t lsn)
 {
-	uint8_t rec[48];   /* 36-byte header + 12-byte extent */
+	uint8_t rec[52];   /* 36-byte header + 12-byte extent + the durable mark */
 	int fd = open(path, O_RDWR);
 	CHECK_EQ(pread(fd, rec, sizeof(rec), (off_t)lane_off(lane, off)), (ssize_t)sizeof(rec));
 	memcpy(rec + 8, &lsn, 8);
-	uint32_t crc = paste_crc32c(0, rec + 8, sizeof(rec) - 8);
+	uint16_t type;
+	memcpy(&type, rec + 20, 2);
+	uint32_t crc = paste_crc32c(0, rec + 8, rec_head_bytes(type, 1) - 8);
 	memcpy(rec + 4, &crc, 4);
 	CHECK_EQ(pwrite(fd, rec, sizeof(rec), (off_t)lane_off(lane, off)), (ssize_t)sizeof(rec));
 	close(fd);
+}
+
+/* The whole store file (free it), to compare before and after an open. */
+static inline uint8_t *slurp(size_t *len)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat s;
+	if (fd < 0 || fstat(fd, &s) < 0)
+		return NULL;
+	uint8_t *b = malloc((size_t)s.st_size);
+	*len = b ? (size_t)pread(fd, b, (size_t)s.st_size, 0) : 0;
+	close(fd);
+	return b;
+}
+
+/* A writable open of the store at path is refused with code, its message
+ * holding want, and the file is left byte for byte as it was. */
+static inline void expect_refused(int code, const char *want)
+{
+	size_t n0 = 0, n1 = 0;
+	uint8_t *before = slurp(&n0);
+	struct paste_store *st = NULL;
+	struct paste_persist *p = NULL;
+	struct paste_wal *w = NULL;
+	struct paste_error err = { 0 };
+	struct paste_persist_config pc = { .mode = PASTE_DUR_EMULATED };
+	CHECK_EQ(paste_store_open(&st, path, &cfg, 0, &err), 0);
+	CHECK_EQ(paste_persist_open(&p, st, &pc, &err), 0);
+	CHECK_EQ(paste_wal_open(&w, st, p, &err), code);
+	CHECK(w == NULL);
+	if (!strstr(err.msg, want))
+		fprintf(stderr, "expect_refused: want \"%s\" in: %s\n", want, err.msg);
+	CHECK(strstr(err.msg, want) != NULL);
+	CHECK(strstr(err.msg, path) != NULL);
+	paste_persist_close(p);
+	paste_store_close(st);
+	uint8_t *after = slurp(&n1);
+	CHECK(before && after && n0 == n1 && memcmp(before, after, n0) == 0);
+	free(before);
+	free(after);
 }
 
 static inline uint64_t buf_off(uint32_t buf, uint32_t off)
