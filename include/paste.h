@@ -156,6 +156,28 @@ struct paste_extent;
 size_t paste_store_read(const struct paste_store *st, const struct paste_extent *ext, uint32_t n,
 			uint64_t from, void *out, size_t cap);
 
+/* An append point (lib/append.c): copies that must live in store buffers
+ * (small values, values that arrived in DRAM, the cleaner's moves) are
+ * packed one after another, 8-byte aligned, so a 100-byte value takes
+ * about 100 bytes and not a buffer. It holds one reference on the buffer
+ * it fills (paste_append_close drops it). One thread uses one. */
+struct paste_append {
+	uint32_t buf, used;
+};
+#define PASTE_APPEND_INIT { PASTE_NO_BUF, 0 }
+/* Room for len bytes as extents ext[0..*n) (at most max, never more than
+ * ceil(len / buf_size): a range that would need one more at the append
+ * point starts in a fresh buffer), each holding a reference of the
+ * caller's. A fresh buffer is taken only while more than floor are
+ * free. -ENOSPC (nothing held), -E2BIG (more than max extents). */
+int paste_append_reserve(struct paste_store *st, struct paste_append *a, uint64_t len,
+			 uint32_t floor, struct paste_extent *ext, uint32_t max, uint32_t *n);
+/* paste_append_reserve, and the bytes src[0..len) copied there. */
+int paste_append_copy(struct paste_store *st, struct paste_append *a, const void *src,
+		      uint64_t len, uint32_t floor, struct paste_extent *ext, uint32_t max,
+		      uint32_t *n);
+void paste_append_close(struct paste_store *st, struct paste_append *a);
+
 /* Buffer ownership. Every buffer has an in-DRAM reference count (0 = free).
  * After open every count is 0 and the free list is empty; recovery (see
  * paste_wal_open) takes references for buffers that live records point at,

@@ -368,7 +368,8 @@ int paste_btree_open(struct paste_btree **out, struct paste_store *st, struct pa
 	t->pending = malloc(sizeof(uint32_t) * npages);
 	t->moved = calloc(npages, sizeof(uint32_t));
 	t->dirty = malloc(sizeof(uint32_t) * npages);
-	bool ok = t->ps && t->free_stack && t->pending && t->moved && t->dirty && bt_clean_open(t) == 0;
+	bool ok = t->ps && t->free_stack && t->pending && t->moved && t->dirty &&
+		  bt_clean_open(t) == 0;
 	for (int i = 0; i < 4 && ok; i++)
 		ok = (t->wide[i] = malloc(sizeof(struct bt_wide))) != NULL;
 	if (!ok) {

@@ -44,45 +44,54 @@
 
 #define CLEAN_KEYS_PER_STEP 4096u
 #define CLEAN_FLOOR 32u          /* the cleaner takes no buffer below this many free */
-/* After a choice that found nothing, wait for this many changes (or an
- * eighth of the store's buffers' worth) before choosing again. */
-#define CLEAN_IDLE_RECORDS 1024u
+/* A cycle starts only when it can give back at least this many buffers,
+ * or a 256th of the store: each one walks every key. */
+#define CLEAN_MIN_GAIN 16u
 
 struct bt_clean {
 	uint64_t *victim;             /* bitmap over buffers */
 	uint32_t nvictims;
 	bool active;                  /* a walk is under way */
 	struct paste_btree_cursor cur;
-	uint32_t abuf, aused;         /* append point: one reference held on abuf */
-	uint64_t idle_until_lsn;
+	struct paste_append app;      /* where moved values go */
+	uint32_t limit;               /* bytes: a buffer with fewer live ones is sparse */
 	uint64_t cycles, victims, moved, moved_bytes, damaged, ns;
 };
 
 /* ---- accounting ------------------------------------------------------- */
+
+/* Buffer b's live bytes go from old to now: keep the counts of buffers
+ * holding any, and of sparse ones (a cleaner's candidates), in step. */
+static void live_moved(struct paste_btree *t, uint32_t b, uint32_t old, uint32_t now)
+{
+	uint32_t limit = t->cl->limit;
+	t->live_bufs += (now != 0) - (old != 0);
+	t->sparse += (now && now < limit) - (old && old < limit);
+	if (!old && now)
+		t->born[b] = t->now_s;
+}
 
 void bt_value_ref(struct paste_btree *t, const struct paste_extent *ext, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t b = ext[i].buf;
 		paste_store_ref(t->st, b);
-		if (!t->live)
+		if (!t->live || !ext[i].len)
 			continue;
-		if (!t->live[b] && ext[i].len) {
-			t->born[b] = t->now_s;
-			t->live_bufs++;
-		}
+		uint32_t old = t->live[b];
 		t->live[b] += ext[i].len;
 		t->live_total += ext[i].len;
+		live_moved(t, b, old, t->live[b]);
 	}
 }
 
 void bt_value_unref(struct paste_btree *t, uint32_t buf, uint32_t len)
 {
 	if (t->live && len) {
+		uint32_t old = t->live[buf];
 		t->live[buf] -= len;
 		t->live_total -= len;
-		if (!t->live[buf])
-			t->live_bufs--;
+		live_moved(t, buf, old, t->live[buf]);
 	}
 	paste_store_unref(t->st, buf, false);
 }
@@ -106,15 +115,15 @@ int bt_clean_open(struct paste_btree *t)
 		t->cl->victim = calloc((nb + 63) / 64, sizeof(uint64_t));
 	if (!t->live || !t->born || !t->cl || !t->cl->victim)
 		return -ENOMEM;
-	t->cl->abuf = PASTE_NO_BUF;
+	t->cl->app = (struct paste_append)PASTE_APPEND_INIT;
+	t->cl->limit = (uint32_t)((uint64_t)t->g->buf_size * t->cfg.clean_live_pct / 100);
 	return 0;
 }
 
 void bt_clean_close(struct paste_btree *t)
 {
 	if (t->cl) {
-		if (t->cl->abuf != PASTE_NO_BUF)
-			paste_store_unref(t->st, t->cl->abuf, false);
+		paste_append_close(t->st, &t->cl->app);
 		free(t->cl->victim);
 		free(t->cl);
 	}
@@ -129,7 +138,7 @@ void bt_clean_info(const struct paste_btree *t, struct paste_btree_info *out)
 	out->live_bytes = t->live_total;
 	out->live_bufs = t->live_bufs;
 	out->space_checkpoints = t->space_checkpoints;
-	out->clean_buf = t->cl ? t->cl->abuf : PASTE_NO_BUF;
+	out->clean_buf = t->cl ? t->cl->app.buf : PASTE_NO_BUF;
 	if (!t->cl)
 		return;
 	out->clean_cycles = t->cl->cycles;
@@ -162,13 +171,12 @@ static int by_score(const void *a, const void *b)
 static uint32_t choose(struct paste_btree *t)
 {
 	struct bt_clean *c = t->cl;
-	uint32_t nb = t->g->nbufs, bs = t->g->buf_size;
-	uint64_t limit = (uint64_t)bs * (t->cfg.clean_live_pct ? t->cfg.clean_live_pct : 80) / 100;
+	uint32_t nb = t->g->nbufs, bs = t->g->buf_size, limit = c->limit;
 	memset(c->victim, 0, (nb + 63) / 64 * sizeof(uint64_t));
 	c->nvictims = 0;
 	uint32_t n = 0;
 	for (uint32_t b = 0; b < nb; b++)
-		n += t->live[b] && t->live[b] < limit && b != c->abuf && b != t->hbuf;
+		n += t->live[b] && t->live[b] < limit && b != c->app.buf && b != t->hbuf;
 	if (!n)
 		return 0;
 	struct cand *v = malloc(sizeof(*v) * n);
@@ -176,7 +184,7 @@ static uint32_t choose(struct paste_btree *t)
 		return 0;
 	n = 0;
 	for (uint32_t b = 0; b < nb; b++) {
-		if (!t->live[b] || t->live[b] >= limit || b == c->abuf || b == t->hbuf)
+		if (!t->live[b] || t->live[b] >= limit || b == c->app.buf || b == t->hbuf)
 			continue;
 		double u = (double)t->live[b] / bs;
 		double age = (double)(t->now_s - t->born[b]) + 1.0;
@@ -200,46 +208,25 @@ static uint32_t choose(struct paste_btree *t)
 /* ---- moving one value -------------------------------------------------- */
 
 /* Copy len bytes of ext[0..n) densely to the append point, checking their
- * CRC32C on the way; the new extents in out[0..*on). -ENOSPC: no buffer
- * to copy into; -EBADMSG: the bytes fail crc (nothing taken). */
+ * CRC32C on the way; the new extents in out[0..*on), each holding a
+ * reference of ours. -ENOSPC: no buffer to copy into; -EBADMSG: the bytes
+ * fail crc (nothing taken). */
 static int copy_value(struct paste_btree *t, const struct paste_extent *ext, uint32_t n,
 		      uint32_t len, uint32_t crc, struct paste_extent *out, uint32_t *on)
 {
-	struct bt_clean *c = t->cl;
-	uint32_t bs = t->g->buf_size, sum = 0;
+	uint32_t sum = 0;
 	for (uint32_t i = 0; i < n; i++)
 		sum = paste_crc32c(sum, paste_store_buf(t->st, ext[i].buf) + ext[i].off, ext[i].len);
 	if (sum != crc)
 		return -EBADMSG;
-	/* Start in a fresh buffer when the rest of this one would cost the
-	 * value an extent more than it needs. */
-	uint32_t tail = c->abuf == PASTE_NO_BUF ? 0 : bs - c->aused;
-	uint32_t whole = (len + bs - 1) / bs;
-	if (tail < len && 1 + (len - tail + bs - 1) / bs > whole)
-		tail = 0;
-	uint32_t k = 0, x = 0, xoff = 0;
-	while (len) {
-		if (!tail) {
-			uint32_t b;
-			if (paste_store_nfree(t->st) < CLEAN_FLOOR || paste_store_alloc(t->st, &b, 1) != 1) {
-				for (uint32_t i = 0; i < k; i++)
-					paste_store_unref(t->st, out[i].buf, false);
-				return -ENOSPC;
-			}
-			if (c->abuf != PASTE_NO_BUF)
-				paste_store_unref(t->st, c->abuf, false);
-			c->abuf = b;
-			c->aused = 0;
-			tail = bs;
-		}
-		uint32_t m = tail < len ? tail : len;
-		out[k] = (struct paste_extent){ c->abuf, c->aused, m };
-		paste_store_ref(t->st, c->abuf);    /* the copy's, until the set takes its own */
-		uint8_t *dst = paste_store_buf(t->st, c->abuf) + c->aused;
-		for (uint32_t done = 0; done < m;) {  /* gather from the old extents */
+	int r = paste_append_reserve(t->st, &t->cl->app, len, CLEAN_FLOOR, out,
+				     PASTE_BTREE_MAX_EXTENTS, on);
+	for (uint32_t i = 0, x = 0, xoff = 0; r == 0 && i < *on; i++) {
+		uint8_t *dst = paste_store_buf(t->st, out[i].buf) + out[i].off;
+		for (uint32_t done = 0; done < out[i].len;) {
 			uint32_t q = ext[x].len - xoff;
-			if (q > m - done)
-				q = m - done;
+			if (q > out[i].len - done)
+				q = out[i].len - done;
 			memcpy(dst + done, paste_store_buf(t->st, ext[x].buf) + ext[x].off + xoff, q);
 			done += q;
 			xoff += q;
@@ -248,15 +235,8 @@ static int copy_value(struct paste_btree *t, const struct paste_extent *ext, uin
 				xoff = 0;
 			}
 		}
-		k++;
-		c->aused += (m + 7u) & ~7u;         /* 8-byte aligned values */
-		if (c->aused > bs)
-			c->aused = bs;
-		tail = bs - c->aused;
-		len -= m;
 	}
-	*on = k;
-	return 0;
+	return r;
 }
 
 /* ---- a step ------------------------------------------------------------ */
@@ -279,17 +259,15 @@ int bt_clean_step(struct paste_btree *t, bool urgent)
 	if (!c->active) {
 		if ((uint64_t)paste_store_nfree(t->st) * 100 >= (uint64_t)nb * pct)
 			return 0;
-		if (t->last_lsn < c->idle_until_lsn && !urgent)
+		uint32_t min_gain = nb / 256 > CLEAN_MIN_GAIN ? nb / 256 : CLEAN_MIN_GAIN;
+		if (t->sparse < min_gain && !(urgent && t->sparse))
 			return 0;
 		uint64_t t0 = paste_clock_ns();
 		c->cycles++;
 		uint32_t v = choose(t);
 		c->ns += paste_clock_ns() - t0;
-		if (!v) {
-			uint32_t wait = nb / 8 > CLEAN_IDLE_RECORDS ? nb / 8 : CLEAN_IDLE_RECORDS;
-			c->idle_until_lsn = t->last_lsn + wait;
+		if (!v)
 			return 0;
-		}
 		c->victims += v;
 		c->active = true;
 		paste_btree_cursor_init(&c->cur, t, NULL, 0);

@@ -185,6 +185,7 @@ struct paste_btree {
 	uint32_t *live, *born;
 	uint64_t live_total;
 	uint32_t live_bufs;
+	uint32_t sparse;              /* buffers with live bytes under the cleaner's limit */
 	uint32_t now_s;               /* clock of born[], read once per maintain */
 	struct bt_clean *cl;
 	bool ckpt_wanted;             /* the cleaner ended a walk: checkpoint at the next maintain */

@@ -264,6 +264,9 @@ int bt_recover(struct paste_btree *t, struct paste_error *err)
 	t->replaying = true;
 	int rc = paste_wal_foreach(t->w, replay_one, t);
 	t->replaying = false;
+	/* The replayed records (and the values they replaced) hold buffers
+	 * until a checkpoint covers them: take one at the first maintain. */
+	t->ckpt_wanted = t->replayed > 0;
 	t->recovery_ns = paste_clock_ns() - t0;
 	if (rc < 0) {
 		/* Give back what the tree holds: nobody will release it. */

@@ -29,6 +29,7 @@ int kv_set_arg(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *k
 		kv_body_idle(&b);
 		if (paste_body_begin(&b, &kv->bc, kv->store, v->len))
 			return -EFBIG;
+		kv_admit(kv, v->len);
 		paste_body_feed(&b, &kv->bc, x->w->port, ev, (uint32_t)(v->p - (const char *)ev->data),
 				(uint32_t)v->len);
 		return kv_set_body(kv, k->p, (uint32_t)k->len, &b, created);

@@ -5,16 +5,22 @@
  *  - values that landed in a packet buffer and are longer than KV_PACK_MAX
  *    stay there, zero copy: the buffer is held (paste_body_feed) and the
  *    tree names (buffer, offset, length);
- *  - values of at most KV_PACK_MAX bytes are copied densely into a shared
- *    "pack" buffer: a 64-byte value would otherwise pin a whole 2 KiB
- *    buffer (32x the space; 1 M small keys would need 2 GiB of store). A
- *    copy of <= 512 bytes costs ~20-50 ns, less than holding a buffer and
+ *  - values of at most KV_PACK_MAX bytes, and values that arrived in DRAM
+ *    (a RESP command reassembled across reads, an INCR result), are
+ *    copied densely to the store's append point (paste_append_copy): a
+ *    64-byte value would otherwise pin a whole 2 KiB buffer. A copy of
+ *    <= 512 bytes costs ~20-50 ns, less than holding a buffer and
  *    refilling the ring slot;
- *  - values that arrived in DRAM (a RESP command reassembled across reads,
- *    an INCR result) are copied into fresh store buffers.
+ *  - the tree's cleaner moves the values that outlive their neighbours
+ *    (lib/btree_clean.c).
  * Every buffer a value names holds one reference for the tree (and one per
- * log record naming it); the pack buffer holds one more for us until it
- * is full.
+ * log record naming it); the append point holds one more on the buffer it
+ * fills.
+ *
+ * A full store: a write that finds no room asks the tree for it
+ * (paste_btree_make_room: a checkpoint, then the cleaner) and tries once
+ * more; only then is it refused (-ENOSPC: Redis's OOM error, HTTP 507).
+ * The body reserve stays free for the ports' rings and for deletes.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -30,7 +36,7 @@ int kv_open(struct kv **out, struct paste_store *st, struct paste_persist *p,
 	if (!kv)
 		return paste_error_set(err, -ENOMEM, "out of memory");
 	kv->store = st;
-	kv->pack_buf = PASTE_NO_BUF;
+	kv->app = (struct paste_append)PASTE_APPEND_INIT;
 	char notes[sizeof(err->msg)] = "";
 	err->msg[0] = 0;
 	/* The tree begins the log once it has passed its checks: a start
@@ -72,8 +78,7 @@ void kv_close(struct kv *kv)
 {
 	if (!kv)
 		return;
-	if (kv->pack_buf != PASTE_NO_BUF)
-		paste_store_unref(kv->store, kv->pack_buf, false);
+	paste_append_close(kv->store, &kv->app);
 	paste_btree_close(kv->tree);
 	paste_wal_close(kv->wal);
 	free(kv);
@@ -91,11 +96,33 @@ uint64_t kv_max_value(const struct kv *kv)
 	return kv->max_value;
 }
 
+/* A write found the store full: give back what a checkpoint and the
+ * cleaner can (paste_btree_make_room) until the reserve and need bytes
+ * more are free. True when they are. */
+static bool make_room(struct kv *kv, uint64_t need)
+{
+	uint32_t bs = paste_store_geom(kv->store)->buf_size;
+	uint64_t want = kv_reserve(kv) + need / bs + 2;
+	kv->n.room_calls++;
+	int64_t r = paste_btree_make_room(kv->tree, want > UINT32_MAX ? UINT32_MAX : (uint32_t)want,
+					  KV_ROOM_STEPS);
+	return r >= 0 && (uint64_t)r >= want;
+}
+
+void kv_admit(struct kv *kv, uint64_t len)
+{
+	uint32_t bs = paste_store_geom(kv->store)->buf_size;
+	if ((uint64_t)paste_store_nfree(kv->store) < kv_reserve(kv) + len / bs + 2)
+		make_room(kv, len);
+}
+
 static int set_extents(struct kv *kv, const void *key, uint32_t klen,
 		       const struct paste_extent *ext, uint32_t n, bool *created)
 {
 	bool absent = created && !kv_exists(kv, key, klen);
 	int r = paste_btree_set(kv->tree, key, klen, ext, n, NULL);
+	if (r == -ENOSPC && make_room(kv, 0))
+		r = paste_btree_set(kv->tree, key, klen, ext, n, NULL);
 	if (r == 0) {
 		kv->n.sets++;
 		if (created)
@@ -104,25 +131,24 @@ static int set_extents(struct kv *kv, const void *key, uint32_t klen,
 	return r;
 }
 
-/* Copy a small value into the pack buffer; its extent in *e. */
-static int pack_value(struct kv *kv, const void *val, uint32_t len, struct paste_extent *e)
+/* Copy a value densely to the append point (the reserve kept free for
+ * the rings and for deletes), then set it. */
+static int set_copy(struct kv *kv, const void *key, uint32_t klen, const void *val, size_t len,
+		    bool *created)
 {
-	uint32_t bs = paste_store_geom(kv->store)->buf_size;
-	if (kv->pack_buf == PASTE_NO_BUF || kv->pack_used + len > bs) {
-		uint32_t idx;
-		if (paste_store_alloc(kv->store, &idx, 1) != 1)
-			return -ENOSPC;
-		if (kv->pack_buf != PASTE_NO_BUF)
-			paste_store_unref(kv->store, kv->pack_buf, false);
-		kv->pack_buf = idx;
-		kv->pack_used = 0;
-	}
-	memcpy(paste_store_buf(kv->store, kv->pack_buf) + kv->pack_used, val, len);
-	*e = (struct paste_extent){ kv->pack_buf, kv->pack_used, len };
-	kv->pack_used += (len + 7u) & ~7u;   /* 8-byte aligned values */
-	if (kv->pack_used > bs)
-		kv->pack_used = bs;
-	return 0;
+	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+	uint32_t n = 0;
+	int r = paste_append_copy(kv->store, &kv->app, val, len, kv_reserve(kv), ext,
+				  PASTE_BTREE_MAX_EXTENTS, &n);
+	if (r == -ENOSPC && make_room(kv, len))
+		r = paste_append_copy(kv->store, &kv->app, val, len, kv_reserve(kv), ext,
+				      PASTE_BTREE_MAX_EXTENTS, &n);
+	if (r)
+		return r == -E2BIG ? -EFBIG : r;
+	r = set_extents(kv, key, klen, ext, n, created);
+	for (uint32_t i = 0; i < n; i++)
+		paste_store_unref(kv->store, ext[i].buf, false);   /* the tree took its own */
+	return r;
 }
 
 int kv_set_bytes(struct kv *kv, const void *key, uint32_t klen, const void *val,
@@ -130,20 +156,9 @@ int kv_set_bytes(struct kv *kv, const void *key, uint32_t klen, const void *val,
 {
 	if (len > kv->max_value)
 		return -EFBIG;
-	if (len <= KV_PACK_MAX) {
-		struct paste_extent e;
-		if (!len)
-			return set_extents(kv, key, klen, NULL, 0, created);
-		int r = pack_value(kv, val, (uint32_t)len, &e);
-		return r ? r : set_extents(kv, key, klen, &e, 1, created);
-	}
-	/* Larger: a dense copy into fresh buffers, as a body is copied. */
-	struct paste_body b;
-	kv_body_idle(&b);
-	if (paste_body_begin(&b, &kv->bc, kv->store, len))
-		return -EFBIG;
-	paste_body_copy(&b, &kv->bc, kv->store, val, len);   /* failed: b.error */
-	return kv_set_body(kv, key, klen, &b, created);
+	if (!len)
+		return set_extents(kv, key, klen, NULL, 0, created);
+	return set_copy(kv, key, klen, val, len, created);
 }
 
 int kv_set_body(struct kv *kv, const void *key, uint32_t klen, struct paste_body *b,
@@ -151,14 +166,15 @@ int kv_set_body(struct kv *kv, const void *key, uint32_t klen, struct paste_body
 {
 	int r;
 	if (b->error) {
+		/* Its bytes were dropped: the store was below its reserve.
+		 * Make room for the next write; this one is refused. */
+		make_room(kv, b->len);
 		r = -ENOSPC;
 	} else if (b->len <= KV_PACK_MAX && b->n == 1) {
-		/* Small: packed, and the held packet buffer goes back at once. */
-		struct paste_extent e;
-		r = pack_value(kv, paste_store_buf(kv->store, b->ext[0].buf) + b->ext[0].off,
-			       b->ext[0].len, &e);
-		if (r == 0)
-			r = set_extents(kv, key, klen, &e, 1, created);
+		/* Small: packed, and the held packet buffer goes back at once
+		 * (a 64-byte value must not pin a receive buffer). */
+		r = set_copy(kv, key, klen, paste_store_buf(kv->store, b->ext[0].buf) + b->ext[0].off,
+			     b->ext[0].len, created);
 	} else {
 		r = set_extents(kv, key, klen, b->ext, b->n, created);
 	}
@@ -169,6 +185,8 @@ int kv_set_body(struct kv *kv, const void *key, uint32_t klen, struct paste_body
 int kv_del(struct kv *kv, const void *key, uint32_t klen)
 {
 	int r = paste_btree_del(kv->tree, key, klen, NULL);
+	if (r == -ENOSPC && make_room(kv, 0))
+		r = paste_btree_del(kv->tree, key, klen, NULL);
 	if (r == -ENOENT)
 		return 0;
 	if (r == 0) {

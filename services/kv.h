@@ -47,6 +47,7 @@ struct kv_config {
  * that owns the tree also answers those. */
 struct kv_counters {
 	uint64_t sets, gets, dels, hits, misses, scans;
+	uint64_t room_calls;            /* writes that found the store full and made room */
 };
 
 struct kv {
@@ -57,10 +58,18 @@ struct kv {
 	uint64_t max_value;             /* min(--max-value, what 63 extents can hold) */
 	struct kv_counters n;
 	uint64_t recovery_ns;           /* paste_btree_open's */
-	/* Small values are copied densely here (kv.c): a buffer holding one
-	 * reference of ours until it is full (PASTE_NO_BUF: none yet). */
-	uint32_t pack_buf, pack_used;
+	/* Values copied into the store go here, densely (kv.c). */
+	struct paste_append app;
 };
+
+/* Buffers a write leaves free: the bodies' reserve (paste_body_config). */
+static inline uint32_t kv_reserve(const struct kv *kv)
+{
+	return kv->bc.reserve ? kv->bc.reserve : PASTE_BODY_DEFAULT_RESERVE;
+}
+
+/* At most this many cleaner steps for one write that found no room. */
+#define KV_ROOM_STEPS 64u
 
 /* Open the log and the tree on the persist object's lane (recovery runs
  * here), before paste_store_start. 0, or a negative errno with err->msg
@@ -76,6 +85,12 @@ void kv_pass(struct kv *kv);
 
 /* The largest value a body may carry (for 413 / "-ERR value too big"). */
 uint64_t kv_max_value(const struct kv *kv);
+
+/* A value of len bytes is about to be taken into the store (a body
+ * begins): if the free buffers would fall below the reserve, make room
+ * first (a checkpoint, the cleaner), so that it is refused only when the
+ * store is really full. */
+void kv_admit(struct kv *kv, uint64_t len);
 
 /* Log and apply SET key = the body's extents; the body is released (the
  * tree took its own references). Returns 0, or a negative errno:

@@ -74,8 +74,8 @@ size_t pkvs_stats_json(struct kv *kv, char *out, size_t at, size_t cap)
 {
 	struct paste_btree_info bi;
 	paste_btree_info(kv->tree, &bi);
-	char tmp[1024];
-	snprintf(tmp, sizeof(tmp),
+	char tmp[1536];
+	int k = snprintf(tmp, sizeof(tmp),
 		 "\"keys\":%" PRIu64 ",\"tree_height\":%u,\"tree_pages\":%u,\"tree_pages_total\":%u,"
 		 "\"checkpoints\":%" PRIu64 ",\"ckpt_lsn\":%" PRIu64 ",\"replayed\":%" PRIu64 ","
 		 "\"recovery_ms\":%.3f,\"kv_sets\":%" PRIu64 ",\"kv_gets\":%" PRIu64 ","
@@ -86,6 +86,12 @@ size_t pkvs_stats_json(struct kv *kv, char *out, size_t at, size_t cap)
 		 bi.replayed, (double)bi.recovery_ns / 1e6, kv->n.sets, kv->n.gets, kv->n.hits,
 		 kv->n.misses, kv->n.dels, kv->max_value, bi.point_keys, bi.point_bytes,
 		 bi.hinted_sets, bi.hinted_dels);
+	snprintf(tmp + k, sizeof(tmp) - (size_t)k,
+		 "\"live_bytes\":%" PRIu64 ",\"live_buffers\":%u,\"clean_cycles\":%" PRIu64 ","
+		 "\"clean_moved\":%" PRIu64 ",\"clean_moved_bytes\":%" PRIu64 ",\"clean_damaged\":%" PRIu64
+		 ",\"space_checkpoints\":%" PRIu64 ",\"room_calls\":%" PRIu64 ",",
+		 bi.live_bytes, bi.live_bufs, bi.clean_cycles, bi.clean_moved, bi.clean_moved_bytes,
+		 bi.clean_damaged, bi.space_checkpoints, kv->n.room_calls);
 	return http_put_str(out, at, cap, tmp);
 }
 
@@ -112,6 +118,16 @@ size_t pkvs_metrics(struct server *s, void *state, char *out, size_t at, size_t 
 			 "Tree checkpoints since start.", bi.checkpoints);
 	at = metrics_one(out, at, cap, "paste_tree_records_since_checkpoint", "gauge",
 			 "Log records the next recovery would replay.", bi.records_since);
+	at = metrics_one(out, at, cap, "paste_tree_live_bytes", "gauge",
+			 "Bytes of the values the tree holds.", bi.live_bytes);
+	at = metrics_one(out, at, cap, "paste_tree_live_buffers", "gauge",
+			 "Store buffers holding at least one live value byte.", bi.live_bufs);
+	at = metrics_one(out, at, cap, "paste_clean_moved_total", "counter",
+			 "Values the cleaner moved out of sparse buffers.", bi.clean_moved);
+	at = metrics_one(out, at, cap, "paste_clean_moved_bytes_total", "counter",
+			 "Bytes the cleaner moved.", bi.clean_moved_bytes);
+	at = metrics_one(out, at, cap, "paste_clean_damaged_total", "counter",
+			 "Values the cleaner found damaged (left in place).", bi.clean_damaged);
 	at = metrics_one(out, at, cap, "paste_kv_sets_total", "counter", "SETs and PUTs applied.",
 			 kv->n.sets);
 	at = metrics_one(out, at, cap, "paste_kv_dels_total", "counter", "Keys deleted.", kv->n.dels);

@@ -155,6 +155,7 @@ static int kv_http_route(struct http_ctx *x, const struct paste_http_req *req)
 		if (req->content_length > kv_max_value(kv) ||
 		    paste_body_begin(&kc->body, &kv->bc, kv->store, req->content_length))
 			return -413;
+		kv_admit(kv, req->content_length);
 		return KV_PUT;
 	case PASTE_HTTP_GET:
 	case PASTE_HTTP_HEAD:

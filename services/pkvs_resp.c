@@ -35,7 +35,9 @@ void kv_reply_errno(struct resp_ctx *x, int r)
 	if (server_store_failed(x->w))
 		resp_reply_failed(x);
 	else if (r == -ENOSPC)
-		resp_error(x, "ERR store full (no free buffers, log or tree pages)");
+		/* Redis's words: clients and proxies know them (a write
+		 * refused, reads and deletes go on). */
+		resp_error(x, "OOM command not allowed when used memory > 'maxmemory'.");
 	else if (r == -EFBIG)
 		resp_error(x, "ERR value too large (pkvs's limit: see INFO max_value)");
 	else
@@ -141,6 +143,7 @@ static int kv_stream_begin(struct resp_ctx *x, const struct paste_resp_arg *argv
 		*why = "value too large (pkvs's limit: see INFO max_value; --buf-size sets it)";
 		return -EFBIG;
 	}
+	kv_admit(kv, argv[2].len);
 	memcpy(kc->key, argv[1].p, argv[1].len);
 	kc->klen = (uint16_t)argv[1].len;
 	return 0;
