@@ -125,6 +125,8 @@ def figure(kind, raw, base, title=None):
     """Draw raw (a benchmark's JSON, either form) to base.png and base.svg;
     returns the paths. Raises ImportError when matplotlib is missing."""
     _, raw = split(raw)
+    if not raw or "workload" not in raw[0]:
+        return []          # not a throughput run (bench/space.py): a table, no figure
     # bench/demo.py's runs are "demo-rpc", "demo-wal": drawn as rpc, wal.
     kind = next((k for k in UNITS if kind == k or kind.endswith("-" + k)), kind)
     import matplotlib
