@@ -683,6 +683,15 @@ int paste_btree_del(struct paste_btree *t, const void *key, uint32_t klen, uint6
 /* Delete every key (FLUSHALL): one record; O(pages) to free the pages and
  * queue every value reference for release. */
 int paste_btree_clear(struct paste_btree *t, uint64_t *lsn);
+/* Delete every key k with lo <= k < hi (hilen 0: no end) in one record,
+ * when the range holds at most PASTE_BTREE_RANGE_MAX keys (-E2BIG, nothing
+ * done, otherwise: take a shorter range, e.g. up to the key a cursor
+ * reaches after that many). *deleted (if non-NULL) gets the count (0: no
+ * record written). Replaying the record deletes the same keys: a range
+ * delete is idempotent. Otherwise as paste_btree_del. */
+#define PASTE_BTREE_RANGE_MAX 256u
+int paste_btree_delrange(struct paste_btree *t, const void *lo, uint32_t lolen, const void *hi,
+			 uint32_t hilen, uint64_t *deleted, uint64_t *lsn);
 
 /* Look key up: 0 and its value's extents copied to ext[0..*n) (room for
  * PASTE_BTREE_MAX_EXTENTS), *len the value's bytes; -ENOENT when absent;
@@ -787,7 +796,8 @@ void paste_btree_info(const struct paste_btree *t, struct paste_btree_info *out)
 int paste_btree_check(struct paste_btree *t, struct paste_error *err);
 
 /* A log record read as a tree record. */
-enum paste_btree_op { PASTE_BTREE_SET = 1, PASTE_BTREE_DEL = 2, PASTE_BTREE_CLEAR = 3 };
+enum paste_btree_op { PASTE_BTREE_SET = 1, PASTE_BTREE_DEL = 2, PASTE_BTREE_CLEAR = 3,
+		      PASTE_BTREE_DELRANGE = 4 };
 struct paste_btree_record {
 	enum paste_btree_op op;
 	const uint8_t *key;            /* in the store (the header buffer) */
@@ -796,6 +806,8 @@ struct paste_btree_record {
 	uint32_t n;
 	uint32_t vlen;
 	struct paste_btree_attr attr;  /* tag, word, the value's CRC (has_crc) */
+	const uint8_t *hi;             /* DELRANGE: the range's end (key is its start) */
+	uint32_t hilen;
 	struct paste_extent header;    /* ext[n]: the header's own extent, the record's last */
 };
 /* Is the log record ext[0..n) a tree record? 0 and *r filled, or -EINVAL

@@ -500,6 +500,49 @@ int bt_leaf_foreach(struct paste_btree *t, int (*fn)(void *arg, const uint8_t *e
 	return 0;
 }
 
+/* Every key in [lo, hi) (hilen 0: no end), one delete at a time, each as
+ * DEL applies it; returns the count. The first key at or after lo is
+ * found by a descent each time: the tree changes under each delete. */
+static int apply_delrange(struct paste_btree *t, const uint8_t *lo, uint32_t lolen,
+			  const uint8_t *hi, uint32_t hilen)
+{
+	uint8_t key[PASTE_BTREE_MAX_KEY];
+	int count = 0;
+	while (t->root) {
+		struct bt_path path;
+		bt_descend(t, lo, lolen, &path);
+		uint32_t d = path.depth - 1;
+		uint8_t *pg = bt_pg(t, path.page[d]);
+		if (path.idx[d] >= bt_h(pg)->nkeys) {
+			/* lo is past this leaf's keys: the next key is the first
+			 * of the next leaf, found by a descent to its separator. */
+			uint32_t sd = d;
+			while (sd-- > 0 && path.idx[sd] >= bt_h(bt_pg(t, path.page[sd]))->nkeys)
+				;
+			if (sd == UINT32_MAX)
+				break;
+			const uint8_t *sep = bt_entry(bt_pg(t, path.page[sd]), path.idx[sd]);
+			uint32_t slen = ld16(sep);
+			memcpy(key, sep + BT_IFIX, slen);
+			bt_descend(t, key, slen, &path);
+			d = path.depth - 1;
+			pg = bt_pg(t, path.page[d]);
+			if (path.idx[d] >= bt_h(pg)->nkeys)
+				break;
+		}
+		const uint8_t *e = bt_entry(pg, path.idx[d]);
+		uint32_t klen = ld16(e);
+		if (hilen && bt_keycmp(bt_ekey(BT_LEAF, e), klen, hi, hilen) >= 0)
+			break;
+		memcpy(key, bt_ekey(BT_LEAF, e), klen);
+		struct bt_point_pos at = bt_point_find(&t->point, key, klen);
+		apply_del(t, key, klen, bt_point_hint(at));
+		bt_point_del(&t->point, at);
+		count++;
+	}
+	return count;
+}
+
 int bt_apply(struct paste_btree *t, const struct paste_btree_record *r, uint64_t lsn)
 {
 	uint8_t key[PASTE_BTREE_MAX_KEY];
@@ -526,6 +569,9 @@ int bt_apply(struct paste_btree *t, const struct paste_btree_record *r, uint64_t
 	case PASTE_BTREE_CLEAR:
 		apply_clear(t);
 		bt_point_clear(&t->point);
+		break;
+	case PASTE_BTREE_DELRANGE:
+		rc = apply_delrange(t, key, r->klen, r->hi, r->hilen);
 		break;
 	}
 	if (lsn > t->last_lsn)

@@ -169,6 +169,57 @@ int paste_btree_clear(struct paste_btree *t, uint64_t *lsn)
 	return 0;
 }
 
+int paste_btree_delrange(struct paste_btree *t, const void *lo, uint32_t lolen, const void *hi,
+			 uint32_t hilen, uint64_t *deleted, uint64_t *lsn)
+{
+	if (!t || (lolen && !lo) || (hilen && !hi) || lolen > PASTE_BTREE_MAX_KEY ||
+	    hilen > PASTE_BTREE_MAX_KEY)
+		return -EINVAL;
+	if (deleted)
+		*deleted = 0;
+	/* What the range holds: keys, value extents to release, leaves. */
+	struct paste_btree_cursor c;
+	paste_btree_cursor_init(&c, t, lo, lolen);
+	const uint8_t *key;
+	uint32_t klen, n, keys = 0, leaves = 0, last_leaf = 0;
+	uint64_t extents = 0;
+	while (paste_btree_cursor_next(&c, &key, &klen, NULL, &n, NULL) == 1) {
+		if (hilen && bt_keycmp(key, klen, hi, hilen) >= 0)
+			break;
+		if (++keys > PASTE_BTREE_RANGE_MAX)
+			return -E2BIG;
+		extents += n;
+		uint32_t leaf = c.page[c.depth - 1];
+		leaves += leaf != last_leaf;
+		last_leaf = leaf;
+	}
+	if (!keys)
+		return 0;
+	if (!t->p)
+		return -EROFS;
+	int rc = ensure_room(t, extents);
+	if (rc < 0)
+		return rc;
+	if (bt_pages_spare(t) < (leaves + 1u) * bt_pages_needed(t)) {
+		if ((rc = paste_btree_checkpoint(t)) < 0)
+			return rc;
+		if (bt_pages_spare(t) < (leaves + 1u) * bt_pages_needed(t))
+			return -ENOSPC;
+	}
+	uint64_t l;
+	if ((rc = bt_append_range(t, PASTE_BTREE_DELRANGE, lo, lolen, hi, hilen, NULL, 0, 0, NULL,
+				  &l)) < 0)
+		return rc;
+	struct paste_btree_record r = { .op = PASTE_BTREE_DELRANGE, .key = lo, .klen = lolen,
+					.hi = hi, .hilen = hilen };
+	rc = bt_apply(t, &r, l);
+	if (deleted)
+		*deleted = rc > 0 ? (uint64_t)rc : 0;
+	if (lsn)
+		*lsn = l;
+	return 0;
+}
+
 static void value_out(uint8_t *e, struct paste_extent *ext, uint32_t *n, uint32_t *len,
 		      struct paste_btree_attr *a)
 {

@@ -53,7 +53,10 @@ int paste_btree_record_parse(const struct paste_store *st, const struct paste_ex
 	uint32_t magic = ld32(hdr), klen = ld16(hdr + 6), vl = ld32(hdr + 8);
 	uint8_t op = hdr[4], nval = hdr[5], flags = hdr[12];
 	uint32_t head = BT_REC_HDR + (flags & BT_EF_WORD ? BT_WORD : 0u);
-	if (magic != BT_REC_MAGIC || h.len != head + klen || nval != n - 1 || vl != vlen ||
+	/* A range delete carries its end after its start, in the header. */
+	uint32_t hilen = op == PASTE_BTREE_DELRANGE ? vl : 0;
+	if (magic != BT_REC_MAGIC || h.len != head + klen + hilen || nval != n - 1 ||
+	    (op != PASTE_BTREE_DELRANGE && vl != vlen) ||
 	    (flags & ~(BT_EF_TAG | BT_EF_WORD)) || hdr[13] || ld16(hdr + 14))
 		return -EINVAL;
 	if (op == PASTE_BTREE_SET) {
@@ -65,6 +68,9 @@ int paste_btree_record_parse(const struct paste_store *st, const struct paste_ex
 	} else if (op == PASTE_BTREE_CLEAR) {
 		if (klen || n != 1 || flags)
 			return -EINVAL;
+	} else if (op == PASTE_BTREE_DELRANGE) {
+		if (klen > PASTE_BTREE_MAX_KEY || hilen > PASTE_BTREE_MAX_KEY || n != 1 || flags)
+			return -EINVAL;
 	} else {
 		return -EINVAL;
 	}
@@ -75,7 +81,8 @@ int paste_btree_record_parse(const struct paste_store *st, const struct paste_ex
 		a.word = ld64(hdr + BT_REC_HDR);
 	}
 	*r = (struct paste_btree_record){ .op = (enum paste_btree_op)op, .key = b + head,
-		.klen = klen, .val = ext, .n = n - 1, .vlen = vl, .attr = a, .header = h };
+		.klen = klen, .val = ext, .n = n - 1, .vlen = hilen ? 0 : vl, .attr = a,
+		.hi = hilen ? b + head + klen : NULL, .hilen = hilen, .header = h };
 	return 0;
 }
 
@@ -94,12 +101,19 @@ int bt_append(struct paste_btree *t, uint8_t op, const uint8_t *key, uint32_t kl
 	      const struct paste_extent *val, uint32_t n, uint32_t vlen,
 	      const struct paste_btree_attr *a, uint64_t *lsn)
 {
+	return bt_append_range(t, op, key, klen, NULL, 0, val, n, vlen, a, lsn);
+}
+
+int bt_append_range(struct paste_btree *t, uint8_t op, const uint8_t *key, uint32_t klen,
+		    const uint8_t *hi, uint32_t hilen, const struct paste_extent *val, uint32_t n,
+		    uint32_t vlen, const struct paste_btree_attr *a, uint64_t *lsn)
+{
 	static const struct paste_btree_attr none = { .has_crc = true };
 	if (!a)
 		a = &none;
 	struct paste_extent ext[PASTE_WAL_MAX_EXTENTS];
 	uint32_t head = BT_REC_HDR + (a->has_word ? BT_WORD : 0u);
-	uint32_t hsize = head + klen, bs = t->g->buf_size;
+	uint32_t hsize = head + klen + hilen, bs = t->g->buf_size;
 	for (int attempt = 0;; attempt++) {
 		if (t->hbuf == PASTE_NO_BUF || t->hoff + hsize > bs) {
 			if (t->hbuf != PASTE_NO_BUF)
@@ -120,7 +134,7 @@ int bt_append(struct paste_btree *t, uint8_t op, const uint8_t *key, uint32_t kl
 		h[4] = op;
 		h[5] = (uint8_t)n;
 		st16(h + 6, (uint16_t)klen);
-		st32(h + 8, vlen);
+		st32(h + 8, hilen ? hilen : vlen);
 		h[12] = (uint8_t)((a->tag & BT_EF_TAG) | (a->has_word ? BT_EF_WORD : 0));
 		h[13] = 0;
 		st16(h + 14, 0);
@@ -129,6 +143,8 @@ int bt_append(struct paste_btree *t, uint8_t op, const uint8_t *key, uint32_t kl
 			st64(h + BT_REC_HDR, a->word);
 		if (klen)
 			memcpy(h + head, key, klen);
+		if (hilen)
+			memcpy(h + head + klen, hi, hilen);
 		if (n)
 			memcpy(ext, val, sizeof(*val) * n);
 		ext[n] = (struct paste_extent){ t->hbuf, t->hoff, hsize };

@@ -388,6 +388,11 @@ void bt_release_due(struct paste_btree *t, bool all_durable);
 int bt_append(struct paste_btree *t, uint8_t op, const uint8_t *key, uint32_t klen,
 	      const struct paste_extent *val, uint32_t n, uint32_t vlen,
 	      const struct paste_btree_attr *a, uint64_t *lsn);
+/* bt_append with a range's end after the key (DELRANGE; its length is
+ * the header's vlen). */
+int bt_append_range(struct paste_btree *t, uint8_t op, const uint8_t *key, uint32_t klen,
+		    const uint8_t *hi, uint32_t hilen, const struct paste_extent *val, uint32_t n,
+		    uint32_t vlen, const struct paste_btree_attr *a, uint64_t *lsn);
 int bt_meta_read(const struct paste_btree *t, int slot, struct bt_meta *m);
 
 /* ---- lib/btree_point.c ---- */

@@ -635,6 +635,52 @@ static void test_attrs(void)
 	tenv_finish(&E);
 }
 
+/* A range delete: one record for up to PASTE_BTREE_RANGE_MAX keys in
+ * [lo, hi), across leaves, replayed the same way; a longer range is
+ * refused whole. */
+static bool has_key(uint32_t i)
+{
+	char k[16];
+	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+	uint32_t n, len;
+	snprintf(k, sizeof(k), "r%05u", i);
+	return paste_btree_get(E.t, k, (uint32_t)strlen(k), ext, &n, &len) == 0;
+}
+
+static void test_delrange(void)
+{
+	setup("delrange", PASTE_DUR_EMULATED);
+	struct paste_extent v = val(1, 0, 300);
+	char k[16];
+	for (uint32_t i = 0; i < 2000; i++) {
+		snprintf(k, sizeof(k), "r%05u", i);
+		CHECK_EQ(set_str(E.t, k, &v, 1), 0);
+	}
+	uint64_t del = 99, lsn = 0;
+	CHECK_EQ(paste_btree_delrange(E.t, "r00100", 6, "r00400", 6, &del, NULL), -E2BIG);
+	CHECK(has_key(100) && has_key(399));
+	CHECK_EQ(paste_btree_delrange(E.t, "r00100", 6, "r00356", 6, &del, &lsn), 0);
+	CHECK_EQ(del, 256);
+	CHECK(lsn > 0);
+	CHECK(has_key(99) && !has_key(100) && !has_key(355) && has_key(356));
+	CHECK_EQ(paste_btree_delrange(E.t, "r00100", 6, "r00356", 6, &del, &lsn), 0);
+	CHECK_EQ(del, 0);                                   /* nothing: no record */
+	CHECK_EQ(paste_btree_delrange(E.t, "r01800", 6, NULL, 0, &del, NULL), 0);   /* to the end */
+	CHECK_EQ(del, 200);
+	CHECK_EQ(paste_btree_delrange(E.t, "q", 1, "r00010", 6, &del, NULL), 0);    /* from before */
+	CHECK_EQ(del, 10);
+	CHECK_EQ(paste_btree_count(E.t), 2000 - 256 - 200 - 10);
+	CHECK_EQ(tree_check(E.t), 0);
+	CHECK(tenv_reopen(&E));                             /* replayed */
+	CHECK_EQ(paste_btree_count(E.t), 2000 - 256 - 200 - 10);
+	CHECK(has_key(10) && !has_key(9) && !has_key(200) && has_key(1799) && !has_key(1800));
+	CHECK_EQ(tree_check(E.t), 0);
+	paste_persist_fence(E.p);
+	paste_btree_maintain(E.t);
+	CHECK_EQ(audit_refs(&E), 0);
+	tenv_finish(&E);
+}
+
 int main(void)
 {
 	make_dir("btree");
@@ -648,6 +694,7 @@ int main(void)
 	test_fsync_private_pages();
 	test_read_only();
 	test_attrs();
+	test_delrange();
 	rmdir(dir);
 	return check_done();
 }
