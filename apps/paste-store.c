@@ -1,6 +1,6 @@
 /*
  * paste-store - look inside a packet store without changing it (and
- * upgrade a version-1 store in place).
+ * upgrade a store of an earlier layout).
  *
  *   paste-store [--store PATH] info     geometry, buffers held, log range, tree
  *   paste-store [--store PATH] check    verify every live record and the B+tree
@@ -10,7 +10,7 @@
  *                                       one JSON object per live record
  *   paste-store [--store PATH] dump --tree [--data]
  *                                       one JSON object per key, in key order
- *   paste-store [--store PATH] upgrade  rewrite a version-1 superblock as version 2
+ *   paste-store [--store PATH] upgrade  make a version-1 or version-2 store version 3
  *
  * The store may also come first as a plain argument (paste-store PATH
  * check), and defaults to $PASTE_STORE, else /dev/shm/paste.store.
@@ -43,8 +43,9 @@ static void usage(FILE *f)
 		"          count is what the tree and the log imply;\n"
 		"          exit 0 when clean, 1 when damaged, 2 when the store cannot be opened\n"
 		"  dump    one JSON object per live record, in LSN order\n"
-		"  upgrade rewrite a version-1 store's superblock as version 2 (in place; every\n"
-		"          record and buffer is kept; the store gets no node area)\n"
+		"  upgrade make a closed store of layout version 1 or 2 version 3: a store\n"
+		"          without a node area in place, a version-2 tree converted in a copy\n"
+		"          renamed over it (every key, record and buffer is kept)\n"
 		"  --store PATH  the store file (default $PASTE_STORE or %s); PATH alone,\n"
 		"                before the command, is the same\n"
 		"  --tree        with dump: one JSON object per key of the B+tree, in key order\n"
@@ -364,8 +365,7 @@ static int cmd_upgrade(const char *path)
 	struct paste_error err = { 0 };
 	int r = paste_store_upgrade(path, &err);
 	if (r == 0) {
-		printf("upgraded: %s is layout version %u (no node area: it serves the log, not a "
-		       "tree)\n", path, PASTE_STORE_VERSION);
+		printf("upgraded: %s\n", err.msg);   /* what was done, naming the store */
 		return 0;
 	}
 	fprintf(stderr, "paste-store: %s\n", err.msg);

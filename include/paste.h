@@ -69,8 +69,9 @@ uint32_t paste_crc32c(uint32_t crc, const void *p, size_t n);
  * fixed-size packet buffers named by index. The file and the indices
  * survive restarts. Layout (version PASTE_STORE_VERSION) is in
  * docs/design.md. Opening validates everything and never reformats an
- * existing file. A version-1 store (no node area) is refused with a
- * message naming paste_store_upgrade / `paste-store upgrade`.
+ * existing file. A store of an earlier layout (1: no node area; 2: tree
+ * entries and records without a value CRC, tag and word) is refused with
+ * a message naming paste_store_upgrade / `paste-store upgrade`.
  */
 
 #define PASTE_STORE_MAGIC       "PASTESTO"   /* 8 bytes, no NUL stored */
@@ -129,14 +130,28 @@ int paste_store_open(struct paste_store **out, const char *path,
 		     struct paste_error *err);
 void paste_store_close(struct paste_store *st);
 
-/* Convert a closed version-1 store at path to version 2 in place: the
- * superblock is rewritten (one 112-byte write + fsync) with an empty node
- * area; every other byte stays, so every record, checkpoint and buffer
- * index is kept. The upgraded store serves the log but has no node area
- * (paste_btree_open refuses it). Takes the exclusive lock (-EBUSY while a
- * server holds the store). Returns 0, -EALREADY when it is version 2
- * already, -EPROTO for another version, -EINVAL/-EBADMSG for a file that
- * is not a sound version-1 store (nothing written then). */
+/* Make the closed store at path, of layout version 1 or 2, version 3,
+ * keeping every key, log record and buffer index. Without a node area
+ * (version 1, or 2 created without one) only the superblock is rewritten,
+ * in place (one 112-byte write + fsync): the store serves the log, not a
+ * tree. A version-2 store with a node area is converted in a copy,
+ * path.upgrade-XXXXXX beside it: the live keys (the tree of the newest
+ * valid meta slot and its log records after the checkpoint, replayed) are
+ * written there as a version-3 tree (paste_btree_set: each value stays in
+ * its buffers, tag 0, no word), the old tree records leave the log,
+ * records that are not the tree's keep their LSNs and buffers; the copy is
+ * reopened and checked, synced and renamed over path. A crash at any
+ * point leaves path the old store or the whole new one; a copy a crash
+ * left is removed by the next upgrade. Costs a read and a write of the
+ * file and room for a second one. Takes the exclusive lock for the whole
+ * time (-EBUSY while a server holds the store). Returns 0 with err->msg
+ * saying what was done; -EALREADY when it is version 3 already; -EPROTO
+ * for another version; -EINVAL/-EBADMSG for a file that is not a sound
+ * version-1 or -2 store or a damaged tree (a page failing its CRC or
+ * checks, both meta slots bad); -ENAMETOOLONG for a key version 3's record
+ * header leaves no room for; -ENOSPC for a tree that does not fit the node
+ * area, or a file system without room for the copy; -EMLINK for a file
+ * with other hard links. Nothing is written when it fails. */
 int paste_store_upgrade(const char *path, struct paste_error *err);
 
 const struct paste_store_geom *paste_store_geom(const struct paste_store *st);

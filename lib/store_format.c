@@ -1,10 +1,10 @@
 /* store_format.c - the packet store's on-disk layout: the superblock, the
- * geometry derived from it, formatting a new file, validating an existing
- * one, and the version-1 -> 2 upgrade. The runtime (mapping, reference
- * counts, free list, failed state, watch) is in store.c; what the two share
- * is in store_internal.h.
+ * geometry derived from it, formatting a new file and validating an
+ * existing one. The runtime (mapping, reference counts, free list, failed
+ * state, watch) is in store.c, the upgrade from earlier layouts in
+ * store_upgrade.c; what they share is in store_internal.h.
  *
- * On-disk layout, version 2 (all integers little-endian):
+ * On-disk layout, version 3 (all integers little-endian):
  *
  *   0            superblock (struct store_super, 112 bytes) in a 4096-byte page
  *   ckpt_offset  log_lanes * 2 checkpoint slots of 64 bytes (owned by the
@@ -15,12 +15,8 @@
  *                at format; node_size may be 0 (no tree)
  *   buf_offset   nbufs buffers of buf_size bytes (power of two, 512..65536)
  *
- * Version 1 had no node area (its buffers follow the lanes) and a 96-byte
- * superblock whose first 92 bytes version 2 keeps as they were. A version-1
- * store is refused at open with a message naming `paste-store upgrade`;
- * paste_store_upgrade rewrites its superblock as version 2 with an empty
- * node area, which leaves every other offset, record and buffer index as
- * it was (the upgraded store serves the log, not a tree).
+ * Earlier versions are refused at open with a message naming `paste-store
+ * upgrade` (store_upgrade.c describes them).
  *
  * Everything after the superblock's sizes is derived by geom_layout(), and
  * open() recomputes it and insists the stored offsets agree, so a corrupted
@@ -52,41 +48,6 @@
 #define STORE_MAX_SIZE    (1ull << 50)  /* keeps all offset arithmetic far from overflow */
 #define NODE_MIN_PAGES    3u            /* two meta slots and one tree page */
 #define NODE_AUTO_DIV     8u            /* auto node area: 1/8 of the file ... */
-#define V1_SUPER_SIZE     96u           /* version 1: 92 bytes + CRC */
-
-/* A packed struct is the byte layout on x86-64 (little-endian, no padding);
- * the asserts pin every offset so a change shows up at compile time. */
-struct store_super {
-	char     magic[8];
-	uint32_t version;
-	uint32_t header_size;
-	uint32_t buf_size;
-	uint32_t nbufs;
-	uint32_t log_lanes;
-	uint64_t file_size;
-	uint64_t ckpt_offset;
-	uint64_t log_offset;
-	uint64_t lane_size;
-	uint64_t buf_offset;
-	uint64_t uuid[2];
-	uint64_t created_ns;   /* CLOCK_REALTIME at format */
-	/* version 2 (version 1 had its CRC here, at 92) */
-	uint64_t node_offset;  /* B+tree node area (= buf_offset when node_size is 0) */
-	uint64_t node_size;    /* bytes, a multiple of 4096: 0 or >= 3 pages */
-	uint32_t crc;          /* CRC32C of every byte before it */
-} __attribute__((packed));
-
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "layout is little-endian");
-static_assert(sizeof(struct store_super) == 112, "superblock size");
-static_assert(offsetof(struct store_super, version) == 8, "layout");
-static_assert(offsetof(struct store_super, log_lanes) == 24, "layout");
-static_assert(offsetof(struct store_super, file_size) == 28, "layout");
-static_assert(offsetof(struct store_super, buf_offset) == 60, "layout");
-static_assert(offsetof(struct store_super, uuid) == 68, "layout");
-static_assert(offsetof(struct store_super, created_ns) == 84, "layout");
-static_assert(offsetof(struct store_super, node_offset) == 92, "layout");
-static_assert(offsetof(struct store_super, node_size) == 100, "layout");
-static_assert(offsetof(struct store_super, crc) == 108, "layout");
 
 static uint64_t round_up(uint64_t x, uint64_t a)
 {
@@ -123,7 +84,7 @@ static uint64_t geom_layout(struct paste_store_geom *g)
 /* Why a stored geometry is impossible, or NULL when it is what version 2
  * would have written. Checked in an order that keeps geom_layout's
  * arithmetic in range. */
-static const char *geom_check(const struct paste_store_geom *g)
+const char *store_geom_check(const struct paste_store_geom *g)
 {
 	if (!buf_size_ok(g->buf_size))
 		return "buffer size not a power of two in 512..65536";
@@ -241,7 +202,7 @@ static void super_from_geom(struct store_super *sb, const struct paste_store_geo
 #undef TO_SUPER
 }
 
-static void geom_from_super(struct paste_store_geom *g, const struct store_super *sb)
+void store_geom_from_super(struct paste_store_geom *g, const struct store_super *sb)
 {
 #define TO_GEOM(f) g->f = sb->f;
 	GEOM_FIELDS(TO_GEOM)
@@ -392,8 +353,8 @@ int store_validate(int fd, const char *path, const struct paste_store_config *cf
 				       path, n);
 	if (super_crc(&sb) != sb.crc)
 		return paste_error_set(err, -EBADMSG, "%s: superblock checksum mismatch: corrupted", path);
-	geom_from_super(g, &sb);
-	const char *why = sb.header_size != sizeof(sb) ? "header size" : geom_check(g);
+	store_geom_from_super(g, &sb);
+	const char *why = sb.header_size != sizeof(sb) ? "header size" : store_geom_check(g);
 	if (why)
 		return paste_error_set(err, -EBADMSG, "%s: inconsistent superblock geometry (%s): corrupted",
 				       path, why);
@@ -422,86 +383,4 @@ int store_validate(int fd, const char *path, const struct paste_store_config *cf
 				       path, mis, (unsigned long long)g->node_size, want);
 	}
 	return 0;
-}
-
-/* ---- version 1 -> 2 ---------------------------------------------------- */
-
-/* The version-1 superblock: the first 92 bytes of struct store_super,
- * then its CRC. Its geometry is version 2's with no node area. */
-static const char *v1_check(const uint8_t *raw, struct store_super *sb)
-{
-	uint32_t crc;
-	memset(sb, 0, sizeof(*sb));
-	memcpy(sb, raw, offsetof(struct store_super, node_offset));
-	memcpy(&crc, raw + offsetof(struct store_super, node_offset), 4);
-	if (memcmp(sb->magic, PASTE_STORE_MAGIC, 8) != 0)
-		return "not a paste store (bad magic)";
-	if (sb->version != 1)
-		return NULL;
-	if (paste_crc32c(0, raw, offsetof(struct store_super, node_offset)) != crc)
-		return "version-1 superblock checksum mismatch: corrupted";
-	if (sb->header_size != V1_SUPER_SIZE)
-		return "version-1 superblock has a bad header size: corrupted";
-	struct paste_store_geom g;
-	memset(&g, 0, sizeof(g));
-	sb->node_offset = sb->buf_offset;   /* no node area: buffers follow the lanes */
-	sb->node_size = 0;
-	geom_from_super(&g, sb);
-	const char *why = geom_check(&g);
-	return why ? why : NULL;
-}
-
-int paste_store_upgrade(const char *path, struct paste_error *err)
-{
-	if (!path || !*path)
-		return paste_error_set(err, -EINVAL, "store path is empty");
-	int fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return paste_error_set(err, -errno, "%s: cannot open: %s", path, strerror(errno));
-	int r = 0;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		r = errno == EWOULDBLOCK
-			? paste_error_set(err, -EBUSY, "%s: in use (locked by a running server or another "
-					  "open): stop it before upgrading", path)
-			: paste_error_set(err, -errno, "%s: cannot lock: %s", path, strerror(errno));
-		close(fd);
-		return r;
-	}
-	uint8_t raw[STORE_PAGE];
-	struct store_super sb;
-	struct stat stt;
-	ssize_t n = pread(fd, raw, sizeof(raw), 0);
-	const char *why = NULL;
-	if (n < 0)
-		r = paste_error_set(err, -errno, "%s: cannot read the superblock: %s", path, strerror(errno));
-	else if (n < (ssize_t)V1_SUPER_SIZE)
-		r = paste_error_set(err, -EBADMSG, "%s: truncated: file has %zd bytes, less than a superblock",
-				    path, n);
-	else if ((why = v1_check(raw, &sb)) != NULL)
-		r = paste_error_set(err, strstr(why, "magic") ? -EINVAL : -EBADMSG, "%s: %s", path, why);
-	else if (sb.version == PASTE_STORE_VERSION)
-		r = paste_error_set(err, -EALREADY, "%s: already layout version %u: nothing to do",
-				    path, PASTE_STORE_VERSION);
-	else if (sb.version != 1)
-		r = paste_error_set(err, -EPROTO, "%s: layout version %u: this build upgrades version 1 only",
-				    path, sb.version);
-	else if (fstat(fd, &stt) < 0 || (uint64_t)stt.st_size < sb.file_size)
-		r = paste_error_set(err, -EBADMSG, "%s: truncated: file has %llu bytes, superblock says %llu",
-				    path, (unsigned long long)stt.st_size, (unsigned long long)sb.file_size);
-	if (r == 0) {
-		/* Same first 92 bytes; the new fields and the CRC follow. One
-		 * write of the superblock's page, then a sync: a crash leaves
-		 * either superblock whole (it lies inside one sector). */
-		sb.version = PASTE_STORE_VERSION;
-		sb.header_size = sizeof(sb);
-		sb.crc = super_crc(&sb);
-		errno = 0;
-		if (pwrite(fd, &sb, sizeof(sb), 0) != (ssize_t)sizeof(sb) || fsync(fd) < 0) {
-			int e = errno ? errno : EIO;
-			r = paste_error_set(err, -e, "%s: cannot write the upgraded superblock: %s",
-					    path, strerror(e));
-		}
-	}
-	close(fd);
-	return r;
 }

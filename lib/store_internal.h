@@ -1,10 +1,54 @@
 /* store_internal.h - what lib/store.c (the runtime: open, mapping,
- * references, free list, failed state, watch) asks of lib/store_format.c
- * (the on-disk layout, described at its top). Not API. */
+ * references, free list, failed state, watch) and lib/store_upgrade.c
+ * (earlier layouts made the current one) ask of lib/store_format.c (the
+ * on-disk layout, described at its top). Not API. */
 #ifndef PASTE_STORE_INTERNAL_H
 #define PASTE_STORE_INTERNAL_H
 
+#include <assert.h>
+#include <stddef.h>
 #include "paste.h"
+
+/* The superblock. A packed struct is the byte layout on x86-64
+ * (little-endian, no padding); the asserts pin every offset so a change
+ * shows up at compile time. */
+struct store_super {
+	char     magic[8];
+	uint32_t version;
+	uint32_t header_size;
+	uint32_t buf_size;
+	uint32_t nbufs;
+	uint32_t log_lanes;
+	uint64_t file_size;
+	uint64_t ckpt_offset;
+	uint64_t log_offset;
+	uint64_t lane_size;
+	uint64_t buf_offset;
+	uint64_t uuid[2];
+	uint64_t created_ns;   /* CLOCK_REALTIME at format */
+	/* since version 2 (version 1 had its CRC here, at 92) */
+	uint64_t node_offset;  /* B+tree node area (= buf_offset when node_size is 0) */
+	uint64_t node_size;    /* bytes, a multiple of 4096: 0 or >= 3 pages */
+	uint32_t crc;          /* CRC32C of every byte before it */
+} __attribute__((packed));
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "layout is little-endian");
+static_assert(sizeof(struct store_super) == 112, "superblock size");
+static_assert(offsetof(struct store_super, version) == 8, "layout");
+static_assert(offsetof(struct store_super, log_lanes) == 24, "layout");
+static_assert(offsetof(struct store_super, file_size) == 28, "layout");
+static_assert(offsetof(struct store_super, buf_offset) == 60, "layout");
+static_assert(offsetof(struct store_super, uuid) == 68, "layout");
+static_assert(offsetof(struct store_super, created_ns) == 84, "layout");
+static_assert(offsetof(struct store_super, node_offset) == 92, "layout");
+static_assert(offsetof(struct store_super, node_size) == 100, "layout");
+static_assert(offsetof(struct store_super, crc) == 108, "layout");
+
+/* The geometry fields of a superblock, and why that geometry is
+ * impossible (NULL: it is what this layout writes; every offset follows
+ * from the sizes). */
+void store_geom_from_super(struct paste_store_geom *g, const struct store_super *sb);
+const char *store_geom_check(const struct paste_store_geom *g);
 
 /* Geometry for a new store from cfg (0 fields take defaults); -EINVAL with
  * a sentence naming path when cfg cannot make a store. */
