@@ -106,7 +106,7 @@ int main(int argc, char **argv)
 		OPT_NUM_("cpu", "N", &sc.cpu, 0, 4095, "pin thread i to CPU N+i"),
 	};
 	int r = opt_parse(sc.name, opts, (int)(sizeof(opts) / sizeof(opts[0])),
-			  "exit status: 0 clean stop, 1 run-time failure (a failed store included), 2 bad usage\n",
+			  SRV_EXIT_HELP,
 			  argc, argv);
 	if (r)
 		return r > 0 ? 0 : 2;

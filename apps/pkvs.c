@@ -109,7 +109,7 @@ int main(int argc, char **argv)
 	int r = opt_parse(sc.name, opts, (int)(sizeof(opts) / sizeof(opts[0])),
 			  "One thread serves both front ends (the tree has one owner); run several\n"
 			  "pkvs behind twemproxy (nutcracker) to use more cores or machines.\n"
-			  "exit status: 0 clean stop, 1 run-time failure (a failed store included), 2 bad usage\n",
+			  SRV_EXIT_HELP,
 			  argc, argv);
 	if (r)
 		return r > 0 ? 0 : 2;

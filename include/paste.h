@@ -42,6 +42,26 @@ int paste_error_set(struct paste_error *err, int code, const char *fmt, ...)
 void paste_error_append(struct paste_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* Exit statuses of phttpd(1), pkvs(1) and paste-store(1), documented in
+ * their EXIT STATUS sections; the systemd units do not restart on USAGE
+ * or DAMAGED, which a restart cannot cure. */
+enum paste_exit {
+	PASTE_EXIT_OK = 0,
+	PASTE_EXIT_FAILURE = 1,   /* a run-time failure (the store failed while serving) */
+	PASTE_EXIT_USAGE = 2,     /* bad usage or configuration */
+	PASTE_EXIT_DAMAGED = 3,   /* the store is damaged: a start refused (paste-store salvage) */
+	PASTE_EXIT_IN_USE = 4,    /* the store is locked by another process (a creation race lost too) */
+	PASTE_EXIT_IO = 5,        /* an I/O error at start: cannot create, allocate, read or sync */
+};
+/* The exit status for a start that failed with err, a negative errno from
+ * opening the store, its persistence, log or tree: -EBADMSG (damage,
+ * a bad superblock included) DAMAGED; -EBUSY IN_USE; what a setting, a
+ * path or the layout version gets wrong (-EINVAL, -EPROTO, -ENODEV,
+ * -EOPNOTSUPP, -ERANGE, -E2BIG, -ENAMETOOLONG, -ENOENT, -ENOTDIR) USAGE;
+ * what the file system or device says (-EIO, -ENOSPC, -EDQUOT, -EFBIG,
+ * -EROFS, -EACCES, -EPERM, -ENXIO, -ESTALE) IO; anything else FAILURE. */
+int paste_exit_status(int err);
+
 /* ------------------------------------------------------------------ */
 /* Clock (lib/clock.c)                                                 */
 /* ------------------------------------------------------------------ */
@@ -129,7 +149,11 @@ struct paste_store_geom {
  * land on the hot path. An existing file is validated: bad magic, another
  * layout version, a geometry that disagrees with cfg (when cfg sets it), a
  * bad superblock checksum or a truncated file each give a distinct message
- * and -EINVAL/-EPROTO/-EBADMSG. Never reformats an existing file. */
+ * and -EINVAL/-EPROTO/-EBADMSG. Never reformats an existing file. A new
+ * file gets its name only once it is formatted, synced and locked: a
+ * failed create leaves no file, and of two opens creating one store at
+ * once the loser finds the winner's, locked (-EBUSY, "in use"). A writable
+ * open of a store another holds is -EBUSY. */
 int paste_store_open(struct paste_store **out, const char *path,
 		     const struct paste_store_config *cfg, int flags,
 		     struct paste_error *err);
@@ -262,6 +286,16 @@ bool paste_store_map_sync(const struct paste_store *st);
  * not: a server holds the store, and its bytes may change under the
  * reader (inspection tools must not report damage then). */
 bool paste_store_in_use(const struct paste_store *st);
+
+/* Did this open create the file (PASTE_STORE_CREATE found none)? A start
+ * that fails after creating its store calls paste_store_unlink_created
+ * before paste_store_close, so a failed start leaves no file behind (the
+ * next start would meet a store of the failed one's geometry). It unlinks
+ * the path only while it names this store's file, which this open holds
+ * locked. 0, -EPERM when this open did not create it, -ESTALE when the path
+ * names another file now, or the unlink's error. */
+bool paste_store_created(const struct paste_store *st);
+int paste_store_unlink_created(struct paste_store *st);
 
 /* Log area of one lane: its bytes, and its two checkpoint slots. */
 uint8_t *paste_store_lane(const struct paste_store *st, uint32_t lane, uint64_t *len);

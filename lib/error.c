@@ -1,4 +1,5 @@
 /* error.c - the one way errors carry a sentence back to the user. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,4 +32,24 @@ void paste_error_append(struct paste_error *err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err->msg + used, sizeof(err->msg) - used, fmt, ap);
 	va_end(ap);
+}
+
+int paste_exit_status(int err)
+{
+	switch (-err) {
+	case 0:
+		return PASTE_EXIT_OK;
+	case EBADMSG:
+		return PASTE_EXIT_DAMAGED;
+	case EBUSY:
+		return PASTE_EXIT_IN_USE;
+	case EINVAL: case EPROTO: case ENODEV: case EOPNOTSUPP: case ERANGE: case E2BIG:
+	case ENAMETOOLONG: case ENOENT: case ENOTDIR:
+		return PASTE_EXIT_USAGE;
+	case EIO: case ENOSPC: case EDQUOT: case EFBIG: case EROFS: case EACCES: case EPERM:
+	case ENXIO: case ESTALE:
+		return PASTE_EXIT_IO;
+	default:
+		return PASTE_EXIT_FAILURE;
+	}
 }

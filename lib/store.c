@@ -56,6 +56,8 @@ struct paste_store {
 	bool map_private;          /* remapped for direct writes (store_map_private) */
 	int fsync_users[2];        /* __atomic: fsync persist objects, [1] writing directly */
 	bool in_use;               /* read-only open could not take the shared lock */
+	bool created;              /* this open created the file */
+	int lock_fd;               /* created: the descriptor holding the lock, else -1 */
 	/* The failed state: `failed` (a negative errno, __atomic) is published
 	 * after `fail_why`, so a reader that sees it sees the sentence. */
 	int failed;
@@ -157,51 +159,79 @@ int paste_store_open(struct paste_store **out, const char *path,
 		return paste_error_set(err, -EINVAL, "%s: unknown open flags 0x%x", path, flags);
 	if ((flags & PASTE_STORE_CREATE) && rdonly)
 		return paste_error_set(err, -EINVAL, "%s: cannot create a store read-only", path);
-	if (flags & PASTE_STORE_CREATE) {
-		if ((r = store_geom_from_config(&g, path, cfg, err)) < 0)
-			return r;
-		fd = store_create(path, &g, err);
-		if (fd == -EEXIST && (flags & PASTE_STORE_EXCL))
-			return paste_error_set(err, -EEXIST, "%s: already exists (left untouched)", path);
-		if (fd < 0 && fd != -EEXIST)
-			return fd;
-	}
-	if (fd < 0) {
-		fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-		if (fd < 0)
-			return paste_error_set(err, -errno, "%s: cannot open: %s%s", path, strerror(errno),
-				errno == ENOENT && !(flags & PASTE_STORE_CREATE) ? " (create it first)" : "");
-	}
-	/* Two writers would each build a free list over the same buffers and
-	 * hand one buffer to both. Read-only inspection of a live store is
-	 * allowed, but it says so (paste_store_in_use): a reader that takes
-	 * the shared lock keeps writers out while it looks. The lock goes
-	 * away with the fd, even on kill -9. */
-	bool in_use = false;
-	if (!rdonly && flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		r = errno == EWOULDBLOCK
-			? paste_error_set(err, -EBUSY, "%s: in use (locked by a running server or another open)", path)
-			: paste_error_set(err, -errno, "%s: cannot lock: %s", path, strerror(errno));
-		close(fd);
+	if ((flags & PASTE_STORE_CREATE) && (r = store_geom_from_config(&g, path, cfg, err)) < 0)
 		return r;
+	/* Create, or open and lock. A writable open then checks that the path
+	 * still names the file it locked: a start that just created the store
+	 * and failed removes it again (paste_store_unlink_created), and an
+	 * open that raced it would otherwise work on a file without a name.
+	 * Then it starts over, at most a few times. */
+	bool created = false, in_use = false;
+	for (int tries = 0;; tries++) {
+		if (flags & PASTE_STORE_CREATE) {
+			fd = store_create(path, &g, err);
+			if (fd == -EEXIST && (flags & PASTE_STORE_EXCL))
+				return paste_error_set(err, -EEXIST, "%s: already exists (left untouched)", path);
+			if (fd < 0 && fd != -EEXIST)
+				return fd;
+			created = fd >= 0;   /* and locked */
+		}
+		if (fd < 0) {
+			fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+			if (fd < 0)
+				return paste_error_set(err, -errno, "%s: cannot open: %s%s", path, strerror(errno),
+					errno == ENOENT && !(flags & PASTE_STORE_CREATE) ? " (create it first)" : "");
+		}
+		/* Two writers would each build a free list over the same buffers
+		 * and hand one buffer to both. Read-only inspection of a live
+		 * store is allowed, but it says so (paste_store_in_use): a reader
+		 * that takes the shared lock keeps writers out while it looks.
+		 * The lock goes away with the fd, even on kill -9. */
+		if (!rdonly && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			r = errno == EWOULDBLOCK
+				? paste_error_set(err, -EBUSY, "%s: in use (locked by a running server or another open)", path)
+				: paste_error_set(err, -errno, "%s: cannot lock: %s", path, strerror(errno));
+			close(fd);
+			return r;
+		}
+		struct stat at, named;
+		if (rdonly || created || tries == 3 ||
+		    (fstat(fd, &at) == 0 && stat(path, &named) == 0 &&
+		     at.st_dev == named.st_dev && at.st_ino == named.st_ino))
+			break;
+		close(fd);
+		fd = -1;
 	}
 	if (rdonly && flock(fd, LOCK_SH | LOCK_NB) < 0)
 		in_use = true;
+	/* A store this open created was formatted without a name
+	 * (store_create), and its descriptor keeps that unnamed origin: a
+	 * mapping of it shows in /proc/PID/maps as "/#123 (deleted)". So the
+	 * store works through a descriptor opened by its name, and the first
+	 * stays open only to hold the lock. */
+	int lock_fd = -1;
+	if (created) {
+		struct stat a, b;
+		int named = open(path, O_RDWR | O_CLOEXEC);
+		if (named >= 0 && fstat(named, &a) == 0 && fstat(fd, &b) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+			lock_fd = fd;
+			fd = named;
+		} else if (named >= 0) {
+			close(named);
+		}
+	}
 	struct stat sb;
+	struct paste_store *st = NULL;
 	if (fstat(fd, &sb) < 0) {
 		r = paste_error_set(err, -errno, "%s: fstat: %s", path, strerror(errno));
-		close(fd);
-		return r;
+		goto fail;
 	}
-	if ((r = store_validate(fd, path, cfg, &g, err)) < 0) {
-		close(fd);
-		return r;
-	}
-	if ((r = drop_cached_pages(fd, path, in_use, err)) < 0) {
-		close(fd);
-		return r;
-	}
-	struct paste_store *st = calloc(1, sizeof(*st));
+	if ((r = store_validate(fd, path, cfg, &g, err)) < 0)
+		goto fail;
+	if ((r = drop_cached_pages(fd, path, in_use, err)) < 0)
+		goto fail;
+	st = calloc(1, sizeof(*st));
 	if (st) {
 		st->path = strdup(path);
 		st->refs = calloc(g.nbufs, sizeof(*st->refs));
@@ -215,6 +245,8 @@ int paste_store_open(struct paste_store **out, const char *path,
 	st->geom = g;
 	st->buf_shift = (unsigned)__builtin_ctz(g.buf_size);
 	st->in_use = in_use;
+	st->created = created;
+	st->lock_fd = lock_fd;
 	st->dev = sb.st_dev;
 	st->ino = sb.st_ino;
 	pthread_mutex_init(&st->lock, NULL);
@@ -243,7 +275,11 @@ fail:
 		free(st->free_bits);
 		free(st);
 	}
+	if (created)
+		unlink(path);   /* a failed create leaves no file (still ours: locked) */
 	close(fd);
+	if (lock_fd >= 0)
+		close(lock_fd);
 	return r;
 }
 
@@ -253,6 +289,8 @@ void paste_store_close(struct paste_store *st)
 		return;
 	munmap(st->base, st->geom.file_size);
 	close(st->fd);
+	if (st->lock_fd >= 0)
+		close(st->lock_fd);
 	pthread_mutex_destroy(&st->lock);
 	pthread_mutex_destroy(&st->fail_lock);
 	free(st->path);
@@ -307,6 +345,19 @@ int store_map_private(struct paste_store *st, struct paste_error *err)
 	return r;
 }
 bool paste_store_in_use(const struct paste_store *st) { return st->in_use; }
+bool paste_store_created(const struct paste_store *st) { return st->created; }
+
+int paste_store_unlink_created(struct paste_store *st)
+{
+	struct stat at, named;
+	if (!st->created)
+		return -EPERM;
+	if (fstat(st->fd, &at) < 0 || stat(st->path, &named) < 0)
+		return -errno;
+	if (at.st_dev != named.st_dev || at.st_ino != named.st_ino)
+		return -ESTALE;   /* the name is someone else's now */
+	return unlink(st->path) == 0 ? 0 : -errno;
+}
 
 /* ---- the failed state ------------------------------------------------- */
 

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,19 +257,68 @@ static int zero_fill(int fd, const char *path, uint64_t size)
 	return r;
 }
 
-/* Create and format a new file. Returns the fd, -EEXIST (err untouched)
- * when the path exists, or another error. Touches nothing that existed:
- * on failure it removes only the file it created itself. The superblock
- * goes last, so a crash mid-format leaves a file that open() rejects with
- * "bad magic" rather than one with a plausible but wrong layout. */
+/* A file for the new store that has no name yet: O_TMPFILE in path's
+ * directory, or where the file system lacks it, a named temporary beside
+ * path (*tmp then holds its name, to link and unlink). */
+static int unnamed_create(const char *path, char *tmp, size_t cap)
+{
+	char *copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	int fd = open(dirname(copy), O_RDWR | O_TMPFILE | O_CLOEXEC, 0644);
+	free(copy);
+	tmp[0] = 0;
+	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+		return fd >= 0 ? fd : -errno;
+	if ((size_t)snprintf(tmp, cap, "%s.new-XXXXXX", path) >= cap)
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0 || fchmod(fd, 0644) == 0)
+		return fd >= 0 ? fd : -errno;
+	int e = errno;
+	unlink(tmp);
+	close(fd);
+	return -e;
+}
+
+/* Give the formatted file its name: -EEXIST when path exists (it is
+ * never replaced). */
+static int name_it(int fd, const char *tmp, const char *path)
+{
+	if (tmp[0])
+		return link(tmp, path) == 0 ? 0 : -errno;
+	if (linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0)
+		return 0;
+	if (errno == EEXIST)
+		return -EEXIST;
+	char proc[40];   /* without CAP_DAC_READ_SEARCH, through /proc */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 ? 0 : -errno;
+}
+
+/* Create and format a new file, locked (LOCK_EX) for the caller. Returns
+ * the fd, -EEXIST (err untouched) when the path exists, or another error.
+ * Touches nothing that existed.
+ *
+ * The store is formatted in a file without a name (O_TMPFILE), synced and
+ * locked, and only then linked under path, which fails if the name exists
+ * by then. So a create that fails (a full disk at fallocate, an I/O error
+ * at the sync, a crash) leaves no file behind, and a server that loses a
+ * race to create one store finds a complete store, locked by the winner:
+ * it says "in use", never "bad magic" or "truncated" as it would reading a
+ * half-formatted file. (Locking before formatting under the final name
+ * would settle the race too, but a failed or crashed create would still
+ * leave a file the next start refuses.) Where the file system has no
+ * O_TMPFILE the file is a named temporary beside path, linked the same
+ * way and then unlinked; only a crash mid-format can leave that one. */
 int store_create(const char *path, struct paste_store_geom *g, struct paste_error *err)
 {
-	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		if (errno == EEXIST)
-			return -EEXIST;
-		return paste_error_set(err, -errno, "%s: cannot create: %s", path, strerror(errno));
-	}
+	if (access(path, F_OK) == 0)
+		return -EEXIST;
+	char tmp[PATH_MAX];
+	int fd = unnamed_create(path, tmp, sizeof(tmp));
+	if (fd < 0)
+		return paste_error_set(err, fd, "%s: cannot create: %s", path, strerror(-fd));
 	const char *step = "allocate space";
 	errno = 0;
 	/* fallocate reserves the blocks now, so a full disk fails here and not
@@ -301,15 +351,40 @@ int store_create(const char *path, struct paste_store_geom *g, struct paste_erro
 		step = "sync";
 		r = fsync(fd);
 	}
-	if (r == 0 && (r = fsync_parent(path)) < 0)
-		errno = -r;
+	if (r == 0) {
+		step = "lock";
+		r = flock(fd, LOCK_EX | LOCK_NB);
+	}
+	bool named = false;
+	if (r == 0) {
+		step = "name";
+		if ((r = name_it(fd, tmp, path)) == 0)
+			named = true;
+		else if (r == -EEXIST)
+			goto lost;   /* another creator won: its store is there */
+		else
+			errno = -r;
+	}
+	if (r == 0) {
+		step = "sync the directory";
+		if ((r = fsync_parent(path)) < 0)
+			errno = -r;
+	}
+	if (tmp[0])
+		unlink(tmp);
 	if (r != 0) {
 		int e = errno ? errno : EIO;
-		unlink(path);
+		if (named)
+			unlink(path);   /* ours, complete and locked: nobody else uses it */
 		close(fd);
 		return paste_error_set(err, -e, "%s: cannot %s while creating: %s", path, step, strerror(e));
 	}
 	return fd;
+lost:
+	if (tmp[0])
+		unlink(tmp);
+	close(fd);
+	return -EEXIST;
 }
 
 /* Validate the superblock of an open file; fill *g. Reads only. */

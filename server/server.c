@@ -394,6 +394,10 @@ int server_close(struct server *s, int code)
 			pthread_mutex_destroy(&s->workers[i].snap_lock);
 	}
 	store_lo = store_hi = 0;   /* unmapped next: a SIGBUS there is no longer ours */
+	/* A start that fails leaves no file it created: the next start would
+	 * meet a store of the failed one's geometry. */
+	if (code && !s->served && s->store && paste_store_created(s->store))
+		paste_store_unlink_created(s->store);
 	paste_store_close(s->store);
 	free(s->workers);
 	free(s);
@@ -435,7 +439,7 @@ int server_open(struct server **out, const struct server_config *cfg)
 		sc.log_lanes = cfg->threads;      /* a new store gets a lane per thread */
 	if (paste_store_open(&s->store, cfg->store_path, &sc, PASTE_STORE_CREATE, &err)) {
 		fprintf(stderr, "%s: %s\n", cfg->name, err.msg);
-		return server_close(s, 1);
+		return server_close(s, paste_exit_status(err.code));
 	}
 	catch_sigbus(cfg->name, s->store);
 	const struct paste_store_geom *g = paste_store_geom(s->store);
@@ -467,7 +471,7 @@ int server_open(struct server **out, const struct server_config *cfg)
 		memset(w->pos, 0xff, cfg->max_conns * sizeof(*w->pos));
 		if (paste_persist_open(&w->persist, s->store, &pc, &err)) {
 			fprintf(stderr, "%s: %s\n", cfg->name, err.msg);
-			return server_close(s, 1);
+			return server_close(s, paste_exit_status(err.code));
 		}
 	}
 	*out = s;
@@ -480,10 +484,11 @@ int server_ready(struct server *s)
 		return 0;
 	for (uint32_t i = 0; i < s->nlis; i++) {
 		struct paste_error err = { 0 };
-		if (s->lis[i].proto->open(s, s->lis[i].proto_cfg, &s->proto_state[i], &err)) {
+		int r = s->lis[i].proto->open(s, s->lis[i].proto_cfg, &s->proto_state[i], &err);
+		if (r) {
 			if (err.msg[0])
 				fprintf(stderr, "%s: %s\n", s->cfg.name, err.msg);
-			return 1;
+			return paste_exit_status(r < 0 ? r : -EINVAL);
 		}
 		s->proto_open[i] = true;
 	}
@@ -504,8 +509,9 @@ static void stop_workers(struct server *s, uint32_t n)
 int server_run(struct server *s)
 {
 	const struct server_config *cfg = &s->cfg;
-	if (server_ready(s))
-		return 1;
+	int ready = server_ready(s);
+	if (ready)
+		return ready;
 	/* Signals: blocked everywhere but in sigwait below; SIGUSR1 wakes
 	 * workers out of io_uring_enter/epoll_wait at shutdown. */
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -530,9 +536,13 @@ int server_run(struct server *s)
 		if (!s->workers[i].port) {
 			fprintf(stderr, "%s: %s\n", cfg->name, s->open_err.msg);
 			stop_workers(s, i + 1);
-			return 1;
+			/* -ENOSPC here is the ring asking more buffers than the
+			 * store has free: a setting, not the disk. */
+			return s->open_err.code == -ENOSPC ? PASTE_EXIT_USAGE
+							   : paste_exit_status(s->open_err.code);
 		}
 	}
+	s->served = true;   /* listening: from now on the store is not a failed start's */
 	const struct paste_store_geom *g = paste_store_geom(s->store);
 	fprintf(stderr, "%s: store %s: %u x %u-byte buffers, %u free\n", cfg->name, cfg->store_path,
 		g->nbufs, g->buf_size, paste_store_nfree(s->store));

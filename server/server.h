@@ -232,6 +232,7 @@ struct server {
 	void *proto_state[PASTE_PORT_MAX_LISTEN];
 	bool proto_open[PASTE_PORT_MAX_LISTEN];
 	bool started;
+	bool served;                   /* every port opened: the start succeeded */
 	atomic_int stop;               /* main tells the workers to return */
 	atomic_int exit_code;          /* a worker's run-time failure: 1 */
 	uint16_t listen_port[PASTE_PORT_MAX_LISTEN];   /* bound ports, for the next worker */
@@ -280,18 +281,29 @@ static inline void *srv_proto_state(const struct worker *w, const struct srv_con
 	return w->srv->proto_state[c->lis];
 }
 
+/* The exit statuses (enum paste_exit), for both servers' --help. */
+#define SRV_EXIT_HELP \
+	"exit status: 0 clean stop, 1 run-time failure (a failed store included), 2 usage or\n" \
+	"configuration, 3 store damaged (start refused, nothing written: paste-store salvage),\n" \
+	"4 store in use, 5 I/O error at start (cannot create, allocate, read or sync)\n"
+
 /* Open the store (created if missing), check it against the config, open
- * one persist object per thread. Returns 0, or the exit status (1: run-time
- * failure, 2: bad usage) after printing why; *out is then NULL. */
+ * one persist object per thread. Returns 0, or the exit status (enum
+ * paste_exit: paste_exit_status of the error, 2 for bad usage) after
+ * printing why; *out is then NULL. */
 int server_open(struct server **out, const struct server_config *cfg);
-/* Open the protocol's process-wide state, then start the store (its free
- * list). Returns 0 or 1 (printed). server_run calls it if needed. */
+/* Open the protocol's process-wide state (the services: recovery), then
+ * start the store (its free list). Returns 0 or the exit status of the
+ * failure (printed): 3 for a damaged store. server_run calls it if needed. */
 int server_ready(struct server *s);
 /* Start the workers (each opens its own port), print the start-up lines,
  * wait for SIGINT/SIGTERM or a worker's failure, stop. Returns the exit
- * status: 0, or 1 after a failure (a failed store named on stderr). */
+ * status: 0, that of a failed start, or 1 after a run-time failure (a
+ * failed store named on stderr). */
 int server_run(struct server *s);
-/* Everything server_open and server_ready set up, in reverse; returns code. */
+/* Everything server_open and server_ready set up, in reverse; returns code.
+ * A non-zero code before the server listened removes a store this start
+ * created (paste_store_unlink_created). */
 int server_close(struct server *s, int code);
 
 /* One worker, step by step (server_run's threads; unit tests drive them

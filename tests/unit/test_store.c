@@ -4,7 +4,23 @@
  * in test_store_refs.c, addresses and locking in test_store_map.c, the
  * version-1 upgrade in test_store_upgrade.c; the fixture in
  * store_fixture.h. */
+#include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include "store_fixture.h"
+
+/* Entries in directory d (its own . and .. not counted). */
+static int count_entries(const char *d)
+{
+	DIR *dp = opendir(d);
+	int n = 0;
+	for (struct dirent *e; dp && (e = readdir(dp)) != NULL;)
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	if (dp)
+		closedir(dp);
+	return n;
+}
 
 static void fix_crc(const char *p)
 {
@@ -228,6 +244,128 @@ static void test_geometry_mismatch(void)
 	paste_store_close(st);
 }
 
+/* Nothing of a create is left when it fails: the store gets its name
+ * only once formatted and synced. A file size limit makes fallocate fail
+ * (EFBIG) partway, as a full disk would (ENOSPC). */
+static void create_fails_in_child(void)
+{
+	struct rlimit rl = { 1 * MIB, 1 * MIB };
+	signal(SIGXFSZ, SIG_IGN);
+	CHECK_EQ(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	struct paste_store *st = NULL;
+	struct paste_error err = {0};
+	int r = paste_store_open(&st, path, &small, PASTE_STORE_CREATE, &err);
+	CHECK(r == -EFBIG || r == -ENOSPC);
+	CHECK(st == NULL);
+	CHECK(strstr(err.msg, path) && strstr(err.msg, "while creating"));
+	CHECK_EQ(paste_exit_status(r), PASTE_EXIT_IO);
+}
+
+static void test_failed_create_leaves_nothing(void)
+{
+	unlink(path);
+	check_in_child("create over RLIMIT_FSIZE", NULL, NULL, create_fails_in_child);
+	CHECK_EQ(access(path, F_OK), -1);
+	CHECK_EQ(count_entries(dir), 0);   /* no temporary either */
+
+	/* A start that created its store and then failed removes it
+	 * (paste_store_unlink_created); one that opened an existing store
+	 * cannot. */
+	struct paste_store *st = NULL;
+	CHECK_EQ(paste_store_open(&st, path, &small, PASTE_STORE_CREATE, NULL), 0);
+	if (!st)
+		return;
+	CHECK(paste_store_created(st));
+	CHECK_EQ(paste_store_unlink_created(st), 0);
+	CHECK_EQ(access(path, F_OK), -1);
+	paste_store_close(st);
+	st = create_small();
+	paste_store_close(st);
+	CHECK_EQ(paste_store_open(&st, path, &small, PASTE_STORE_CREATE, NULL), 0);
+	if (st) {
+		CHECK(!paste_store_created(st));
+		CHECK_EQ(paste_store_unlink_created(st), -EPERM);
+		paste_store_close(st);
+	}
+	CHECK_EQ(access(path, F_OK), 0);
+	unlink(path);
+}
+
+/* A store this open created maps under its name (/proc/self/maps), not as
+ * the unnamed file it was formatted in: tools and tests find it there. */
+static void test_created_store_mapped_by_name(void)
+{
+	unlink(path);
+	struct paste_store *st = create_small();
+	if (!st)
+		return;
+	CHECK(paste_store_created(st));
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	bool named = false, deleted = false;
+	while (f && fgets(line, sizeof(line), f)) {
+		named |= strstr(line, path) != NULL;
+		deleted |= strstr(line, dir) && strstr(line, "(deleted)");
+	}
+	if (f)
+		fclose(f);
+	CHECK(named);
+	CHECK(!deleted);
+	paste_store_close(st);
+	unlink(path);
+}
+
+/* Two opens creating one new store at once: exactly one creates it, the
+ * other finds it complete and locked ("in use", -EBUSY) or, once the
+ * winner is gone, opens it; never a half-formatted file ("bad magic",
+ * "truncated"). Many rounds of two processes racing. */
+static void test_create_race(void)
+{
+	int rounds = 40, wins = 0, busy = 0, other = 0;
+	for (int round = 0; round < rounds; round++) {
+		unlink(path);
+		int fds[2][2];
+		pid_t pid[2];
+		for (int i = 0; i < 2; i++) {
+			if (pipe(fds[i]) < 0)
+				return;
+			fflush(NULL);
+			pid[i] = fork();
+			if (pid[i] == 0) {
+				struct paste_store *st = NULL;
+				struct paste_error err = {0};
+				int r = paste_store_open(&st, path, &small, PASTE_STORE_CREATE, &err);
+				char what = r == 0 && paste_store_created(st) ? 'c' : r == 0 ? 'o'
+					  : r == -EBUSY && strstr(err.msg, "in use") ? 'b' : 'x';
+				if (what == 'x')
+					fprintf(stderr, "create race: %d %s\n", r, err.msg);
+				if (write(fds[i][1], &what, 1) != 1)
+					_exit(2);
+				usleep(20000);   /* hold the store a while */
+				paste_store_close(st);
+				_exit(0);
+			}
+		}
+		char got[2] = { 0, 0 };
+		for (int i = 0; i < 2; i++) {
+			if (read(fds[i][0], &got[i], 1) != 1)
+				got[i] = 'x';
+			close(fds[i][0]);
+			close(fds[i][1]);
+			waitpid(pid[i], NULL, 0);
+		}
+		wins += (got[0] == 'c') + (got[1] == 'c');
+		busy += (got[0] == 'b') + (got[1] == 'b');
+		other += (got[0] == 'x') + (got[1] == 'x');
+		CHECK((got[0] == 'c') + (got[1] == 'c') == 1);
+	}
+	CHECK_EQ(wins, rounds);
+	CHECK_EQ(other, 0);
+	CHECK(busy > 0);
+	printf("create race: %d rounds, the loser said \"in use\" %d times\n", rounds, busy);
+	unlink(path);
+}
+
 int main(void)
 {
 	if (sf_begin())
@@ -237,5 +375,8 @@ int main(void)
 	test_create_config_errors();
 	test_validation_errors();
 	test_geometry_mismatch();
+	test_failed_create_leaves_nothing();
+	test_created_store_mapped_by_name();
+	test_create_race();
 	return sf_end();
 }
