@@ -685,6 +685,22 @@ struct paste_btree_info {
 int paste_btree_open(struct paste_btree **out, struct paste_store *st, struct paste_wal *w,
 		     struct paste_persist *p, const struct paste_btree_config *cfg,
 		     struct paste_error *err);
+/* Salvage the tree of a store whose log was salvaged (paste_wal_salvage)
+ * and recovered with p (paste_wal_recover), its store not started: what
+ * paste-store salvage does after the log. A tree that opens keeps every
+ * key but those whose value fails its CRC32C (deleted, each said). A
+ * damaged one (-EBADMSG from paste_btree_open: a page that fails its
+ * checks, both meta slots damaged) is rebuilt: the keys of the
+ * checkpointed tree's leaves that pass their checks (with both meta slots
+ * damaged, of the newest tree whose pages do), under a fresh empty meta
+ * into which the whole log is replayed, each kept key put back unless the
+ * log holds it newer; say hears every page lost with the key range it
+ * held, every damaged value's key, and the counts. Starts the store,
+ * checkpoints (truncating the log) and closes the tree. Returns 0 (intact),
+ * 1 (repaired), or a negative errno (err). */
+int paste_btree_salvage(struct paste_store *st, struct paste_wal *w, struct paste_persist *p,
+			const struct paste_btree_config *cfg, paste_salvage_fn say, void *arg,
+			struct paste_error *err);
 /* Free the DRAM state. Drops the header buffer's reference and the
  * references whose change is durable; the tree's own value references stay
  * with the store (the durable tree still names those buffers). Does not

@@ -306,14 +306,14 @@ def copy_image_at(image, workdir, times, snapshot, whole_fences):
 
 def check_image_copy(copy, whole_fences):
     """paste-store check on a crash-image copy: clean when it holds whole
-    fences; else clean or exit 1 with a finding (a fence half applied is
+    fences; else clean or exit 3 with a finding (a fence half applied is
     a legitimate crash)."""
     cp = run_tool("--store", copy, "check")
     out = cp.stdout + cp.stderr
     if whole_fences:
         assert cp.returncode == 0, f"check {copy.name} (whole fences): exit {cp.returncode}\n{out}"
     else:
-        assert cp.returncode == 0 or (cp.returncode == 1 and out.strip()), \
+        assert cp.returncode == 0 or (cp.returncode == 3 and out.strip()), \
             f"check {copy.name} (fence maybe half applied): exit {cp.returncode}\n{out}"
 
 

@@ -120,13 +120,13 @@ def test_check_after_truncation(phttpd):
 
 def test_check_refuses_a_live_store(phttpd):
     """A running server may free and reuse a buffer between check's reads:
-    check must not report that as damage, so it refuses (exit 2) while a
+    check must not report that as damage, so it refuses (exit 4, in use) while a
     server holds the store; info and dump still work and say so. Once
     the server stopped, check runs."""
     srv = phttpd.start("uring", mode="wal")
     post_all(srv.port, [os.urandom(300) for _ in range(20)])
     cp = run_tool("--store", srv.store, "check")
-    assert cp.returncode == 2, cp.stdout + cp.stderr
+    assert cp.returncode == 4, cp.stdout + cp.stderr
     assert "in use by a running server" in cp.stderr, cp.stderr
     info = run_tool("--store", srv.store, "info")
     assert info.returncode == 0 and "in use:" in info.stdout, info.stdout + info.stderr
@@ -247,5 +247,5 @@ def test_upgrade_refuses_what_is_not_version1(fresh_store, tmp_path):
         f.write(b"\xff")
     before = file_sha256(damaged)
     cp = run_tool("--store", damaged, "upgrade")
-    assert cp.returncode == 2 and "checksum" in cp.stderr, cp
+    assert cp.returncode == 3 and "checksum" in cp.stderr, cp     # 3: damaged
     assert file_sha256(damaged) == before

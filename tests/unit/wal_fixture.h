@@ -202,11 +202,22 @@ static inline uint8_t *slurp(size_t *len)
 	return b;
 }
 
+/* The store file holds what `before` (n bytes, from slurp) held; frees it. */
+static inline bool unchanged(uint8_t *before, size_t n)
+{
+	size_t n1 = 0;
+	uint8_t *after = slurp(&n1);
+	bool same = before && after && n == n1 && memcmp(before, after, n) == 0;
+	free(before);
+	free(after);
+	return same;
+}
+
 /* A writable open of the store at path is refused with code, its message
  * holding want, and the file is left byte for byte as it was. */
 static inline void expect_refused(int code, const char *want)
 {
-	size_t n0 = 0, n1 = 0;
+	size_t n0 = 0;
 	uint8_t *before = slurp(&n0);
 	struct paste_store *st = NULL;
 	struct paste_persist *p = NULL;
@@ -223,10 +234,7 @@ static inline void expect_refused(int code, const char *want)
 	CHECK(strstr(err.msg, path) != NULL);
 	paste_persist_close(p);
 	paste_store_close(st);
-	uint8_t *after = slurp(&n1);
-	CHECK(before && after && n0 == n1 && memcmp(before, after, n0) == 0);
-	free(before);
-	free(after);
+	CHECK(unchanged(before, n0));
 }
 
 static inline uint64_t buf_off(uint32_t buf, uint32_t off)
