@@ -235,13 +235,10 @@ static void verifier(const struct journal *j)
 	bool seq_ok = in.ckpt_seq == j->ckpt_seq;
 	if (j->unfenced && match != UINT64_MAX) {
 		/* Lines of the failed barrier persisted in any subset: a later
-		 * record of the batch whole, an earlier one not. Recovery stops
-		 * at the first and calls the second a "valid record" after
-		 * damage; every acknowledged write matched, so the hole lies in
-		 * the unacknowledged tail: a crash, not damage. */
-		for (const char *m = err.msg; (m = strstr(m, "followed by a valid record")); m++)
-			wal_bad--;
-		/* A checkpoint's meta may have persisted in the barrier that
+		 * record of the batch may be whole behind an earlier one that
+		 * is not. Its durable mark says it was never durable, so that is
+		 * a torn tail, not damage: the log checks clean (wal_bad 0). A
+		 * checkpoint's meta may have persisted in the barrier that
 		 * failed (its pages were fenced before it). */
 		seq_ok |= !j->fence_failed && in.ckpt_seq == j->ckpt_seq + 1;
 	}
