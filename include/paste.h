@@ -1294,6 +1294,13 @@ struct paste_port_config {
 	uint32_t min_wait_us;
 	uint32_t want_div;
 	bool no_min_wait;
+	/* Dense receives (uring, Linux 6.12: IOU_PBUF_RING_INC, probed at
+	 * open): the kernel fills each provided buffer a receive after the
+	 * other, whatever the connection, so a small request takes about its
+	 * own size of the store and events carry an offset into their buffer.
+	 * no_dense_recv asks for whole buffers per receive (as older kernels
+	 * give). paste_port_stats.dense_recv says which. */
+	bool no_dense_recv;
 	/* fsync mode, uring engine: after a group commit ends, how long the
 	 * next may wait for the connections it answered to send again, so
 	 * that one fdatasync serves them all (closed-loop clients otherwise
@@ -1343,6 +1350,7 @@ struct paste_port_stats {
 	uint64_t held;           /* buffers held by the app */
 	uint32_t conns;          /* open connections */
 	uint32_t ring_free;      /* buffers posted in the ring now */
+	bool dense_recv;         /* receives fill buffers incrementally (paste_port_config) */
 	uint32_t cached;         /* uring: free store buffers in the port's allocation
 				  * cache (up to 64; the store counts them as in use) */
 	/* Barrier latency (a fence, or a group commit from its start to its

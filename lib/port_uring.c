@@ -92,6 +92,7 @@ static void uring_recycle(struct paste_port *pt)
 	for (uint32_t i = 0; i < u->ndelivered; i++) {
 		uint16_t bid = u->delivered[i];
 		uint32_t idx = u->bid_buf[bid];
+		u->bid_off[bid] = 0;
 		if (paste_store_refcount(pt->store, idx) > 1) {
 			paste_store_unref(pt->store, idx, false);
 			pt->st.held++;
@@ -112,6 +113,7 @@ static void uring_recycle(struct paste_port *pt)
 			break;
 		uint16_t bid = u->empty[--u->nempty];
 		u->bid_buf[bid] = idx;
+		u->bid_off[bid] = 0;
 		io_uring_buf_ring_add(u->br, paste_store_buf(pt->store, idx), size, bid,
 				      u->mask, added++);
 	}
@@ -305,14 +307,27 @@ static void on_recv(struct paste_port *pt, struct uring *u, struct io_uring_cqe 
 		/* Every CQE that carries a buffer must give it back or hand it
 		 * out, even for a connection that is gone. */
 		uint16_t bid = (uint16_t)(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
-		u->delivered[u->ndelivered++] = bid;
+		/* Dense receives: the bytes follow the buffer's earlier ones, and
+		 * the buffer goes back only once the kernel says it is done with
+		 * it (no BUF_MORE). A completion without bytes consumed nothing:
+		 * the buffer stays at the ring's head. */
+		uint32_t off = 0;
+		bool done = true;
+		if (u->inc) {
+			off = u->bid_off[bid];
+			done = cqe->res > 0 && !(cqe->flags & IORING_CQE_F_BUF_MORE);
+			if (cqe->res > 0)
+				u->bid_off[bid] += (uint32_t)cqe->res;
+		}
+		if (done)
+			u->delivered[u->ndelivered++] = bid;
 		if (live && cqe->res > 0 && c->state == CONN_OPEN && !c->close_wanted) {
 			struct paste_event *ev = port_push_event(pt, PASTE_EV_DATA, slot);
 			uint32_t idx = u->bid_buf[bid];
 			ev->buf = idx;
-			ev->off = 0;
+			ev->off = off;
 			ev->len = (uint32_t)cqe->res;
-			ev->data = paste_store_buf(pt->store, idx);
+			ev->data = paste_store_buf(pt->store, idx) + off;
 			/* The kernel wrote these bytes during this pass's task
 			 * work, and its TCP work for the other connections has
 			 * pushed them out of L1/L2 since; the app reads them

@@ -29,6 +29,8 @@ struct uring {
 	uint16_t bgid;
 	uint32_t nbufs, mask;
 	uint32_t *bid_buf;         /* ring slot (bid) -> store buffer index */
+	uint32_t *bid_off;         /* dense receives: bytes of the slot's buffer filled so far */
+	bool inc;                  /* dense receives (IOU_PBUF_RING_INC) */
 	uint16_t *delivered;       /* bids handed out in the current batch */
 	uint32_t ndelivered;
 	uint16_t *empty;           /* bids with no buffer (store was exhausted) */

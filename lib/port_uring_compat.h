@@ -12,6 +12,8 @@
  *   helper                                   since  2.3 fallback
  *   io_uring_prep_accept_direct(ALLOC)       2.4    prep_accept + file_index
  *   io_uring_setup_buf_ring/free_buf_ring    2.4    mmap + register + init
+ *   IOU_PBUF_RING_INC, IORING_CQE_F_BUF_MORE 2.8    the kernel ABI's values;
+ *     io_uring_buf_reg.flags                        2.3 calls it pad
  *   io_uring_submit_and_wait_min_timeout     2.8    publish SQ tail, enter2
  *   IORING_FEAT_MIN_TIMEOUT, getevents_arg   2.8    the kernel ABI, spelled out
  *     .min_wait_usec (io_uring.h)
@@ -35,6 +37,15 @@
 #define PASTE_LIBURING_AT_LEAST(M, m) \
 	(PASTE_LIBURING_MAJOR > (M) || (PASTE_LIBURING_MAJOR == (M) && PASTE_LIBURING_MINOR >= (m)))
 
+/* Linux 6.12: provided buffers consumed incrementally; a completion whose
+ * buffer the kernel will write more of says so. */
+#ifndef IOU_PBUF_RING_INC
+#define IOU_PBUF_RING_INC 2
+#endif
+#ifndef IORING_CQE_F_BUF_MORE
+#define IORING_CQE_F_BUF_MORE (1U << 4)
+#endif
+
 /* Linux 6.12: io_uring_getevents_arg.min_wait_usec is honoured. */
 #ifndef IORING_FEAT_MIN_TIMEOUT
 #define IORING_FEAT_MIN_TIMEOUT (1U << 15)   /* io_uring.h of liburing >= 2.8 */
@@ -55,11 +66,12 @@ static inline void uring_prep_accept_alloc(struct io_uring_sqe *sqe, int fd)
 }
 
 /* The provided-buffer ring: nb entries in anonymous memory (the kernel
- * refuses it inside a file mapping on ext4), registered as group bgid,
- * empty. Returns it, or NULL with *err = -errno, *what naming the step
- * that failed and *hint what may help ("" or a kernel version). */
+ * refuses it inside a file mapping on ext4), registered as group bgid
+ * with flags (IOU_PBUF_RING_INC or 0), empty. Returns it, or NULL with
+ * *err = -errno, *what naming the step that failed and *hint what may
+ * help ("" or a kernel version). */
 static inline struct io_uring_buf_ring *uring_buf_ring_setup(struct io_uring *ring, uint32_t nb,
-							      uint16_t bgid, int *err,
+							      uint16_t bgid, unsigned flags, int *err,
 							      const char **what, const char **hint)
 {
 	*hint = " (Linux >= 5.19)";
@@ -67,7 +79,7 @@ static inline struct io_uring_buf_ring *uring_buf_ring_setup(struct io_uring *ri
 	/* 2.4: io_uring_setup_buf_ring (newer versions may let the kernel
 	 * allocate the ring: IOU_PBUF_RING_MMAP) */
 	*what = "setting up the provided-buffer ring";
-	return io_uring_setup_buf_ring(ring, nb, bgid, 0, err);
+	return io_uring_setup_buf_ring(ring, nb, bgid, flags, err);
 #else
 	size_t bytes = (size_t)nb * sizeof(struct io_uring_buf);
 	struct io_uring_buf_ring *br = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
@@ -78,7 +90,9 @@ static inline struct io_uring_buf_ring *uring_buf_ring_setup(struct io_uring *ri
 		*hint = "";
 		return NULL;
 	}
-	struct io_uring_buf_reg reg = { .ring_addr = (uintptr_t)br, .ring_entries = nb, .bgid = bgid };
+	/* 2.3 calls the kernel's flags field "pad". */
+	struct io_uring_buf_reg reg = { .ring_addr = (uintptr_t)br, .ring_entries = nb, .bgid = bgid,
+					.pad = (uint16_t)flags };
 	io_uring_buf_ring_init(br);
 	int r = io_uring_register_buf_ring(ring, &reg, 0);
 	if (r < 0) {

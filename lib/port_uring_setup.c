@@ -81,10 +81,11 @@ int uring_open(struct paste_port *pt, struct paste_error *err)
 	u->nbufs = nb;
 	u->mask = (uint32_t)io_uring_buf_ring_mask(nb);
 	u->bid_buf = malloc(nb * sizeof(*u->bid_buf));
+	u->bid_off = calloc(nb, sizeof(*u->bid_off));
 	u->delivered = calloc(nb, sizeof(*u->delivered));
 	u->empty = calloc(nb, sizeof(*u->empty));
 	u->rearm = calloc(pt->cfg.max_conns, sizeof(*u->rearm));
-	if (!u->bid_buf || !u->delivered || !u->empty || !u->rearm)
+	if (!u->bid_buf || !u->bid_off || !u->delivered || !u->empty || !u->rearm)
 		return paste_error_set(err, -ENOMEM, "out of memory");
 	/* Every ring slot empty until a buffer is in it: a failure below
 	 * then makes uring_close release exactly the buffers taken. */
@@ -112,9 +113,16 @@ int uring_open(struct paste_port *pt, struct paste_error *err)
 	static int next_bgid;
 	u->bgid = (uint16_t)__atomic_fetch_add(&next_bgid, 1, __ATOMIC_RELAXED);
 	const char *what, *hint;
-	u->br = uring_buf_ring_setup(&u->ring, nb, u->bgid, &r, &what, &hint);
+	/* Dense receives where the kernel has them (6.12); EINVAL before. */
+	if (!pt->cfg.no_dense_recv) {
+		u->br = uring_buf_ring_setup(&u->ring, nb, u->bgid, IOU_PBUF_RING_INC, &r, &what, &hint);
+		u->inc = u->br != NULL;
+	}
+	if (!u->br)
+		u->br = uring_buf_ring_setup(&u->ring, nb, u->bgid, 0, &r, &what, &hint);
 	if (!u->br)
 		return paste_error_set(err, r, "%s: %s%s", what, strerror(-r), hint);
+	pt->st.dense_recv = u->inc;
 	uint32_t size = paste_store_geom(pt->store)->buf_size;
 	uint32_t got = 0;
 	while (got < nb) {
@@ -169,6 +177,7 @@ void uring_close(struct paste_port *pt)
 	for (uint32_t i = 0; i < u->ncache; i++)
 		paste_store_unref(pt->store, u->cache[i], false);
 	free(u->bid_buf);
+	free(u->bid_off);
 	free(u->delivered);
 	free(u->empty);
 	free(u->rearm);

@@ -70,12 +70,18 @@ static inline struct paste_port *pf_port_open(const struct paste_port_config *c)
 	return pt;
 }
 
+/* true: the ports pf_open_port opens take a whole buffer per receive
+ * (no_dense_recv), for tests of what a hold does to a buffer's place in
+ * the ring; false: the port's default (dense receives where the kernel
+ * has them). */
+static bool pf_whole_buffers;
+
 /* The port tests' usual port: ring buffers, slots, nothing else. */
 static inline struct paste_port *pf_open_port(struct paste_store *st, enum paste_engine e,
 					      uint32_t ring, uint32_t max_conns)
 {
 	struct paste_port_config c = { .engine = e, .ring_bufs = ring, .max_conns = max_conns,
-				       .store = st };
+				       .store = st, .no_dense_recv = pf_whole_buffers };
 	return pf_port_open(&c);
 }
 
