@@ -48,7 +48,7 @@ void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 	struct paste_btree_info bi;
 	paste_btree_info(kv->tree, &bi);
 	enum paste_durability d = x->w->persist ? paste_persist_mode(x->w->persist) : PASTE_DUR_NONE;
-	char buf[4096];
+	char buf[6144];
 	int k = 0;
 #define ADD(...) k += snprintf(buf + k, sizeof(buf) - (size_t)k, __VA_ARGS__)
 	if (section_wanted(a, n, "server"))
@@ -59,6 +59,27 @@ void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 		    s->cfg.engine == PASTE_ENGINE_URING ? "io_uring" : "epoll");
 	if (section_wanted(a, n, "clients"))
 		ADD("# Clients\r\nconnected_clients:%u\r\n\r\n", tt.port.conns);
+	if (section_wanted(a, n, "memory")) {
+		/* The store is pkvs's memory: used_memory is what its buffers
+		 * hold (values, the log's headers; not the receive ring's
+		 * empty buffers), maxmemory their total (a write beyond is
+		 * refused with OOM once a checkpoint and the cleaner found no
+		 * more room). */
+		const struct paste_store_geom *g = paste_store_geom(s->store);
+		uint64_t total = (uint64_t)g->nbufs * g->buf_size;
+		uint64_t used = (uint64_t)tt.bufs_held * g->buf_size;
+		ADD("# Memory\r\nused_memory:%" PRIu64 "\r\nmaxmemory:%" PRIu64
+		    "\r\nmaxmemory_policy:noeviction\r\npkvs_live_bytes:%" PRIu64
+		    "\r\npkvs_live_buffers:%u\r\npkvs_utilization:%.2f\r\npkvs_clean_cycles:%" PRIu64
+		    "\r\npkvs_clean_victims:%" PRIu64 "\r\npkvs_clean_moved:%" PRIu64
+		    "\r\npkvs_clean_moved_bytes:%" PRIu64 "\r\npkvs_clean_damaged:%" PRIu64
+		    "\r\npkvs_clean_ms:%.3f\r\npkvs_space_checkpoints:%" PRIu64
+		    "\r\npkvs_room_calls:%" PRIu64 "\r\n\r\n",
+		    used, total, bi.live_bytes, bi.live_bufs,
+		    total ? 100.0 * (double)bi.live_bytes / (double)total : 0.0, bi.clean_cycles,
+		    bi.clean_victims, bi.clean_moved, bi.clean_moved_bytes, bi.clean_damaged,
+		    (double)bi.clean_ns / 1e6, bi.space_checkpoints, kv->n.room_calls);
+	}
 	if (section_wanted(a, n, "persistence"))
 		ADD("# Persistence\r\nloading:0\r\naof_enabled:%d\r\nrdb_changes_since_last_save:%" PRIu64
 		    "\r\npkvs_durability:%s\r\npkvs_ack:after %s\r\npkvs_checkpoints:%" PRIu64
