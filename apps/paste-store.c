@@ -106,6 +106,15 @@ static void info_tree(const struct paste_store *st, struct paste_btree *t, const
 		       (unsigned long long)in.ckpt_lsn, (unsigned long long)in.ckpt_gen);
 	else
 		printf("checkpoint:  none yet\n");
+	/* What the cleaner would see: the live value bytes and the buffers
+	 * they lie in, against the buffers held (by values, the log, the
+	 * records' headers). */
+	uint64_t buf_bytes = (uint64_t)g->nbufs * g->buf_size;
+	uint32_t held = paste_store_nheld(st);
+	printf("live values: %llu bytes in %u buffers (%.1f %% of the buffer area); %u buffers "
+	       "held, %.2f held bytes per live byte\n", (unsigned long long)in.live_bytes, in.live_bufs,
+	       buf_bytes ? 100.0 * (double)in.live_bytes / (double)buf_bytes : 0.0, held,
+	       in.live_bytes ? (double)held * g->buf_size / (double)in.live_bytes : 0.0);
 	printf("tree log:    %llu records after the checkpoint (replayed), %llu other records\n",
 	       (unsigned long long)in.replayed, (unsigned long long)in.replay_skipped);
 	printf("tree open:   %.1f ms (walk of the checkpointed tree %.1f ms, replay %.1f ms)\n",

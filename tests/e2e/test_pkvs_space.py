@@ -9,9 +9,13 @@ hold (used_memory), their total (maxmemory), the bytes of live values and
 the cleaner's work."""
 
 import http.client
+import subprocess
+import time
 
 import pytest
 import redis
+
+from conftest import run_tool
 
 OOM = "OOM command not allowed when used memory > 'maxmemory'."
 
@@ -130,3 +134,27 @@ def test_full_store_refuses_writes_with_oom_reads_and_deletes_go_on(pkvs):
     r.ping()
     assert r.set(b"one-more", b"v" * vlen) is True           # and the room came back
     assert r.get(b"one-more") == b"v" * vlen
+
+
+def test_values_take_about_their_size(pkvs):
+    """1 KiB values SET one to a read by 50 clients (redis-benchmark, -P 1)
+    and 100-byte ones: the store's held bytes per live value byte stay
+    near 1 (dense receives share buffers; small values are packed), as
+    INFO and paste-store info report them."""
+    srv = pkvs.start(store_size="128M")
+    for vlen, n in ((1024, 20000), (100, 20000)):
+        subprocess.run(["redis-benchmark", "-p", str(srv.resp_port), "-t", "set", "-q",
+                        "-n", str(n), "-r", "1000000000", "-d", str(vlen), "-c", "50"],
+                       check=True, capture_output=True, timeout=300)
+    r = client(srv)
+    time.sleep(1.2)                  # a checkpoint lets the log's references go
+    r.ping()
+    m = r.info("memory")
+    assert m["pkvs_live_bytes"] >= 0.99 * (20000 * 1024 + 20000 * 100), m
+    assert m["used_memory"] / m["pkvs_live_bytes"] < 1.3, m
+    srv.stop(keep_store=True)
+    out = run_tool("--store", srv.store, "info")
+    line = next(x for x in out.stdout.splitlines() if x.startswith("live values:"))
+    per_live = float(line.split(",")[-1].split()[0])
+    assert per_live < 1.3, line
+    srv.remove_store()
