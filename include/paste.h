@@ -628,6 +628,7 @@ struct paste_btree_info {
 	uint64_t releases_waiting;   /* buffer references waiting for a change to be durable */
 	uint64_t replayed;           /* log records applied at open */
 	uint64_t replay_skipped;     /* log records after the checkpoint that were not the tree's */
+	uint64_t replay_dropped;     /* records of groups without their COMMIT (cut short) */
 	uint64_t recovery_ns;        /* paste_btree_open: meta + walk + replay + point index */
 	uint64_t walk_ns;            /* of which the walk of the checkpointed tree */
 	uint64_t point_keys;         /* keys in the DRAM point index (0: none built) */
@@ -763,6 +764,22 @@ int paste_btree_clear(struct paste_btree *t, uint64_t *lsn);
 int paste_btree_delrange(struct paste_btree *t, const void *lo, uint32_t lolen, const void *hi,
 			 uint32_t hilen, uint64_t *deleted, uint64_t *lsn);
 
+/* Groups: the changes made between begin and commit are one unit. After a
+ * crash at any instant either all of them are in the recovered tree or
+ * none: their records are marked as a group's and only a COMMIT record,
+ * appended by commit, lets recovery apply them. They are applied to the
+ * tree as they are made (reads in the owning thread see them), and commit
+ * is as durable as any change (the caller's next barrier). While a group
+ * is open nothing checkpoints: a change that would need a checkpoint to
+ * find room fails with -ENOSPC, and clear fails with -EBUSY. abort puts
+ * back, in DRAM, what every change of the group replaced (their records
+ * stay in the log, a group without its COMMIT, which recovery drops).
+ * One group at a time (-EBUSY); commit of an empty group writes nothing.
+ * Cost: a lookup and a copy of the old entry per change (for abort). */
+int paste_btree_group_begin(struct paste_btree *t);
+int paste_btree_group_commit(struct paste_btree *t, uint64_t *lsn);
+int paste_btree_group_abort(struct paste_btree *t);
+
 /* Look key up: 0 and its value's extents copied to ext[0..*n) (room for
  * PASTE_BTREE_MAX_EXTENTS), *len the value's bytes; -ENOENT when absent;
  * -EINVAL/-ENAMETOOLONG for a bad key. A key of <= 32 bytes whose value
@@ -867,7 +884,7 @@ int paste_btree_check(struct paste_btree *t, struct paste_error *err);
 
 /* A log record read as a tree record. */
 enum paste_btree_op { PASTE_BTREE_SET = 1, PASTE_BTREE_DEL = 2, PASTE_BTREE_CLEAR = 3,
-		      PASTE_BTREE_DELRANGE = 4 };
+		      PASTE_BTREE_DELRANGE = 4, PASTE_BTREE_COMMIT = 5 };
 struct paste_btree_record {
 	enum paste_btree_op op;
 	const uint8_t *key;            /* in the store (the header buffer) */
@@ -878,6 +895,8 @@ struct paste_btree_record {
 	struct paste_btree_attr attr;  /* tag, word, the value's CRC (has_crc) */
 	const uint8_t *hi;             /* DELRANGE: the range's end (key is its start) */
 	uint32_t hilen;
+	bool group, first;             /* a member of a group (the group's first), which
+					* a COMMIT record ends */
 	struct paste_extent header;    /* ext[n]: the header's own extent, the record's last */
 };
 /* Is the log record ext[0..n) a tree record? 0 and *r filled, or -EINVAL

@@ -573,6 +573,8 @@ int bt_apply(struct paste_btree *t, const struct paste_btree_record *r, uint64_t
 	case PASTE_BTREE_DELRANGE:
 		rc = apply_delrange(t, key, r->klen, r->hi, r->hilen);
 		break;
+	case PASTE_BTREE_COMMIT:
+		break;           /* the end of a group: the replay applied its records */
 	}
 	if (lsn > t->last_lsn)
 		t->last_lsn = lsn;

@@ -25,11 +25,16 @@ static int ensure_room(struct paste_btree *t, uint64_t releases)
 	int f = paste_store_failed(t->st, NULL);
 	if (f)
 		return f;
-	if (bt_pages_spare(t) < bt_pages_needed(t)) {
+	/* Inside a group, twice the pages a change needs: the other half is
+	 * for putting it back if the group is aborted. */
+	uint32_t need = bt_pages_needed(t) * (t->grp ? 2u : 1u);
+	if (bt_pages_spare(t) < need) {
+		if (t->grp)
+			return -ENOSPC;   /* no checkpoint inside a group */
 		int rc = paste_btree_checkpoint(t);
 		if (rc < 0)
 			return rc;
-		if (bt_pages_spare(t) < bt_pages_needed(t))
+		if (bt_pages_spare(t) < need)
 			return -ENOSPC;
 	}
 	if (t->rel_cap - (t->rel_tail - t->rel_head) < releases) {
@@ -105,6 +110,8 @@ int paste_btree_put(struct paste_btree *t, const void *key, uint32_t klen,
 		return rc;
 	struct paste_btree_record r = { .op = PASTE_BTREE_SET, .key = key, .klen = klen,
 					.val = val, .n = n, .vlen = (uint32_t)vlen, .attr = a };
+	if (t->grp && (rc = bt_group_note(t, &r)) < 0)
+		return rc;   /* logged, not applied: the group must be aborted */
 	bt_apply(t, &r, l);
 	if (lsn)
 		*lsn = l;
@@ -130,6 +137,8 @@ int paste_btree_del(struct paste_btree *t, const void *key, uint32_t klen, uint6
 	if ((rc = bt_append(t, PASTE_BTREE_DEL, key, klen, NULL, 0, 0, NULL, &l)) < 0)
 		return rc;
 	struct paste_btree_record r = { .op = PASTE_BTREE_DEL, .key = key, .klen = klen };
+	if (t->grp && (rc = bt_group_note(t, &r)) < 0)
+		return rc;
 	bt_apply(t, &r, l);
 	if (lsn)
 		*lsn = l;
@@ -156,6 +165,8 @@ int paste_btree_clear(struct paste_btree *t, uint64_t *lsn)
 		return -EINVAL;
 	if (!t->p)
 		return -EROFS;
+	if (t->grp)
+		return -EBUSY;   /* a clear cannot be put back */
 	int rc = ensure_room(t, count_extents(t));
 	if (rc < 0)
 		return rc;
@@ -212,6 +223,8 @@ int paste_btree_delrange(struct paste_btree *t, const void *lo, uint32_t lolen, 
 		return rc;
 	struct paste_btree_record r = { .op = PASTE_BTREE_DELRANGE, .key = lo, .klen = lolen,
 					.hi = hi, .hilen = hilen };
+	if (t->grp && (rc = bt_group_note(t, &r)) < 0)
+		return rc;
 	rc = bt_apply(t, &r, l);
 	if (deleted)
 		*deleted = rc > 0 ? (uint64_t)rc : 0;
@@ -366,6 +379,7 @@ static void tree_free(struct paste_btree *t)
 	free(t->rel);
 	bt_point_drop(&t->point);
 	bt_clean_close(t);
+	bt_group_free(t);
 	free(t);
 }
 

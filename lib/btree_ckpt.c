@@ -55,8 +55,10 @@ int paste_btree_record_parse(const struct paste_store *st, const struct paste_ex
 	uint32_t head = BT_REC_HDR + (flags & BT_EF_WORD ? BT_WORD : 0u);
 	/* A range delete carries its end after its start, in the header. */
 	uint32_t hilen = op == PASTE_BTREE_DELRANGE ? vl : 0;
+	uint8_t grp = flags & (BT_EF_GROUP | BT_EF_FIRST);
+	flags &= (uint8_t)~grp;
 	if (magic != BT_REC_MAGIC || h.len != head + klen + hilen || nval != n - 1 ||
-	    (op != PASTE_BTREE_DELRANGE && vl != vlen) ||
+	    (op != PASTE_BTREE_DELRANGE && vl != vlen) || grp == BT_EF_FIRST ||
 	    (flags & ~(BT_EF_TAG | BT_EF_WORD)) || hdr[13] || ld16(hdr + 14))
 		return -EINVAL;
 	if (op == PASTE_BTREE_SET) {
@@ -65,8 +67,8 @@ int paste_btree_record_parse(const struct paste_store *st, const struct paste_ex
 	} else if (op == PASTE_BTREE_DEL) {
 		if (klen == 0 || klen > PASTE_BTREE_MAX_KEY || n != 1 || flags)
 			return -EINVAL;
-	} else if (op == PASTE_BTREE_CLEAR) {
-		if (klen || n != 1 || flags)
+	} else if (op == PASTE_BTREE_CLEAR || op == PASTE_BTREE_COMMIT) {
+		if (klen || n != 1 || flags || grp)
 			return -EINVAL;
 	} else if (op == PASTE_BTREE_DELRANGE) {
 		if (klen > PASTE_BTREE_MAX_KEY || hilen > PASTE_BTREE_MAX_KEY || n != 1 || flags)
@@ -82,7 +84,8 @@ int paste_btree_record_parse(const struct paste_store *st, const struct paste_ex
 	}
 	*r = (struct paste_btree_record){ .op = (enum paste_btree_op)op, .key = b + head,
 		.klen = klen, .val = ext, .n = n - 1, .vlen = hilen ? 0 : vl, .attr = a,
-		.hi = hilen ? b + head + klen : NULL, .hilen = hilen, .header = h };
+		.hi = hilen ? b + head + klen : NULL, .hilen = hilen, .group = grp != 0,
+		.first = (grp & BT_EF_FIRST) != 0, .header = h };
 	return 0;
 }
 
@@ -121,7 +124,7 @@ int bt_append_range(struct paste_btree *t, uint8_t op, const uint8_t *key, uint3
 			t->hbuf = PASTE_NO_BUF;
 			uint32_t b;
 			if (paste_store_alloc(t->st, &b, 1) != 1) {
-				int rc = attempt ? -ENOSPC : paste_btree_checkpoint(t);
+				int rc = attempt || t->grp ? -ENOSPC : paste_btree_checkpoint(t);
 				if (rc < 0)
 					return rc;
 				continue;
@@ -135,7 +138,8 @@ int bt_append_range(struct paste_btree *t, uint8_t op, const uint8_t *key, uint3
 		h[5] = (uint8_t)n;
 		st16(h + 6, (uint16_t)klen);
 		st32(h + 8, hilen ? hilen : vlen);
-		h[12] = (uint8_t)((a->tag & BT_EF_TAG) | (a->has_word ? BT_EF_WORD : 0));
+		h[12] = (uint8_t)((a->tag & BT_EF_TAG) | (a->has_word ? BT_EF_WORD : 0) |
+				  (op == PASTE_BTREE_COMMIT ? 0 : bt_group_flags(t)));
 		h[13] = 0;
 		st16(h + 14, 0);
 		st32(h + 16, a->crc);
@@ -149,7 +153,7 @@ int bt_append_range(struct paste_btree *t, uint8_t op, const uint8_t *key, uint3
 			memcpy(ext, val, sizeof(*val) * n);
 		ext[n] = (struct paste_extent){ t->hbuf, t->hoff, hsize };
 		int rc = wal_append_crc(t->w, t->cfg.lane, t->p, ext, n + 1, n, a->crc, lsn);
-		if (rc == -ENOSPC && !attempt) {
+		if (rc == -ENOSPC && !attempt && !t->grp) {
 			if ((rc = paste_btree_checkpoint(t)) < 0)
 				return rc;
 			continue;
@@ -270,6 +274,8 @@ int paste_btree_checkpoint(struct paste_btree *t)
 	int rc = paste_store_failed(t->st, NULL);
 	if (rc)
 		return rc;
+	if (t->grp)
+		return -EBUSY;   /* a checkpoint would keep half a group */
 	if (!t->ndirty && !t->npending && t->last_lsn <= t->ckpt_lsn)
 		return 0;   /* nothing new since the last one */
 	/* 1. This generation's pages, then a fence. */
@@ -350,6 +356,8 @@ int paste_btree_maintain(struct paste_btree *t)
 	if (!t->p)
 		return 0;
 	t->now_s = (uint32_t)(paste_clock_coarse_ms() / 1000u);
+	if (t->grp)
+		return 0;
 	int rc = bt_clean_step(t, false);
 	if (rc < 0)
 		return rc;
@@ -382,6 +390,7 @@ void paste_btree_info(const struct paste_btree *t, struct paste_btree_info *out)
 	out->releases_waiting = t->rel_tail - t->rel_head;
 	out->replayed = t->replayed;
 	out->replay_skipped = t->skipped;
+	out->replay_dropped = t->group_dropped;
 	out->recovery_ns = t->recovery_ns;
 	out->walk_ns = t->walk_ns;
 	out->point_keys = t->point.on ? t->point.used : 0;

@@ -40,7 +40,8 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the store format is l
 #define BT_EXT         12u                     /* one struct paste_extent on the store */
 #define BT_EF_TAG      0x0fu                   /* leaf entry / record flags: the tag */
 #define BT_EF_WORD     0x10u                   /* ... a word follows the fixed part */
-#define BT_EF_CONT     0x20u                   /* record: reserved for groups of records */
+#define BT_EF_GROUP    0x20u                   /* record: a group's member (a COMMIT ends it) */
+#define BT_EF_FIRST    0x40u                   /* record: the group's first */
 #define BT_MAX_LEAF_ENTRY  (BT_LFIX + BT_WORD + BT_EXT * PASTE_BTREE_MAX_EXTENTS + PASTE_BTREE_MAX_KEY)
 #define BT_MAX_INNER_ENTRY (BT_IFIX + PASTE_BTREE_MAX_KEY)
 
@@ -136,6 +137,7 @@ struct bt_release {
 };
 
 struct bt_clean;   /* lib/btree_clean.c */
+struct bt_group;   /* lib/btree_group.c */
 
 struct paste_btree {
 	struct paste_store *st;
@@ -188,12 +190,14 @@ struct paste_btree {
 	uint32_t sparse;              /* buffers with live bytes under the cleaner's limit */
 	uint32_t now_s;               /* clock of born[], read once per maintain */
 	struct bt_clean *cl;
+	struct bt_group *grp;         /* the open group (lib/btree_group.c), NULL: none */
 	bool ckpt_wanted;             /* the cleaner ended a walk: checkpoint at the next maintain */
 	uint64_t space_ckpt_ns, space_checkpoints;
 
 	/* checkpoint triggers and statistics */
 	uint64_t recs_since, log_since, first_rec_ns;
 	uint64_t checkpoints, replayed, skipped, recovery_ns, walk_ns;
+	uint64_t group_dropped;       /* replay: records of groups that had no COMMIT */
 	char note[160];               /* what recovery said */
 
 	struct bt_point point;
@@ -381,6 +385,14 @@ void bt_clean_info(const struct paste_btree *t, struct paste_btree_info *out);
 /* A checkpoint is wanted for space: free buffers are short and a
  * checkpoint would give some back (records since the last one). */
 bool bt_space_short(const struct paste_btree *t);
+
+/* ---- lib/btree_group.c ---- */
+/* The flags a record appended now carries (0, or a group's). */
+uint8_t bt_group_flags(struct paste_btree *t);
+/* Before a change of r's kind is applied inside a group: remember what
+ * it replaces (0, or -ENOMEM: then the change must not be made). */
+int bt_group_note(struct paste_btree *t, const struct paste_btree_record *r);
+void bt_group_free(struct paste_btree *t);
 
 /* ---- lib/btree_ckpt.c ---- */
 void bt_release_later(struct paste_btree *t, const struct paste_extent *ext, uint32_t n);

@@ -173,10 +173,36 @@ static void walk(struct walk *wk, uint32_t root, uint32_t height)
 
 /* ---- recovery ---------------------------------------------------------- */
 
+/* A group's record kept aside until its COMMIT: the record (its key and
+ * range end point into the store, which recovery does not change) and a
+ * copy of its extents. */
+struct held_rec {
+	uint64_t lsn;
+	struct paste_btree_record r;
+	struct paste_extent ext[PASTE_WAL_MAX_EXTENTS];
+};
+
+struct replay {
+	struct paste_btree *t;
+	struct held_rec *g;           /* the open group's records */
+	size_t n, cap;
+	uint64_t dropped;             /* records of groups without a COMMIT */
+};
+
+static int apply_one(struct paste_btree *t, const struct paste_btree_record *r, uint64_t lsn)
+{
+	if (bt_pages_spare(t) < bt_pages_needed(t))
+		return -ENOSPC;
+	bt_apply(t, r, lsn);   /* a DEL of an absent key changes nothing */
+	t->replayed++;
+	return 0;
+}
+
 static int replay_one(void *arg, uint64_t lsn, uint32_t lane, const struct paste_extent *ext,
 		      uint32_t n, uint32_t len, uint32_t crc)
 {
-	struct paste_btree *t = arg;
+	struct replay *rp = arg;
+	struct paste_btree *t = rp->t;
 	struct paste_btree_record r;
 	(void)lane;
 	(void)len;
@@ -187,10 +213,35 @@ static int replay_one(void *arg, uint64_t lsn, uint32_t lane, const struct paste
 		t->skipped++;
 		return 0;
 	}
-	if (bt_pages_spare(t) < bt_pages_needed(t))
-		return -ENOSPC;
-	bt_apply(t, &r, lsn);   /* a DEL of an absent key changes nothing */
-	t->replayed++;
+	if (r.op == PASTE_BTREE_COMMIT) {
+		/* A whole group: apply it, in order. */
+		for (size_t i = 0; i < rp->n; i++) {
+			int rc = apply_one(t, &rp->g[i].r, rp->g[i].lsn);
+			if (rc < 0)
+				return rc;
+		}
+		rp->n = 0;
+		return apply_one(t, &r, lsn);
+	}
+	if (!r.group || r.first) {
+		rp->dropped += rp->n;   /* a group cut short (a crash, an abort) */
+		rp->n = 0;
+	}
+	if (!r.group)
+		return apply_one(t, &r, lsn);
+	if (rp->n == rp->cap) {
+		size_t cap = rp->cap ? 2 * rp->cap : 64;
+		struct held_rec *q = realloc(rp->g, cap * sizeof(*q));
+		if (!q)
+			return -ENOMEM;
+		rp->g = q;
+		rp->cap = cap;
+	}
+	struct held_rec *h = &rp->g[rp->n++];
+	h->lsn = lsn;
+	memcpy(h->ext, ext, n * sizeof(*ext));
+	h->r = r;
+	h->r.val = h->ext;
 	return 0;
 }
 
@@ -273,8 +324,11 @@ int bt_recover(struct paste_btree *t, struct paste_error *err)
 	t->used = wk.pages;
 	t->walk_ns = paste_clock_ns() - t0;
 	t->replaying = true;
-	int rc = paste_wal_foreach(t->w, replay_one, t);
+	struct replay rp = { .t = t };
+	int rc = paste_wal_foreach(t->w, replay_one, &rp);
 	t->replaying = false;
+	t->group_dropped = rp.dropped + rp.n;   /* the last group had no COMMIT */
+	free(rp.g);
 	/* The replayed records (and the values they replaced) hold buffers
 	 * until a checkpoint covers them: take one at the first maintain. */
 	t->ckpt_wanted = t->replayed > 0;
@@ -467,7 +521,15 @@ static int sv_mark(void *arg, uint64_t lsn, uint32_t lane, const struct paste_ex
 		return 0;
 	if (r.op == PASTE_BTREE_CLEAR)
 		sv->clear = true;
-	struct sv_key *k = r.op == PASTE_BTREE_CLEAR ? NULL : sv_find(sv, r.key, r.klen);
+	if (r.op == PASTE_BTREE_DELRANGE) {
+		for (size_t i = 0; i < sv->n; i++)
+			if (bt_keycmp(sv->k[i].key, sv->k[i].klen, r.key, r.klen) >= 0 &&
+			    (!r.hilen || bt_keycmp(sv->k[i].key, sv->k[i].klen, r.hi, r.hilen) < 0))
+				sv->k[i].superseded = true;
+		return 0;
+	}
+	struct sv_key *k = r.op == PASTE_BTREE_CLEAR || r.op == PASTE_BTREE_COMMIT ? NULL
+			 : sv_find(sv, r.key, r.klen);
 	if (k)
 		k->superseded = true;
 	return 0;

@@ -1,0 +1,219 @@
+/*
+ * btree_group.c - groups of changes that are one unit (include/paste.h,
+ * "Groups"): pkvs's transactions and scripts.
+ *
+ * Format: every record of a group carries BT_EF_GROUP in its flags, its
+ * first also BT_EF_FIRST, and a COMMIT record (no key, no value) follows
+ * the last. Recovery (btree_recover.c) keeps a group's records aside and
+ * applies them only when it reaches their COMMIT; a group cut short (a
+ * crash, an abort) is dropped when the next group begins, when a record
+ * of no group follows, or at the end of the log. One thread appends to
+ * one lane, so a group's records are consecutive.
+ *
+ * Crash argument: a group's changes are acknowledged only after the
+ * barrier that made its COMMIT durable, and a lane's records become
+ * durable in order, so every recovered COMMIT has its whole group before
+ * it; no checkpoint runs while a group is open, so no checkpoint holds
+ * half of one.
+ *
+ * Abort: the changes were applied as they were made; each change first
+ * noted what it replaced (the old entry's value extents, length, tag and
+ * word, or that the key was absent), and abort applies those back in
+ * reverse, in DRAM only. The references come out exact: putting an old
+ * value back takes the references its replacement's release will drop.
+ * The group's records stay in the log, without a COMMIT.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include "btree_internal.h"
+
+/* One noted entry in the undo arena: what a key was before the group
+ * changed it. */
+struct undo {
+	uint16_t klen;
+	uint8_t n;
+	bool had;
+	uint32_t vlen;
+	struct paste_btree_attr attr;
+	/* then klen key bytes and n extents */
+};
+
+struct bt_group {
+	uint8_t *arena;
+	size_t used, cap;
+	uint32_t nundo;
+	uint32_t records;             /* appended so far: 0 means the next is the first */
+	bool broken;                  /* a change could not be noted: abort, never commit */
+};
+
+uint8_t bt_group_flags(struct paste_btree *t)
+{
+	if (!t->grp)
+		return 0;
+	return (uint8_t)(BT_EF_GROUP | (t->grp->records++ ? 0 : BT_EF_FIRST));
+}
+
+static size_t undo_size(uint32_t klen, uint32_t n)
+{
+	return (sizeof(struct undo) + klen + n * sizeof(struct paste_extent) + 7u) & ~(size_t)7u;
+}
+
+static int push(struct paste_btree *t, const uint8_t *key, uint32_t klen, bool had,
+		const struct paste_extent *ext, uint32_t n, uint32_t vlen,
+		const struct paste_btree_attr *a)
+{
+	struct bt_group *g = t->grp;
+	size_t need = undo_size(klen, n);
+	if (g->used + need > g->cap) {
+		size_t cap = g->cap ? g->cap : 4096;
+		while (cap < g->used + need)
+			cap *= 2;
+		uint8_t *q = realloc(g->arena, cap);
+		if (!q)
+			return -ENOMEM;
+		g->arena = q;
+		g->cap = cap;
+	}
+	struct undo u = { (uint16_t)klen, (uint8_t)n, had, vlen, { 0 } };
+	if (a)
+		u.attr = *a;
+	uint8_t *at = g->arena + g->used;
+	memcpy(at, &u, sizeof(u));
+	memcpy(at + sizeof(u), key, klen);
+	if (n)
+		memcpy(at + sizeof(u) + klen, ext, n * sizeof(*ext));
+	g->used += need;
+	g->nundo++;
+	return 0;
+}
+
+/* What key is now, noted. */
+static int note_key(struct paste_btree *t, const uint8_t *key, uint32_t klen)
+{
+	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+	struct paste_btree_attr a;
+	uint32_t n = 0, len = 0;
+	bool had = paste_btree_lookup(t, key, klen, ext, &n, &len, &a) == 0;
+	if (had && !a.has_crc) {
+		/* The point index answered: the CRC is the leaf's. */
+		struct paste_btree_cursor c;
+		paste_btree_cursor_init(&c, t, key, klen);
+		paste_btree_cursor_next(&c, NULL, NULL, NULL, NULL, NULL);
+		a = *paste_btree_cursor_attr(&c);
+	}
+	return push(t, key, klen, had, ext, n, len, &a);
+}
+
+int bt_group_note(struct paste_btree *t, const struct paste_btree_record *r)
+{
+	int rc = 0;
+	if (r->op == PASTE_BTREE_SET || r->op == PASTE_BTREE_DEL) {
+		rc = note_key(t, r->key, r->klen);
+	} else if (r->op == PASTE_BTREE_DELRANGE) {
+		struct paste_btree_cursor c;
+		const uint8_t *key;
+		uint32_t klen, n, len;
+		struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+		paste_btree_cursor_init(&c, t, r->key, r->klen);
+		while (rc == 0 && paste_btree_cursor_next(&c, &key, &klen, ext, &n, &len) == 1) {
+			if (r->hilen && bt_keycmp(key, klen, r->hi, r->hilen) >= 0)
+				break;
+			rc = push(t, key, klen, true, ext, n, len, paste_btree_cursor_attr(&c));
+		}
+	}
+	if (rc < 0)
+		t->grp->broken = true;
+	return rc;
+}
+
+void bt_group_free(struct paste_btree *t)
+{
+	if (!t->grp)
+		return;
+	free(t->grp->arena);
+	free(t->grp);
+	t->grp = NULL;
+}
+
+int paste_btree_group_begin(struct paste_btree *t)
+{
+	if (!t)
+		return -EINVAL;
+	if (!t->p)
+		return -EROFS;
+	if (t->grp)
+		return -EBUSY;
+	t->grp = calloc(1, sizeof(*t->grp));
+	return t->grp ? 0 : -ENOMEM;
+}
+
+int paste_btree_group_commit(struct paste_btree *t, uint64_t *lsn)
+{
+	if (!t || !t->grp)
+		return -EINVAL;
+	if (t->grp->broken) {
+		paste_btree_group_abort(t);
+		return -ENOMEM;
+	}
+	bool empty = t->grp->records == 0;
+	/* Closed before the COMMIT is appended: it carries no group flag. */
+	bt_group_free(t);
+	if (empty)
+		return 0;
+	uint64_t l;
+	int rc = bt_append(t, PASTE_BTREE_COMMIT, NULL, 0, NULL, 0, 0, NULL, &l);
+	if (rc < 0)
+		return rc;     /* the store failed: nothing of the group will be acknowledged */
+	if (l > t->last_lsn)
+		t->last_lsn = l;
+	t->mods++;
+	if (lsn)
+		*lsn = l;
+	return 0;
+}
+
+int paste_btree_group_abort(struct paste_btree *t)
+{
+	if (!t || !t->grp)
+		return -EINVAL;
+	struct bt_group *g = t->grp;
+	/* Walk the arena backwards: collect the entries' offsets first. */
+	size_t *at = malloc(sizeof(size_t) * (g->nundo ? g->nundo : 1));
+	if (!at) {
+		bt_group_free(t);
+		return -ENOMEM;
+	}
+	size_t off = 0;
+	for (uint32_t i = 0; i < g->nundo; i++) {
+		struct undo u;
+		memcpy(&u, g->arena + off, sizeof(u));
+		at[i] = off;
+		off += undo_size(u.klen, u.n);
+	}
+	t->grp = NULL;            /* the applies below are no group's */
+	for (uint32_t i = g->nundo; i-- > 0;) {
+		struct undo u;
+		memcpy(&u, g->arena + at[i], sizeof(u));
+		const uint8_t *key = g->arena + at[i] + sizeof(u);
+		struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+		if (u.n)
+			memcpy(ext, key + u.klen, u.n * sizeof(*ext));
+		struct paste_btree_record r = { .op = u.had ? PASTE_BTREE_SET : PASTE_BTREE_DEL,
+						.key = key, .klen = u.klen, .val = ext, .n = u.n,
+						.vlen = u.vlen, .attr = u.attr };
+		if (bt_pages_spare(t) < bt_pages_needed(t)) {
+			/* No page to put it back with, and no checkpoint may run
+			 * (it would keep half a group): the DRAM tree cannot be
+			 * trusted now, the log can. Fail the store; a restart
+			 * recovers without the group. */
+			paste_store_fail(t->st, -ENOSPC, "%s: the node area ran out of pages while a "
+					 "group's changes were put back", paste_store_path(t->st));
+			break;
+		}
+		bt_apply(t, &r, 0);   /* DRAM only: no record, the LSN unchanged */
+	}
+	free(at);
+	free(g->arena);
+	free(g);
+	return 0;
+}
