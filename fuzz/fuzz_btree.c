@@ -62,7 +62,7 @@ struct env {
 
 static const struct paste_store_config scfg = {
 	.size = 256u * 1024, .buf_size = 512, .log_lanes = 1, .log_size = 16u * 1024,
-	.node_size = 12u * PAGE,
+	.node_size = 16u * PAGE,     /* a change may need 3 x (height + 1) + 2 free pages */
 };
 
 /* Open store, log and tree (writable with a NONE persist object, or
@@ -117,8 +117,9 @@ static void setup(void)
 	for (uint32_t i = 0; i < 60; i++) {
 		struct paste_extent v = { b, i, 1 + i };
 		key_of(k, &klen, i);
-		if (paste_btree_set(e.t, k, klen, &v, 1, NULL) < 0)
-			fail("baseline set", NULL);
+		int rc = paste_btree_set(e.t, k, klen, &v, 1, NULL);
+		if (rc < 0)
+			fail("baseline set", strerror(-rc));
 		if ((i == 20 || i == 40) && paste_btree_checkpoint(e.t) < 0)
 			fail("baseline checkpoint", NULL);
 	}

@@ -840,10 +840,7 @@ void paste_btree_cursor_init(struct paste_btree_cursor *c, struct paste_btree *t
 int paste_btree_cursor_next(struct paste_btree_cursor *c, const uint8_t **key, uint32_t *klen,
 			    struct paste_extent *ext, uint32_t *n, uint32_t *len);
 /* The tag, word and CRC of the key cursor_next last returned. */
-static inline const struct paste_btree_attr *paste_btree_cursor_attr(const struct paste_btree_cursor *c)
-{
-	return &c->attr;
-}
+const struct paste_btree_attr *paste_btree_cursor_attr(const struct paste_btree_cursor *c);
 
 /* Once per event-loop pass, after the barrier: drop the references whose
  * change became durable (one atomic load plus one paste_store_unref per

@@ -363,6 +363,11 @@ int paste_btree_cursor_next(struct paste_btree_cursor *c, const uint8_t **key, u
 	return 1;
 }
 
+const struct paste_btree_attr *paste_btree_cursor_attr(const struct paste_btree_cursor *c)
+{
+	return &c->attr;
+}
+
 /* ---- open and close ---------------------------------------------------------- */
 
 static void tree_free(struct paste_btree *t)
