@@ -423,6 +423,8 @@ struct salvage {
 	uint64_t src_lsn;           /* the checkpoint's LSN (0: not known) */
 	uint64_t lost_pages;
 	bool oom, clear;
+	struct paste_btree_record *grp;   /* the open group's records (sv_mark) */
+	size_t ngrp, cgrp;
 	paste_salvage_fn say;
 	void *arg;
 };
@@ -507,6 +509,24 @@ static struct sv_key *sv_find(struct salvage *sv, const uint8_t *key, uint32_t k
 	return NULL;
 }
 
+/* Record r (applied by the replay) supersedes the checkpoint's version of
+ * its key, of every key in its range, or (a CLEAR) of every key. */
+static void sv_supersede(struct salvage *sv, const struct paste_btree_record *r)
+{
+	if (r->op == PASTE_BTREE_CLEAR)
+		sv->clear = true;
+	if (r->op == PASTE_BTREE_DELRANGE) {
+		for (size_t i = 0; i < sv->n; i++)
+			if (bt_keycmp(sv->k[i].key, sv->k[i].klen, r->key, r->klen) >= 0 &&
+			    (!r->hilen || bt_keycmp(sv->k[i].key, sv->k[i].klen, r->hi, r->hilen) < 0))
+				sv->k[i].superseded = true;
+		return;
+	}
+	struct sv_key *k = r->op == PASTE_BTREE_CLEAR ? NULL : sv_find(sv, r->key, r->klen);
+	if (k)
+		k->superseded = true;
+}
+
 /* A live log record past the checkpoint supersedes the checkpoint's
  * version of its key (a CLEAR, of every key): the replay applies it. */
 static int sv_mark(void *arg, uint64_t lsn, uint32_t lane, const struct paste_extent *ext,
@@ -519,19 +539,31 @@ static int sv_mark(void *arg, uint64_t lsn, uint32_t lane, const struct paste_ex
 	(void)crc;
 	if (lsn <= sv->src_lsn || paste_btree_record_parse(sv->t->st, ext, n, &r) < 0)
 		return 0;
-	if (r.op == PASTE_BTREE_CLEAR)
-		sv->clear = true;
-	if (r.op == PASTE_BTREE_DELRANGE) {
-		for (size_t i = 0; i < sv->n; i++)
-			if (bt_keycmp(sv->k[i].key, sv->k[i].klen, r.key, r.klen) >= 0 &&
-			    (!r.hilen || bt_keycmp(sv->k[i].key, sv->k[i].klen, r.hi, r.hilen) < 0))
-				sv->k[i].superseded = true;
+	/* A group's records count only at their COMMIT, as the replay
+	 * applies them (a group cut short is not applied). */
+	if (r.op == PASTE_BTREE_COMMIT) {
+		for (size_t i = 0; i < sv->ngrp; i++)
+			sv_supersede(sv, &sv->grp[i]);
+		sv->ngrp = 0;
 		return 0;
 	}
-	struct sv_key *k = r.op == PASTE_BTREE_CLEAR || r.op == PASTE_BTREE_COMMIT ? NULL
-			 : sv_find(sv, r.key, r.klen);
-	if (k)
-		k->superseded = true;
+	if (!r.group || r.first)
+		sv->ngrp = 0;
+	if (!r.group) {
+		sv_supersede(sv, &r);
+		return 0;
+	}
+	if (sv->ngrp == sv->cgrp) {
+		size_t cap = sv->cgrp ? 2 * sv->cgrp : 64;
+		struct paste_btree_record *q = realloc(sv->grp, cap * sizeof(*q));
+		if (!q) {
+			sv->oom = true;
+			return -ENOMEM;
+		}
+		sv->grp = q;
+		sv->cgrp = cap;
+	}
+	sv->grp[sv->ngrp++] = r;   /* its key and range end point into the store */
 	return 0;
 }
 
@@ -794,6 +826,7 @@ int paste_btree_salvage(struct paste_store *st, struct paste_wal *w, struct past
 		free(sv.k[i].ext);
 	}
 	free(sv.k);
+	free(sv.grp);
 	free(t);
 	return rc < 0 ? rc : 1;
 }
