@@ -1341,7 +1341,27 @@ struct paste_port_config {
 	 * connection came through (paste_event.listener). */
 	uint32_t nports;
 	uint16_t ports[PASTE_PORT_MAX_LISTEN];
+	/* Backpressure: a connection whose unsent output (replies queued,
+	 * behind the durability gate or not, and what its sends have not
+	 * delivered yet) exceeds max_output bytes is no longer read until it
+	 * drains to half of that; a client that pipelines and never reads
+	 * then costs at most about this much memory (plus the replies to
+	 * what it had sent before the pause took hold: at most what one pass
+	 * receives). 0: the default, PASTE_PORT_MAX_OUTPUT;
+	 * PASTE_PORT_UNLIMITED: never paused. Every engine. */
+	uint64_t max_output;
+	/* Over max_conns: a connection through listener i (as in ports; 0 for
+	 * `port`) that finds every slot in use is accepted aside (a plain
+	 * descriptor, not a slot), what it sent so far is read and dropped,
+	 * refuse[i] (a NUL-terminated string the app keeps alive as long as
+	 * the port) is sent, and it is closed: Redis's "-ERR max number of
+	 * clients reached", an HTTP 503. NULL: it waits in the listen backlog
+	 * until a slot frees (the backlog's own limit applies). No event, no
+	 * slot; counted in paste_port_stats.refused. Every engine. */
+	const char *refuse[PASTE_PORT_MAX_LISTEN];
 };
+#define PASTE_PORT_MAX_OUTPUT (64ull << 20)
+#define PASTE_PORT_UNLIMITED UINT64_MAX
 
 enum paste_event_type { PASTE_EV_ACCEPT = 1, PASTE_EV_DATA, PASTE_EV_CLOSED };
 
@@ -1378,6 +1398,9 @@ struct paste_port_stats {
 				  * >= 1 new connection per 4 reads (short connections):
 				  * passes then wait for one completion, without the
 				  * min_wait timer */
+	uint32_t paused;         /* connections not read now: output over max_output */
+	uint64_t pauses;         /* times a connection's reading was paused */
+	uint64_t refused;        /* connections over max_conns sent refuse[] and closed */
 };
 
 int paste_port_open(struct paste_port **out, const struct paste_port_config *cfg,

@@ -50,9 +50,11 @@ void port_conn_reset(struct paste_port *pt, uint32_t slot, int fd)
 	port_output_reset(c);
 	c->state = CONN_OPEN;
 	c->recv_armed = c->send_inflight = c->close_wanted = c->release_ready = false;
+	c->read_paused = false;
 	c->gen++;
 	c->fd = fd;
 	c->need_epoch = 0;
+	c->queued = 0;
 	if (pt->cfg.conn_data_size)
 		memset(pt->conn_data + (size_t)slot * pt->cfg.conn_data_size, 0,
 		       pt->cfg.conn_data_size);
@@ -64,6 +66,10 @@ void port_conn_end(struct paste_port *pt, uint32_t slot)
 	if (c->state != CONN_OPEN)
 		return;
 	c->state = CONN_ENDED;
+	if (c->read_paused) {      /* nothing more is read anyway */
+		c->read_paused = false;
+		pt->st.paused--;
+	}
 	port_push_event(pt, PASTE_EV_CLOSED, slot);
 	/* Unsent output goes now (its pins with it); what a uring send still
 	 * reads stays until that send completes (the release waits for it). */
@@ -71,11 +77,18 @@ void port_conn_end(struct paste_port *pt, uint32_t slot)
 	pt->ended[pt->nended++] = slot;
 }
 
+uint32_t port_slot_take(struct paste_port *pt)
+{
+	return pt->nfree ? pt->free_slots[--pt->nfree] : UINT32_MAX;
+}
+
 void port_slot_free(struct paste_port *pt, uint32_t slot)
 {
 	struct conn *c = &pt->conns[slot];
 	port_output_discard(pt, c);
+	port_output_trim(c);
 	c->state = CONN_FREE;
+	pt->free_slots[pt->nfree++] = slot;
 	pt->st.conns--;
 	pt->st.closes++;
 }
@@ -219,6 +232,8 @@ int paste_port_open(struct paste_port **out, const struct paste_port_config *cfg
 		pt->cfg.max_conns = 4096;
 	if (!pt->cfg.want_div)
 		pt->cfg.want_div = PORT_WANT_DIV;    /* 0 is the default: never a divisor */
+	if (!pt->cfg.max_output)
+		pt->cfg.max_output = PASTE_PORT_MAX_OUTPUT;
 	if (pt->cfg.max_conns > PORT_MAX_CONNS) {
 		free(pt);
 		return paste_error_set(err, -EINVAL, "%u connection slots: at most %u",
@@ -252,6 +267,9 @@ int paste_port_open(struct paste_port **out, const struct paste_port_config *cfg
 	pt->epoch = 1;
 	pt->ops = cfg->engine == PASTE_ENGINE_URING ? &paste_port_uring_ops : &paste_port_epoll_ops;
 	pt->conns = calloc(pt->cfg.max_conns, sizeof(*pt->conns));
+	pt->free_slots = malloc(pt->cfg.max_conns * sizeof(*pt->free_slots));
+	for (uint32_t i = pt->cfg.max_conns; pt->free_slots && i-- > 0;)   /* slot 0 on top */
+		pt->free_slots[pt->nfree++] = i;
 	pt->dirty = calloc(pt->cfg.max_conns, sizeof(*pt->dirty));
 	pt->ended = calloc(pt->cfg.max_conns, sizeof(*pt->ended));
 	pt->cap_evs = PORT_EVENTS_CAP(pt->cfg.max_conns);
@@ -259,7 +277,7 @@ int paste_port_open(struct paste_port **out, const struct paste_port_config *cfg
 	if (pt->cfg.conn_data_size)
 		pt->conn_data = calloc(pt->cfg.max_conns, pt->cfg.conn_data_size);
 	int r;
-	if (!pt->conns || !pt->dirty || !pt->ended || !pt->evs ||
+	if (!pt->conns || !pt->free_slots || !pt->dirty || !pt->ended || !pt->evs ||
 	    (pt->cfg.conn_data_size && !pt->conn_data))
 		r = paste_error_set(err, -ENOMEM, "out of memory for %u connections", pt->cfg.max_conns);
 	else if ((r = port_listen(pt, err)) == 0)
@@ -290,6 +308,7 @@ void paste_port_close(struct paste_port *pt)
 		port_output_free(c);
 	}
 	free(pt->conns);
+	free(pt->free_slots);
 	free(pt->conn_data);
 	free(pt->dirty);
 	free(pt->ended);

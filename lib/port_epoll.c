@@ -24,11 +24,20 @@
  * keep it must copy it into the store, which is what the paper's baseline
  * pays.
  *
- * The slot is the fd number, which the kernel reuses for the next accept
- * as soon as it is closed; so an ended connection's close(2) waits for the
- * next poll (its CLOSED event has been seen then, port_internal.h). It
- * stays in the epoll set until then, harmlessly: the close comes before
- * the next epoll_wait, and a poll that pushed a CLOSED does not wait.
+ * Slots come from the port's free list (the last freed first), so max_conns counts
+ * connections whatever their descriptor numbers are (several ports in one
+ * process share the descriptor table). An ended connection's close(2) and
+ * its slot's return wait for the next poll (its CLOSED event has been
+ * seen then, port_internal.h). It stays in the epoll set until then,
+ * harmlessly: the close comes before the next epoll_wait, and a poll that
+ * pushed a CLOSED does not wait.
+ *
+ * Over max_conns a listener with a refusal (paste_port_config.refuse) has
+ * the connection accepted, its first bytes read and dropped, the refusal
+ * written and the descriptor closed, all at once (three syscalls; a fresh
+ * socket's buffer takes a short answer whole); without one the listener
+ * leaves the epoll set until a slot frees, and connections wait in its
+ * backlog.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,10 +59,12 @@
 /* Each ready descriptor adds at most this many events: the listener's
  * accepts (do_accept), otherwise one DATA or CLOSED. */
 #define EVENTS_PER_READY 64u
+#define REFUSE_SINK 4096u          /* a refused client's first bytes, dropped */
 
 struct epl {
 	int epfd;
 	int reserve_fd;            /* spent on EMFILE to drain the backlog */
+	bool listen_off[PASTE_PORT_MAX_LISTEN];   /* out of the epoll set: no slot, no refusal */
 	struct epoll_event ready[MAX_READY];
 	int nready, next;
 	uint8_t *rbuf;
@@ -68,24 +79,59 @@ static void epl_recycle(struct paste_port *pt)
 	((struct epl *)pt->engine)->rused = 0;
 }
 
-/* Step 1: close(2) before the next epoll_wait also leaves the epoll set. */
+/* Listener l's epoll data: LISTENER_TAG - l (slots are below max_conns). */
+#define LISTENER_TAG UINT32_MAX
+
+static void listen_watch(struct paste_port *pt, struct epl *e, uint32_t l, bool on)
+{
+	struct epoll_event ev = { .events = on ? EPOLLIN : 0, .data.u32 = LISTENER_TAG - l };
+	epoll_ctl(e->epfd, EPOLL_CTL_MOD, pt->listen_fd[l], &ev);
+	pt->st.syscalls++;
+	e->listen_off[l] = !on;
+}
+
+/* Step 1: close(2) before the next epoll_wait also leaves the epoll set.
+ * A listener that waited for a slot is watched again. */
 static void epl_release(struct paste_port *pt, uint32_t slot)
 {
+	struct epl *e = pt->engine;
 	struct conn *c = &pt->conns[slot];
 	if (c->state != CONN_ENDED)
 		return;
 	close(c->fd);                 /* also leaves the epoll set */
 	pt->st.syscalls++;
 	port_slot_free(pt, slot);
+	for (uint32_t l = 0; l < pt->nlisten; l++)
+		if (e->listen_off[l])
+			listen_watch(pt, e, l, true);
+}
+
+/* The events conn waits for: input unless its reading is paused
+ * (backpressure), output while a write waits for room. */
+static void set_events(struct paste_port *pt, struct conn *c)
+{
+	struct epl *e = pt->engine;
+	struct epoll_event ev = { .events = (c->read_paused ? 0 : EPOLLIN) |
+					    (c->send_inflight ? EPOLLOUT : 0),
+				  .data.u32 = (uint32_t)(c - pt->conns) };
+	epoll_ctl(e->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+	pt->st.syscalls++;
 }
 
 static void want_out(struct paste_port *pt, struct conn *c, bool on)
 {
-	struct epl *e = pt->engine;
-	struct epoll_event ev = { .events = EPOLLIN | (on ? EPOLLOUT : 0),
-				  .data.u32 = (uint32_t)c->fd };
-	epoll_ctl(e->epfd, EPOLL_CTL_MOD, c->fd, &ev);
-	pt->st.syscalls++;
+	c->send_inflight = on;
+	set_events(pt, c);
+}
+
+/* Backpressure (port_out.c decides): input leaves the mask while the
+ * connection's output is over max_output, and comes back once it has
+ * drained to half. An epoll_ctl each way, only when the limit is crossed. */
+static void epl_read_pause(struct paste_port *pt, uint32_t slot)
+{
+	struct conn *c = &pt->conns[slot];
+	if (c->state == CONN_OPEN)
+		set_events(pt, c);
 }
 
 /* Write what is queued; fence first when it acknowledges durable data
@@ -131,17 +177,14 @@ static void epl_kick(struct paste_port *pt, uint32_t slot)
 				   : writev(c->fd, c->iov, (int)n);
 		pt->st.syscalls++;
 		if (w < 0) {
-			if (errno == EAGAIN) {
-				c->send_inflight = true;
+			if (errno == EAGAIN)
 				want_out(pt, c, true);
-			} else {
+			else
 				port_conn_end(pt, slot);
-			}
 			return;
 		}
 		if (!port_output_advance(pt, c, (size_t)w)) {
-			c->send_inflight = true;   /* socket buffer full: wait */
-			want_out(pt, c, true);
+			want_out(pt, c, true);     /* socket buffer full: wait */
 			return;
 		}
 	}
@@ -149,12 +192,28 @@ static void epl_kick(struct paste_port *pt, uint32_t slot)
 		port_conn_end(pt, slot);
 }
 
-/* Listener l's epoll data: LISTENER_TAG - l (slots are below max_conns). */
-#define LISTENER_TAG UINT32_MAX
+/* Over max_conns: what the client sent is read and dropped (closing a
+ * socket with unread bytes sends a reset, which may destroy the answer
+ * before the client reads it), the refusal written, the socket closed. */
+static void refuse_fd(struct paste_port *pt, int fd, uint32_t l)
+{
+	static char sink[REFUSE_SINK];     /* never read: one per process will do */
+	const char *msg = pt->cfg.refuse[l];
+	ssize_t r = read(fd, sink, sizeof(sink));
+	r = write(fd, msg, strlen(msg));
+	(void)r;
+	close(fd);
+	pt->st.syscalls += 3;
+	pt->st.refused++;
+}
 
 static void do_accept(struct paste_port *pt, struct epl *e, uint32_t l)
 {
 	for (unsigned i = 0; i < EVENTS_PER_READY; i++) {
+		if (!pt->nfree && !pt->cfg.refuse[l]) {
+			listen_watch(pt, e, l, false);   /* until a slot frees */
+			return;
+		}
 		int fd = accept4(pt->listen_fd[l], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		pt->st.syscalls++;
 		if (fd < 0) {
@@ -170,18 +229,19 @@ static void do_accept(struct paste_port *pt, struct epl *e, uint32_t l)
 			}
 			return;
 		}
-		if ((uint32_t)fd >= pt->cfg.max_conns || pt->conns[fd].state != CONN_FREE) {
-			close(fd);    /* slot = fd: more descriptors than slots */
+		uint32_t slot = port_slot_take(pt);
+		if (slot == UINT32_MAX) {
+			refuse_fd(pt, fd, l);
 			continue;
 		}
-		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)fd };
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = slot };
 		epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev);
 		pt->st.syscalls += 2;
-		port_conn_reset(pt, (uint32_t)fd, fd);
-		pt->conns[fd].listener = (uint8_t)l;
+		port_conn_reset(pt, slot, fd);
+		pt->conns[slot].listener = (uint8_t)l;
 		pt->st.accepts++;
 		pt->st.conns++;
-		port_push_event(pt, PASTE_EV_ACCEPT, (uint32_t)fd);
+		port_push_event(pt, PASTE_EV_ACCEPT, slot);
 	}
 }
 
@@ -237,11 +297,15 @@ static bool epl_gather(struct paste_port *pt, int r)
 		if (c->state != CONN_OPEN)
 			continue;
 		if ((rv->events & EPOLLOUT) && c->send_inflight) {
-			c->send_inflight = false;
 			want_out(pt, c, false);
 			epl_kick(pt, slot);
 		}
 		if (!(rv->events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || c->state != CONN_OPEN)
+			continue;
+		/* Paused (its output is over max_output): not read, though an
+		 * event from before the pause may still name it; a hang-up or
+		 * an error is read, so that it ends. */
+		if (c->read_paused && !(rv->events & (EPOLLHUP | EPOLLERR)))
 			continue;
 		uint8_t *at = e->rbuf + e->rused;
 		uint32_t room = e->batch ? BATCH_BUF - e->rused : READ_BUF;
@@ -322,4 +386,5 @@ const struct port_ops paste_port_epoll_ops = {
 	.wait = epl_wait,
 	.gather = epl_gather,
 	.hold = epl_hold,
+	.read_pause = epl_read_pause,
 };

@@ -31,10 +31,11 @@ struct outq {
 	uint32_t seg_off;      /* bytes of segs[seg_done] already sent */
 };
 
-/* Slot lifecycle. A slot is reused (uring: the kernel picks the direct
- * descriptor slot; epoll: the fd number) only after the app has seen its
- * CLOSED event, so the app sees ACCEPT, DATA..., CLOSED per connection and
- * never an ACCEPT (which zeroes the app data) before the previous CLOSED:
+/* Slot lifecycle. A slot (an index from the port's free list,
+ * port_slot_take, whatever descriptor the connection has) is reused only
+ * after the app has seen its CLOSED event, so the app sees ACCEPT,
+ * DATA..., CLOSED per connection and never an ACCEPT (which zeroes the app
+ * data) before the previous CLOSED:
  *
  *   FREE --accept--> OPEN --port_conn_end--> ENDED --next poll begins-->
  *   release (uring: once no send is in flight) --> FREE (epoll: close(2))
@@ -54,10 +55,15 @@ struct conn {
 	 * never listed twice (the lists are max_conns long). */
 	bool on_dirty;         /* listed in port->dirty */
 	bool on_rearm;         /* listed in the uring rearm list (ENOBUFS) */
+	/* Backpressure (port_out.c): set while `queued` is over max_output,
+	 * cleared once it drains to half; the engine stops reading meanwhile
+	 * (port_ops.read_pause). */
+	bool read_paused;
 	uint8_t listener;      /* which listener accepted it (events carry it) */
 	uint32_t gen;          /* bumped per accept: stale CQEs are ignored */
-	int fd;                /* epoll: the socket; uring: the direct descriptor slot */
+	int fd;                /* epoll: the socket; uring: the direct descriptor */
 	uint64_t need_epoch;   /* output may leave once durable_epoch >= this */
+	uint64_t queued;       /* output bytes queued and not yet sent, gated or not */
 	struct outq pending;   /* queued during the current batch */
 	struct outq inflight;  /* handed to the kernel, not yet complete */
 	struct msghdr msg;     /* sendmsg state kept stable until completion */
@@ -80,6 +86,8 @@ struct paste_port {
 
 	struct conn *conns;
 	uint8_t *conn_data;            /* cfg.conn_data_size bytes per slot */
+	uint32_t *free_slots;          /* a stack of FREE slots (port_slot_take) */
+	uint32_t nfree;
 
 	struct paste_event *evs;       /* the batch returned by poll */
 	uint32_t nevs, cap_evs;        /* cap_evs: fixed at open, see port_events_room */
@@ -160,6 +168,13 @@ struct port_ops {
 	 * descriptor was stale and the batch is still empty). */
 	bool (*gather)(struct paste_port *pt, int r);
 	int (*hold)(struct paste_port *pt, const struct paste_event *ev);
+	/* Backpressure: conn's read_paused changed (port_out.c: its queued
+	 * output passed max_output, or drained to half of it). Stop reading
+	 * it, or start again. Called when the change happens, from the app's
+	 * send or from the engine's own send completion; the engine applies
+	 * it to what it submits next (uring: a cancel of the receive, or a
+	 * re-arm at the next arm step; epoll: the descriptor's event mask). */
+	void (*read_pause)(struct paste_port *pt, uint32_t conn);
 };
 
 extern const struct port_ops paste_port_uring_ops;
@@ -191,12 +206,16 @@ static inline uint32_t port_events_room(const struct paste_port *pt)
  * delivered or sent, and the slot waits for the next poll to be released.
  * No-op unless OPEN. */
 void port_conn_end(struct paste_port *pt, uint32_t slot);
+/* A FREE slot for a new connection (the last freed first), or
+ * UINT32_MAX when all max_conns are in use: over the limit. */
+uint32_t port_slot_take(struct paste_port *pt);
 /* Released: the slot may be accepted into again. */
 void port_slot_free(struct paste_port *pt, uint32_t slot);
 void port_conn_reset(struct paste_port *pt, uint32_t slot, int fd);
 /* Output queues (lib/port_out.c). */
 void port_output_reset(struct conn *c);      /* empty both queues (a new connection) */
 void port_output_free(struct conn *c);       /* their memory (port close) */
+void port_output_trim(struct conn *c);       /* an ended connection's: keep a little */
 bool port_output_idle(const struct conn *c);
 /* Move pending output to inflight and describe it as an iovec array
  * starting at the unsent part. Returns the number of iovecs: 0 when there

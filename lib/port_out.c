@@ -8,7 +8,16 @@
  * (its kick hook).
  *
  * Nothing here allocates per request: a queue grows to the largest batch
- * its connection ever had and is reused.
+ * its connection ever had and is reused; one that grew past OUT_SHRINK is
+ * freed once it has drained, and a slot keeps at most OUT_KEEP of each at
+ * the connection's end, so the memory a burst took comes back (whether the
+ * allocator gives it to the system is its business: docs/design.md,
+ * "Memory per client").
+ *
+ * Backpressure: a connection whose queued output passes max_output is no
+ * longer read until it drains to half of that (out_queued, and
+ * port_output_advance); the engine stops and resumes its reading
+ * (port_ops.read_pause).
  */
 #include <errno.h>
 #include <limits.h>
@@ -16,6 +25,15 @@
 #include <string.h>
 
 #include "port_internal.h"
+
+/* A queue's memory kept across bursts: up to OUT_SHRINK while its
+ * connection lives (a pipelining client's batches reuse it: no allocation
+ * per batch), up to OUT_KEEP once the connection is over (the slot's next
+ * connection has its first small replies queued without one). A 1 MiB
+ * burst then costs one allocation per burst, noise next to sending it;
+ * 4 KiB per slot bounds what idle slots keep. */
+#define OUT_SHRINK (1u << 20)
+#define OUT_KEEP 4096u
 
 static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 {
@@ -55,11 +73,37 @@ void port_output_reset(struct conn *c)
 	outq_reset(&c->inflight);
 }
 
+/* Free what of an empty queue is over keep bytes. */
+static void outq_trim(struct outq *q, size_t keep)
+{
+	if (q->cap_bytes > keep) {
+		free(q->bytes);
+		q->bytes = NULL;
+		q->cap_bytes = 0;
+	}
+	if ((size_t)q->cap_segs * sizeof(*q->segs) > keep) {
+		free(q->segs);
+		q->segs = NULL;
+		q->cap_segs = 0;
+	}
+}
+
 void port_output_free(struct conn *c)
 {
 	free(c->pending.bytes); free(c->pending.segs);
 	free(c->inflight.bytes); free(c->inflight.segs);
 	free(c->iov);
+}
+
+void port_output_trim(struct conn *c)
+{
+	outq_trim(&c->pending, OUT_KEEP);
+	outq_trim(&c->inflight, OUT_KEEP);
+	if ((size_t)c->cap_iov * sizeof(*c->iov) > OUT_KEEP) {
+		free(c->iov);
+		c->iov = NULL;
+		c->cap_iov = 0;
+	}
 }
 
 bool port_output_idle(const struct conn *c)
@@ -115,6 +159,12 @@ bool port_output_advance(struct paste_port *pt, struct conn *c, size_t n)
 {
 	struct outq *q = &c->inflight;
 	pt->st.bytes_out += n;
+	c->queued = n < c->queued ? c->queued - n : 0;
+	if (c->read_paused && c->queued <= pt->cfg.max_output / 2 && c->state == CONN_OPEN) {
+		c->read_paused = false;      /* drained: read it again */
+		pt->st.paused--;
+		pt->ops->read_pause(pt, (uint32_t)(c - pt->conns));
+	}
 	while (q->seg_done < q->nsegs) {
 		struct out_seg *s = &q->segs[q->seg_done];
 		size_t left = s->len - q->seg_off;
@@ -129,6 +179,7 @@ bool port_output_advance(struct paste_port *pt, struct conn *c, size_t n)
 		q->seg_off = 0;
 	}
 	outq_reset(q);
+	outq_trim(q, OUT_SHRINK);        /* a burst's memory goes back */
 	return true;
 }
 
@@ -161,6 +212,21 @@ static int lose_stream(struct paste_port *pt, uint32_t slot, struct conn *c, int
 	c->close_wanted = true;
 	port_mark_dirty(pt, slot);
 	return err;
+}
+
+/* n more bytes queued for slot: past max_output its reading pauses (the
+ * engine cancels or masks it), until port_output_advance sees the queue
+ * down to half. The halfway mark keeps a connection at the limit from
+ * pausing and resuming at every reply. */
+static void out_queued(struct paste_port *pt, uint32_t slot, struct conn *c, uint64_t n)
+{
+	c->queued += n;
+	if (!c->read_paused && c->queued > pt->cfg.max_output) {
+		c->read_paused = true;
+		pt->st.paused++;
+		pt->st.pauses++;
+		pt->ops->read_pause(pt, slot);
+	}
 }
 
 static struct conn *live_conn(struct paste_port *pt, uint32_t slot)
@@ -208,6 +274,7 @@ int paste_port_send(struct paste_port *pt, uint32_t slot, const void *p, size_t 
 	if (flags & PASTE_SEND_DURABLE)
 		c->need_epoch = pt->epoch;
 	port_mark_dirty(pt, slot);
+	out_queued(pt, slot, c, n);
 	return 0;
 }
 
@@ -232,6 +299,7 @@ int paste_port_send_store(struct paste_port *pt, uint32_t slot, uint32_t buf,
 	if (flags & PASTE_SEND_DURABLE)
 		c->need_epoch = pt->epoch;
 	port_mark_dirty(pt, slot);
+	out_queued(pt, slot, c, len);
 	return 0;
 }
 

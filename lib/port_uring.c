@@ -17,14 +17,17 @@
  * events. Each request therefore costs two CQEs (recv, send) and a share
  * of one syscall. Setting up and tearing down: lib/port_uring_setup.c.
  *
- * Slots are direct-descriptor slots the kernel picks at accept
- * (IORING_FILE_INDEX_ALLOC): the lowest free one, free as soon as our
- * close_direct ran. So the close is the release of the slot and is only
- * submitted once the app has seen the connection's CLOSED event (the poll
- * after it; port_internal.h), and, because a send reads its bytes from the
- * slot's output queue, once no send is in flight.
+ * A connection has a slot of the port's (port_slot_take) and a direct
+ * descriptor the kernel picks at accept (IORING_FILE_INDEX_ALLOC). Its
+ * close_direct is the release of the slot and is only submitted once the
+ * app has seen the connection's CLOSED event (the poll after it;
+ * port_internal.h), and, because a send reads its bytes from the slot's
+ * output queue, once no send is in flight; the slot is free again at the
+ * close's completion.
  */
 #include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "port_uring.h"
@@ -134,24 +137,35 @@ static void arm_recv(struct paste_port *pt, struct uring *u, uint32_t slot, bool
 	struct conn *c = &pt->conns[slot];
 	struct io_uring_sqe *sqe = sqe_get(pt, u);
 	if (multishot)
-		io_uring_prep_recv_multishot(sqe, (int)slot, NULL, 0, 0);
+		io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
 	else
-		io_uring_prep_recv(sqe, (int)slot, NULL, 0, 0);  /* len 0: the whole buffer */
+		io_uring_prep_recv(sqe, c->fd, NULL, 0, 0);  /* len 0: the whole buffer */
 	sqe->flags |= IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT;
 	sqe->buf_group = u->bgid;
 	io_uring_sqe_set_data64(sqe, ud(OP_RECV, c->gen, slot));
 	c->recv_armed = true;
 }
 
-/* Accepting. The kernel drops a connection it accepted but cannot install
- * in a full direct-descriptor table, so the number of accepts that may
- * complete before we see them must stay below the free slots. A multishot
- * accept takes everything queued at once, at most the listen backlog, so
- * it is used only while the free slots exceed the backlog; closer to the
- * limit a few one-shot accepts, never more than the free slots, take over
- * (an SQE per accept is noise next to the requests). */
-#define ACCEPTS_OUTSTANDING 8u
-
+/* Accepting. A connection's slot is the port's (port_slot_take), its
+ * direct descriptor the kernel's (IORING_FILE_INDEX_ALLOC picks one; the
+ * connection keeps it in c->fd). The kernel drops a connection it accepted
+ * but cannot install in a full table, so the accepts that may complete
+ * before we see them must stay below the free entries: the table has
+ * TABLE_SPARE entries past max_conns, one for every one-shot accept that
+ * may be in flight besides the connections, so each listener keeps its
+ * own accepts armed near the limit and none waits while another holds
+ * the last free slots. A multishot accept takes everything queued at
+ * once, at most the listen backlog, so it is used only while the free
+ * slots exceed the backlog; closer to the limit a few one-shot accepts
+ * per listener take over (an SQE per accept is noise next to the
+ * requests).
+ *
+ * Over the limit. An accept that completes when every slot is taken is
+ * refused (refuse_conn) if its listener has a refusal
+ * (paste_port_config.refuse), as Redis does: accept, count, answer, close.
+ * A listener without one must not take a connection it cannot serve: its
+ * one-shot accepts each have a slot set aside (promised) and are armed
+ * only while there is one; its connections wait in the backlog. */
 static void arm_accepts_on(struct paste_port *pt, struct uring *u, uint32_t l, bool roomy)
 {
 	if (u->accept_ms[l]) {
@@ -173,13 +187,16 @@ static void arm_accepts_on(struct paste_port *pt, struct uring *u, uint32_t l, b
 		u->accept_ms_cancel[l] = false;
 		return;
 	}
+	bool refuses = pt->cfg.refuse[l] != NULL;
 	while (!roomy && u->accepts_armed[l] < ACCEPTS_OUTSTANDING &&
-	       pt->st.conns + u->accepts_total < pt->cfg.max_conns) {
+	       pt->st.conns + u->refusing + u->accepts_total < u->table &&
+	       (refuses || pt->st.conns + u->promised < pt->cfg.max_conns)) {
 		struct io_uring_sqe *sqe = sqe_get(pt, u);
 		uring_prep_accept_alloc(sqe, pt->listen_fd[l]);   /* port_uring_compat.h */
 		io_uring_sqe_set_data64(sqe, ud(OP_ACCEPT, 0, l));
 		u->accepts_armed[l]++;
 		u->accepts_total++;
+		u->promised += !refuses;
 	}
 }
 
@@ -194,14 +211,42 @@ static void arm_accepts(struct paste_port *pt, struct uring *u)
 		arm_accepts_on(pt, u, l, roomy);
 }
 
+/* A connection over the limit, in direct descriptor d: a chain that needs
+ * nothing from the pass answers it. A non-blocking receive first (what
+ * the client sent, dropped: closing a socket with unread bytes sends a
+ * reset, which may destroy the answer before the client reads it), then
+ * the refusal, then the close; hard links, so each runs whatever the one
+ * before returned. Cost: three SQEs per refused connection. */
+static void refuse_conn(struct paste_port *pt, struct uring *u, int d, uint32_t l)
+{
+	const char *msg = pt->cfg.refuse[l];
+	if (io_uring_sq_space_left(&u->ring) < 3) {   /* one submission, or the links break */
+		io_uring_submit(&u->ring);
+		pt->st.syscalls++;
+	}
+	struct io_uring_sqe *sqe = sqe_get(pt, u);
+	io_uring_prep_recv(sqe, d, u->refuse_sink, sizeof(u->refuse_sink), MSG_DONTWAIT);
+	sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
+	io_uring_sqe_set_data64(sqe, 0);
+	sqe = sqe_get(pt, u);
+	io_uring_prep_send(sqe, d, msg, strlen(msg), MSG_NOSIGNAL | MSG_DONTWAIT);
+	sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
+	io_uring_sqe_set_data64(sqe, 0);
+	sqe = sqe_get(pt, u);
+	io_uring_prep_close_direct(sqe, (unsigned)d);
+	io_uring_sqe_set_data64(sqe, ud(OP_REFUSED, 0, 0));
+	u->refusing++;
+	pt->st.refused++;
+}
+
 static void send_inflight(struct paste_port *pt, struct uring *u, uint32_t slot, uint32_t niov)
 {
 	struct conn *c = &pt->conns[slot];
 	struct io_uring_sqe *sqe = sqe_get(pt, u);
 	if (niov == 1)   /* the common case: one contiguous reply, no msghdr import */
-		io_uring_prep_send(sqe, (int)slot, c->iov[0].iov_base, c->iov[0].iov_len, MSG_NOSIGNAL);
+		io_uring_prep_send(sqe, c->fd, c->iov[0].iov_base, c->iov[0].iov_len, MSG_NOSIGNAL);
 	else
-		io_uring_prep_sendmsg(sqe, (int)slot, &c->msg, MSG_NOSIGNAL);
+		io_uring_prep_sendmsg(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
 	sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data64(sqe, ud(OP_SEND, c->gen, slot));
 	c->send_inflight = true;
@@ -250,7 +295,7 @@ static void uring_release(struct paste_port *pt, uint32_t slot)
 		io_uring_sqe_set_data64(sqe, ud(OP_CANCEL, c->gen, slot));
 	}
 	sqe = sqe_get(pt, u);
-	io_uring_prep_close_direct(sqe, slot);
+	io_uring_prep_close_direct(sqe, (unsigned)c->fd);
 	io_uring_sqe_set_data64(sqe, ud(OP_CLOSE, c->gen, slot));
 }
 
@@ -260,9 +305,11 @@ static void on_accept(struct paste_port *pt, struct uring *u, struct io_uring_cq
 	uint32_t l = (uint32_t)cqe->user_data;   /* the listener (ud's slot field) */
 	if (l >= PASTE_PORT_MAX_LISTEN)
 		l = 0;
+	bool refuses = pt->cfg.refuse[l] != NULL;
 	if (!multishot) {
 		u->accepts_armed[l]--;
 		u->accepts_total--;
+		u->promised -= !refuses;
 	} else if (!(cqe->flags & IORING_CQE_F_MORE)) {
 		u->accept_ms[l] = false;
 	}
@@ -274,19 +321,21 @@ static void on_accept(struct paste_port *pt, struct uring *u, struct io_uring_cq
 		}
 		return;
 	}
-	uint32_t slot = (uint32_t)cqe->res;
-	/* The kernel hands out a slot only after our close of it ran, so a
-	 * RELEASING slot here is released; its close CQE will be stale. */
-	if (slot < pt->cfg.max_conns && pt->conns[slot].state == CONN_RELEASING)
-		port_slot_free(pt, slot);
-	if (slot >= pt->cfg.max_conns || pt->conns[slot].state != CONN_FREE) {
-		/* cannot happen with a table of max_conns slots; never reuse a live slot */
-		struct io_uring_sqe *sqe = sqe_get(pt, u);
-		io_uring_prep_close_direct(sqe, slot);
-		io_uring_sqe_set_data64(sqe, 0);
+	int d = cqe->res;                          /* the direct descriptor */
+	/* The slots promised to other accepts in flight are not this one's. */
+	uint32_t slot = pt->nfree > u->promised ? port_slot_take(pt) : UINT32_MAX;
+	if (slot == UINT32_MAX) {
+		if (refuses) {
+			refuse_conn(pt, u, d, l);
+		} else {
+			/* cannot happen: its slot was promised; never reuse a live one */
+			struct io_uring_sqe *sqe = sqe_get(pt, u);
+			io_uring_prep_close_direct(sqe, (unsigned)d);
+			io_uring_sqe_set_data64(sqe, 0);
+		}
 		return;
 	}
-	port_conn_reset(pt, slot, (int)slot);
+	port_conn_reset(pt, slot, d);
 	pt->conns[slot].listener = (uint8_t)l;
 	pt->st.accepts++;
 	pt->st.conns++;
@@ -354,10 +403,34 @@ static void on_recv(struct paste_port *pt, struct uring *u, struct io_uring_cqe 
 		 * closes the connection meanwhile. */
 		if (cqe->res == -ENOBUFS)
 			pt->st.enobufs++;
-		if (!c->on_rearm) {
+		if (!c->on_rearm && !c->read_paused) {   /* paused: its resume re-arms */
 			c->on_rearm = true;
 			u->rearm[u->nrearm++] = slot;
 		}
+	}
+}
+
+/* Backpressure (port_out.c decides): a connection whose output is over
+ * max_output has its receive cancelled; what the receive brought before
+ * the cancel took hold still arrives as DATA (its buffers are recycled or
+ * held as any other), and its ending CQE re-arms nothing while paused.
+ * Resumed, it is re-armed at the next arm step, as after ENOBUFS.
+ * Cost: an SQE each way, only when the limit is crossed. */
+static void uring_read_pause(struct paste_port *pt, uint32_t slot)
+{
+	struct uring *u = pt->engine;
+	struct conn *c = &pt->conns[slot];
+	if (c->state != CONN_OPEN)
+		return;
+	if (c->read_paused) {
+		if (c->recv_armed) {
+			struct io_uring_sqe *sqe = sqe_get(pt, u);
+			io_uring_prep_cancel64(sqe, ud(OP_RECV, c->gen, slot), 0);
+			io_uring_sqe_set_data64(sqe, ud(OP_CANCEL, c->gen, slot));
+		}
+	} else if (!c->recv_armed && !c->on_rearm) {
+		c->on_rearm = true;
+		u->rearm[u->nrearm++] = slot;
 	}
 }
 
@@ -412,6 +485,7 @@ static void handle_cqe(struct paste_port *pt, struct uring *u, struct io_uring_c
 	case OP_SEND:   on_send(pt, u, cqe, slot, gen); break;
 	case OP_CLOSE:  on_close(pt, slot, gen); break;
 	case OP_COMMIT: port_commit_done(pt, cqe->res); break;   /* the barrier's group commit */
+	case OP_REFUSED: u->refusing--; break;   /* a refusal's close */
 	default: break;  /* cancel results, stray closes */
 	}
 }
@@ -452,7 +526,8 @@ static void uring_arm(struct paste_port *pt)
 			c->on_rearm = false;
 			/* The app has seen this batch: a connection it closes
 			 * gets no receive (the next data would only be dropped). */
-			if (c->state == CONN_OPEN && !c->recv_armed && !c->close_wanted)
+			if (c->state == CONN_OPEN && !c->recv_armed && !c->close_wanted &&
+			    !c->read_paused)
 				arm_recv(pt, u, u->rearm[i], true);
 		}
 		u->nrearm = 0;
@@ -550,4 +625,5 @@ const struct port_ops paste_port_uring_ops = {
 	.wait = uring_wait,
 	.gather = uring_gather,
 	.hold = uring_hold,
+	.read_pause = uring_read_pause,
 };

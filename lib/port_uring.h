@@ -14,10 +14,19 @@
 /* user_data layout: op (4 bits) | generation (28 bits) | slot (32 bits); a
  * completion whose generation differs from the slot's is stale (the
  * connection was closed and the slot reused) and only its buffer matters. */
-enum { OP_ACCEPT = 1, OP_RECV, OP_SEND, OP_CANCEL, OP_CLOSE, OP_COMMIT, OP_ACCEPT_MS };
+enum { OP_ACCEPT = 1, OP_RECV, OP_SEND, OP_CANCEL, OP_CLOSE, OP_COMMIT, OP_ACCEPT_MS,
+       OP_REFUSED };
 
 #define GEN_MASK 0x0fffffffu
 #define ALLOC_BATCH 64u
+/* Accepting (port_uring.c): one-shot accepts outstanding per listener
+ * near the limit; direct descriptors beyond max_conns, so that every
+ * accept in flight has one whether or not a slot awaits it (a connection
+ * over the limit is refused from it); the bytes of a refused client's
+ * first request read (and dropped) before the answer. */
+#define ACCEPTS_OUTSTANDING 8u
+#define TABLE_SPARE (PASTE_PORT_MAX_LISTEN * ACCEPTS_OUTSTANDING + 8u)
+#define REFUSE_SINK 4096u
 
 /* min_wait (see uring_wait): the default, and the most a config may ask. */
 #define MIN_WAIT_US 50u
@@ -44,6 +53,9 @@ struct uring {
 	bool accept_ms[PASTE_PORT_MAX_LISTEN];           /* the multishot accept is live */
 	bool accept_ms_cancel[PASTE_PORT_MAX_LISTEN];    /* ... and its cancel was submitted */
 	uint32_t accepts_total;    /* one-shot accepts outstanding, all listeners */
+	uint32_t promised;         /* ... of them on listeners without a refusal: each has a
+				    * slot set aside (its connection cannot be refused) */
+	uint32_t table;            /* direct descriptors: max_conns + TABLE_SPARE */
 	uint64_t accept_retry_ns;  /* back-off after EMFILE/ENFILE (paste_clock_ns; 0: none) */
 	bool backoff;              /* this pass: accepts wait for accept_retry */
 	bool ring_ok;              /* u->ring was set up (close tears it down) */
@@ -55,6 +67,11 @@ struct uring {
 	 * DATA events counted over the current window. */
 	uint32_t win_passes, win_accepts, win_reads;
 	bool accept_heavy;         /* the last window had >= 1 accept per 4 reads */
+	/* Refusals over max_conns: how many hold a direct descriptor (from
+	 * their accept to their close), and where their requests are read to
+	 * (the bytes are dropped). */
+	uint32_t refusing;
+	char refuse_sink[REFUSE_SINK];
 };
 
 static inline uint64_t ud(int op, uint32_t gen, uint32_t slot)

@@ -104,10 +104,13 @@ int uring_open(struct paste_port *pt, struct paste_error *err)
 	u->min_wait = (u->ring.features & IORING_FEAT_MIN_TIMEOUT) && deferred &&
 		      !pt->cfg.no_min_wait;
 	u->min_wait_us = pt->cfg.min_wait_us;
-	r = io_uring_register_files_sparse(&u->ring, pt->cfg.max_conns);
+	/* A direct descriptor per slot, and one per accept that may be in
+	 * flight besides (port_uring.c, "Accepting"). */
+	u->table = pt->cfg.max_conns + TABLE_SPARE;
+	r = io_uring_register_files_sparse(&u->ring, u->table);
 	if (r < 0)
 		return paste_error_set(err, r, "registering %u direct descriptors: %s (raise RLIMIT_NOFILE)",
-				       pt->cfg.max_conns, strerror(-r));
+				       u->table, strerror(-r));
 	/* The ring structure lives in anonymous memory: the kernel refuses
 	 * it inside a file mapping on ext4. */
 	static int next_bgid;
@@ -167,7 +170,8 @@ void uring_close(struct paste_port *pt)
 		finish_commit(pt, u);
 		if (u->br)
 			uring_buf_ring_free(&u->ring, u->br, u->nbufs, u->bgid);
-		io_uring_queue_exit(&u->ring);   /* drops every pending op, closes every slot */
+		io_uring_queue_exit(&u->ring);   /* drops every pending op, closes every
+						  * direct descriptor (refusals' too) */
 	}
 	/* Give the ring's buffers back: a filled ring slot owns exactly one
 	 * reference (an app's hold is its own); empty slots are PASTE_NO_BUF. */
