@@ -46,6 +46,7 @@ int main(int argc, char **argv)
 		.node_size = PASTE_STORE_NO_NODES,   /* no tree: every buffer for the log */
 		.cpu = -1, .header_to_ms = 60000, .body_to_ms = 60000, .idle_to_ms = 75000,
 		.defer_accept_s = SRV_DEFER_ACCEPT_S, .proto = &http_proto,
+		.max_output = PASTE_PORT_MAX_OUTPUT,
 	};
 	struct http_config hc = { .max_body = 1 << 20 };
 	int mode = 0;
@@ -88,6 +89,10 @@ int main(int argc, char **argv)
 			  "seconds a keep-alive connection may wait (default 75; 0 off)"),
 		OPT_NUM_("ring-bufs", "N", &sc.ring_bufs, 0, 32768,
 			 "provided buffers per thread, power of two (default 4096)"),
+		OPT_NUM_("max-conns", "N", &sc.max_conns, 1, 1u << 20,
+			 "connection slots per thread (default 16384); one more is answered 503 and closed"),
+		OPT_SIZE_("max-output", "SIZE", &sc.max_output, 1ull << 40,
+			  "unsent replies a connection may have before it is no longer read (default 64M; 0: no limit)"),
 		OPT_FLAG_("busy-poll", &sc.busy_poll, "never sleep in the kernel"),
 		OPT_NUM_("defer-accept", "S", &sc.defer_accept_s, 0, SRV_DEFER_ACCEPT_MAX_S,
 			 "accept a connection once it sends data, or after ~S s (default 1; 0: off)"),

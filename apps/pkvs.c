@@ -20,6 +20,10 @@
 
 #define PKVS_DEFAULT_STORE "/dev/shm/pkvs.store"
 #define MAX_TIMEOUT 1000000u
+/* What all unfinished commands may hold together (--max-request-total):
+ * ~120 clients each in the middle of a command of the default
+ * --max-request at once (docs/design.md, "Memory per client"). */
+#define PKVS_MAX_PENDING (128ull << 20)
 
 
 /* "off", or a port number. */
@@ -43,7 +47,7 @@ int main(int argc, char **argv)
 		.name = "pkvs", .host = "127.0.0.1", .threads = 1,
 		.store_path = PKVS_DEFAULT_STORE, .ring_bufs = 4096, .max_conns = 4096,
 		.cpu = -1, .header_to_ms = 60000, .body_to_ms = 60000, .idle_to_ms = 0,
-		.defer_accept_s = SRV_DEFER_ACCEPT_S,
+		.defer_accept_s = SRV_DEFER_ACCEPT_S, .max_output = PASTE_PORT_MAX_OUTPUT,
 		.mode = "kv", .mode_note = "",
 	};
 	static struct kv_handle kvh = { .cfg = { .max_value = 0 } };
@@ -51,7 +55,9 @@ int main(int argc, char **argv)
 				  .service_cfg = &kvh };
 	/* Bulks up to Redis's 512 MiB are read: one over the value limit is
 	 * streamed, dropped and refused with an error, not a closed connection. */
-	struct resp_config rc = { .parser = { .max_bulk = 512ull << 20 },
+	struct resp_config rc = { .parser = { .max_bulk = 512ull << 20,
+					      .max_command = PASTE_RESP_DEFAULT_MAX_COMMAND },
+				  .max_pending = PKVS_MAX_PENDING,
 				  .service = &pkvs_resp_service, .service_cfg = &kvh,
 				  .server_name = "pkvs", .version = PKVS_REDIS_VERSION };
 	const char *http_port = "8080", *resp_port = "6379";
@@ -94,7 +100,14 @@ int main(int argc, char **argv)
 		OPT_FLAG_("no-clean", &kvh.cfg.tree.no_clean, "no cleaner: sparse buffers stay as they are"),
 		OPT_FLAG_("no-point-index", &kvh.cfg.tree.no_point_index,
 			  "no DRAM hash of keys <= 32 bytes: GETs descend the tree (saves ~85-170 B per key)"),
-		OPT_NUM_("max-conns", "N", &sc.max_conns, 1, 1u << 20, "connection slots (default 4096)"),
+		OPT_NUM_("max-conns", "N", &sc.max_conns, 1, 1u << 20,
+			 "connection slots (default 4096); one more is answered an error and closed"),
+		OPT_SIZE_("max-output", "SIZE", &sc.max_output, 1ull << 40,
+			  "unsent replies a client may have before it is no longer read (default 64M; 0: no limit)"),
+		{ "max-request", "SIZE", "bytes one unfinished command may hold (default 1088K; at most 1G)",
+		  OPT_SIZE, &rc.parser.max_command, sizeof(rc.parser.max_command), 1024, 1u << 30, 1, NULL },
+		OPT_SIZE_("max-request-total", "SIZE", &rc.max_pending, 1ull << 40,
+			  "bytes all unfinished commands may hold together (default 128M; 0: no bound)"),
 		OPT_NUM_("ring-bufs", "N", &sc.ring_bufs, 1, 1u << 20, "receive buffers posted (default 4096)"),
 		OPT_SECS_("header-timeout", "S", &sc.header_to_ms, MAX_TIMEOUT,
 			  "a command or request head must arrive within S s (default 60; 0 off)"),

@@ -185,14 +185,16 @@ static void reply_stats(struct http_ctx *x, const struct http_proto_state *hs)
 		"\"requests\":%" PRIu64 ",\"batches\":%" PRIu64 ",\"events\":%" PRIu64 ",\"mean_batch\":%.2f,"
 		"\"syscalls\":%" PRIu64 ",\"syscalls_per_request\":%.4f,"
 		"\"bufs_total\":%u,\"bufs_free\":%u,\"bufs_held\":%u,\"enobufs\":%" PRIu64 ","
-		"\"conns\":%u,\"accepts\":%" PRIu64 ",\"fences\":%" PRIu64 ",\"commits\":%" PRIu64 ",",
+		"\"conns\":%u,\"accepts\":%" PRIu64 ",\"fences\":%" PRIu64 ",\"commits\":%" PRIu64 ","
+		"\"refused\":%" PRIu64 ",\"paused\":%u,\"pauses\":%" PRIu64 ",\"max_output\":%" PRIu64 ",",
 		paste_engine_name(s->cfg.engine), hs->svc->base.name,
 		paste_durability_name(x->w->persist ? paste_persist_mode(x->w->persist) : PASTE_DUR_NONE),
 		s->cfg.threads, tt.requests, t->polls, t->events,
 		t->polls ? (double)t->events / (double)t->polls : 0.0,
 		t->syscalls, tt.requests ? (double)t->syscalls / (double)tt.requests : 0.0,
 		g->nbufs, paste_store_nfree(s->store), tt.bufs_held,
-		t->enobufs, t->conns, t->accepts, t->fences, t->commits);
+		t->enobufs, t->conns, t->accepts, t->fences, t->commits, t->refused, t->paused, t->pauses,
+		s->cfg.max_output);
 	size_t at = n < (int)sizeof(body) ? (size_t)n : sizeof(body) - 1;
 	if (hs->svc->stats)
 		at = hs->svc->stats(s, hs->run.ss, body, at, sizeof(body) - 1);
@@ -468,4 +470,8 @@ const struct server_proto http_proto = {
 	.data = http_data,
 	.closed = http_closed,
 	.timeout = http_timeout,
+	/* Over max_conns: a whole response, then the port closes. */
+	.refuse = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+		  "Content-Length: 30\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
+		  "max number of clients reached\n",
 };

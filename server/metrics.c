@@ -92,6 +92,17 @@ size_t metrics_server(struct worker *w, char *out, size_t at, size_t cap)
 			 "Connections closed by the header or body timeout.", tt.timeouts);
 	at = metrics_one(out, at, cap, "paste_idle_closes_total", "counter",
 			 "Idle connections closed by the idle timeout.", tt.idle_closes);
+	at = metrics_one(out, at, cap, "paste_refused_connections_total", "counter",
+			 "Connections over the connection limit, answered the refusal and closed.",
+			 t->refused);
+	at = metrics_one(out, at, cap, "paste_paused_connections", "gauge",
+			 "Connections not read now: their unsent replies are over the output limit.",
+			 t->paused);
+	at = metrics_one(out, at, cap, "paste_pauses_total", "counter",
+			 "Times a connection's reading was paused by the output limit.", t->pauses);
+	at = metrics_one(out, at, cap, "paste_output_limit_bytes", "gauge",
+			 "Unsent replies a connection may have before it is no longer read (0: no limit).",
+			 s->cfg.max_output);
 	at = metrics_one(out, at, cap, "paste_store_failed", "gauge",
 			 "1 once the store failed (an I/O error): nothing more is acknowledged.",
 			 paste_store_failed(s->store, NULL) ? 1 : 0);

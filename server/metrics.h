@@ -17,7 +17,8 @@ size_t metrics_one(char *out, size_t at, size_t cap, const char *name, const cha
 		   const char *help, uint64_t value);
 /* The server's own: replies by status, requests, batches, events,
  * syscalls, fences, group commits, the barrier latency histogram,
- * buffers, connections, timeouts, the failed store. */
+ * buffers, connections, timeouts, refusals and paused connections, the
+ * failed store. */
 size_t metrics_server(struct worker *w, char *out, size_t at, size_t cap);
 
 #endif

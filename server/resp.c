@@ -8,9 +8,17 @@
  * atomic load (has the store failed?), and the replies' memcpy into the
  * connection's output buffer. Pipelined commands in one read are handled
  * in a loop. Nothing is allocated per command; a connection that splits
- * a command gets a reassembly buffer, kept for its next one.
+ * a command gets a reassembly buffer, kept for its next one (up to
+ * BUF_KEEP: a bigger one is freed once its command ran).
+ *
+ * Unfinished commands are bounded in DRAM twice: one by the parser's
+ * max_command (the parser refuses more), all of them together by
+ * max_pending (gather: the command whose growth passes it is refused and
+ * its connection closed). Values that stream into store buffers are the
+ * store's space, bounded by the store.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +27,10 @@
 #include "resp.h"
 
 #define ARGV_CAP 65536u
+/* A reassembly buffer bigger than this is freed once its command ran: the
+ * next split command pays an allocation, but a connection does not keep
+ * the memory of its biggest command for its lifetime. */
+#define BUF_KEEP (16u << 10)
 
 struct resp_proto_state {
 	struct service_run run;          /* first: service_banner, service_pass */
@@ -28,6 +40,9 @@ struct resp_proto_state {
 	char *scratch;                 /* inline arguments with quotes */
 	uint32_t scratch_cap;
 	uint32_t nworkers;
+	/* Unfinished commands: the bytes their buffers hold (one thread
+	 * runs the protocol: resp_open), and those refused as too big. */
+	uint64_t pending, too_big;
 };
 
 /* ------------------------------------------------------------------ replies */
@@ -237,9 +252,55 @@ static void run_command(struct resp_ctx *x, const struct resp_proto_state *ps,
 	}
 }
 
+/* ------------------------------------------------- unfinished commands */
+
+static void buf_drop(struct resp_proto_state *ps, struct resp_conn *r)
+{
+	ps->pending -= r->buf.cap;
+	reasm_free(&r->buf);
+}
+
+/* Append n bytes to the connection's unfinished command. Its buffer's
+ * growth counts against max_pending; past it (or out of memory) the
+ * command is refused, the buffer freed and the connection closed: false.
+ * The bound is checked after the growth, so what all connections hold
+ * passes it by at most one buffer's doubling, for an instant. */
+static bool gather(struct resp_ctx *x, struct resp_proto_state *ps, const void *p, size_t n)
+{
+	struct resp_conn *r = x->r;
+	uint32_t before = r->buf.cap;
+	int e = reasm_append(&r->buf, p, n);
+	ps->pending += r->buf.cap - before;
+	uint64_t limit = ps->cfg->max_pending;
+	if (!e && (!limit || ps->pending <= limit))
+		return true;
+	if (e) {
+		resp_error(x, "ERR out of memory");
+	} else {
+		ps->too_big++;
+		resp_error(x, "ERR Protocol error: too big request: unfinished commands of all "
+			   "clients hold over %" PRIu64 " bytes", limit);
+	}
+	buf_drop(ps, r);
+	resp_close(x);
+	return false;
+}
+
+void resp_pending_info(const struct resp_ctx *x, struct resp_pending *out)
+{
+	const struct resp_proto_state *ps = srv_proto_state(x->w, x->c);
+	*out = (struct resp_pending){ .bytes = ps->pending, .limit = ps->cfg->max_pending,
+				      .refused = ps->too_big,
+				      .max_request = x->r->ps.cfg.max_command };
+}
+
 static void proto_error(struct resp_ctx *x, int code)
 {
 	char b[128];
+	if (code == PASTE_RESP_E_TOO_BIG || code == PASTE_RESP_E_INLINE_TOO_BIG) {
+		struct resp_proto_state *ps = srv_proto_state(x->w, x->c);
+		ps->too_big++;
+	}
 	int n = paste_resp_put_proto_error(b, sizeof(b), &x->r->ps, code);
 	if (n > 0)
 		paste_port_send(x->w->port, x->conn, b, (size_t)n, 0);
@@ -320,7 +381,7 @@ static inline void look_ahead(const struct resp_proto_state *ps, const char *p, 
 
 static void resp_data(struct worker *w, const struct paste_event *ev, struct srv_conn *c)
 {
-	const struct resp_proto_state *ps = srv_proto_state(w, c);
+	struct resp_proto_state *ps = srv_proto_state(w, c);
 	struct resp_ctx x;
 	ctx_init(&x, w, ev->conn, c, ps);
 	struct resp_conn *r = x.r;
@@ -340,11 +401,8 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 		}
 		if (r->state == R_SMALL) {
 			uint32_t take = avail < r->stream_left ? avail : (uint32_t)r->stream_left;
-			if (reasm_append(&r->buf, at, take)) {
-				resp_error(&x, "ERR out of memory");
-				resp_close(&x);
+			if (!gather(&x, ps, at, take))
 				return;
-			}
 			pos += take;
 			r->stream_left -= take;
 			if (r->stream_left)
@@ -381,11 +439,8 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 			res = paste_resp_parse(&r->ps, at, avail, &cmd);
 			x.ev = ev;
 		} else {                          /* a command split across reads */
-			if (reasm_append(&r->buf, at, avail)) {
-				resp_error(&x, "ERR out of memory");
-				resp_close(&x);
+			if (!gather(&x, ps, at, avail))
 				return;
-			}
 			res = paste_resp_parse(&r->ps, r->buf.p, r->buf.len, &cmd);
 			x.ev = NULL;
 		}
@@ -394,11 +449,8 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 			return;
 		}
 		if (res == PASTE_RESP_MORE) {
-			if (!old && reasm_append(&r->buf, at, avail)) {
-				resp_error(&x, "ERR out of memory");
-				resp_close(&x);
+			if (!old && !gather(&x, ps, at, avail))
 				return;
-			}
 			if (!old) {
 				c->timer = SRV_T_HEAD;   /* the header timeout starts */
 				c->since_ms = w->now_ms;
@@ -417,11 +469,8 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 				/* Short, only split across reads, and the service
 				 * does not stream it: gather the whole command
 				 * (head, bulk, CRLF) and run it as one. */
-				if (!old && reasm_append(&r->buf, at, used)) {
-					resp_error(&x, "ERR out of memory");
-					resp_close(&x);
+				if (!old && !gather(&x, ps, at, used))
 					return;
-				}
 				r->buf.len = cmd.used;
 				r->stream_left = blen + 2;
 				r->state = R_SMALL;
@@ -440,6 +489,9 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 			run_command(&x, ps, cmd.argv, cmd.argc);
 		}
 	}
+	/* The commands that used the buffer have run: a big one goes. */
+	if (!r->buf.len && r->buf.cap > BUF_KEEP)
+		buf_drop(ps, r);
 }
 
 /* Only a connection between commands: elsewhere the event's bytes are a
@@ -464,12 +516,12 @@ static void resp_accept(struct worker *w, uint32_t conn, struct srv_conn *c)
 
 static void resp_closed(struct worker *w, uint32_t conn, struct srv_conn *c)
 {
-	const struct resp_proto_state *ps = srv_proto_state(w, c);
+	struct resp_proto_state *ps = srv_proto_state(w, c);
 	struct resp_ctx x;
 	ctx_init(&x, w, conn, c, ps);
 	if (ps->svc->closed)
 		ps->svc->closed(&x);
-	reasm_free(&x.r->buf);
+	buf_drop(ps, x.r);
 	free(x.r->name);
 	x.r->name = NULL;
 	set_dead(&x);
@@ -557,4 +609,5 @@ const struct server_proto resp_proto = {
 	.peek = resp_peek,
 	.closed = resp_closed,
 	.timeout = resp_timeout,
+	.refuse = "-ERR max number of clients reached\r\n",   /* Redis's words */
 };

@@ -91,7 +91,14 @@ struct resp_service {
 };
 
 struct resp_config {
-	struct paste_resp_config parser;   /* limits (0: defaults) */
+	/* limits (0: defaults); max_command also bounds what one connection's
+	 * unfinished command holds in DRAM (a last bulk that streams into
+	 * store buffers is the store's, not counted) */
+	struct paste_resp_config parser;
+	/* ... and max_pending what all of them hold together, in bytes of
+	 * their reassembly buffers (0: no bound). A command whose growth
+	 * passes it is refused and its connection closed. */
+	uint64_t max_pending;
 	const struct resp_service *service;
 	const void *service_cfg;
 	const char *server_name;           /* HELLO's "server" */
@@ -137,5 +144,15 @@ int resp_arity_error(struct resp_ctx *x, const struct paste_resp_arg *cmd);
 void resp_reply_failed(struct resp_ctx *x);
 /* Close after the replies queued so far (QUIT, a stream that cannot go on). */
 void resp_close(struct resp_ctx *x);
+
+/* The unfinished commands of x's protocol (INFO): the bytes their
+ * reassembly buffers hold together, the bound on that (max_pending, 0:
+ * none), one command's bound (parser.max_command), and how many commands
+ * were refused as too big for either. */
+struct resp_pending {
+	uint64_t bytes, limit, refused;
+	uint32_t max_request;
+};
+void resp_pending_info(const struct resp_ctx *x, struct resp_pending *out);
 
 #endif

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -139,6 +140,7 @@ void server_totals(struct worker *w, struct server_totals *out)
 		t->commits += x.commits; t->conns += x.conns; t->held += x.held;
 		t->ring_free += x.ring_free;
 		t->cached += x.cached;
+		t->paused += x.paused; t->pauses += x.pauses; t->refused += x.refused;
 		t->closes += x.closes; t->bytes_in += x.bytes_in; t->bytes_out += x.bytes_out;
 		for (uint32_t k = 0; k < PASTE_PORT_LAT_BUCKETS; k++)
 			t->barrier_hist[k] += x.barrier_hist[k];
@@ -228,12 +230,15 @@ int server_worker_start(struct worker *w)
 		.min_wait_us = cfg->min_wait_us, .want_div = cfg->want_div,
 		.no_min_wait = cfg->no_min_wait,
 		.commit_hold_us = cfg->no_commit_hold ? -1 : (int32_t)cfg->commit_hold_us,
+		.max_output = cfg->max_output ? cfg->max_output : PASTE_PORT_UNLIMITED,
 	};
 	if (cfg->nlisten) {
 		pc.nports = s->nlis;
 		for (uint32_t i = 0; i < s->nlis; i++)
 			pc.ports[i] = s->listen_port[i];
 	}
+	for (uint32_t i = 0; i < s->nlis; i++)     /* listener i's protocol answers over the limit */
+		pc.refuse[i] = s->lis[i].proto->refuse;
 	int r = paste_port_open(&w->port, &pc, &s->open_err);
 	if (r)
 		return r;
@@ -408,6 +413,17 @@ int server_open(struct server **out, const struct server_config *cfg)
 {
 	*out = NULL;
 	setvbuf(stderr, NULL, _IOLBF, 0);
+	/* A client's burst (its unsent replies, a big command) is freed once
+	 * it drained or the client went; glibc gives such a block back to the
+	 * system only if it mapped it, and it stops mapping blocks below the
+	 * largest one freed so far (its threshold rises with every mapped
+	 * block freed, up to 32 MiB). A fixed threshold keeps every block of
+	 * 128 KiB and up in a mapping of its own, returned at free. Cost: an
+	 * mmap, munmap and page faults per such block, rare (docs/results.md,
+	 * "Memory per client"). */
+#ifdef M_MMAP_THRESHOLD
+	mallopt(M_MMAP_THRESHOLD, 128 << 10);
+#endif
 	struct rlimit rl;   /* the epoll engine needs a descriptor per connection */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;

@@ -123,6 +123,10 @@ struct server_proto {
 	 * the timer at SRV_T_NONE. The server counts it (timeouts, or
 	 * idle_closes for SRV_T_IDLE). */
 	void (*timeout)(struct worker *w, uint32_t conn, struct srv_conn *c);
+	/* What a connection over max_conns is sent before the port closes it
+	 * (paste_port_config.refuse): RESP "-ERR max number of clients
+	 * reached", HTTP a 503. NULL: it waits in the backlog for a slot. */
+	const char *refuse;
 };
 
 /* TCP_DEFER_ACCEPT, on by default: both protocols are client-speaks-first,
@@ -146,6 +150,8 @@ struct server_config {
 	uint64_t pm_latency_ns;
 	uint32_t ring_bufs;
 	uint32_t max_conns;          /* connection slots per thread */
+	uint64_t max_output;         /* a connection's unsent replies before it is no longer
+				      * read (paste_port_config.max_output); 0: no limit */
 	bool busy_poll;
 	int cpu;                     /* pin thread i to CPU cpu+i; -1: no pinning */
 	uint32_t defer_accept_s;     /* paste_port_config.defer_accept_s (0: off) */

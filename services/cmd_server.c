@@ -57,8 +57,15 @@ void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 		    "executable:pkvs\r\nio_engine:%s\r\n\r\n", PKVS_REDIS_VERSION, PASTE_VERSION,
 		    (int)getpid(), s->cfg.port, (paste_clock_coarse_ms() - ((struct kv_handle *)x->ss)->started_ms) / 1000,
 		    s->cfg.engine == PASTE_ENGINE_URING ? "io_uring" : "epoll");
+	struct resp_pending rp;
+	resp_pending_info(x, &rp);
+	/* The limits on a client's memory: unsent replies before it is no
+	 * longer read (0: none), one unfinished command, all of them. */
 	if (section_wanted(a, n, "clients"))
-		ADD("# Clients\r\nconnected_clients:%u\r\n\r\n", tt.port.conns);
+		ADD("# Clients\r\nconnected_clients:%u\r\nmaxclients:%u\r\npkvs_paused_clients:%u"
+		    "\r\npkvs_max_output:%" PRIu64 "\r\npkvs_max_request:%u\r\npkvs_max_request_total:%"
+		    PRIu64 "\r\npkvs_request_bytes:%" PRIu64 "\r\n\r\n", tt.port.conns, s->cfg.max_conns,
+		    tt.port.paused, s->cfg.max_output, rp.max_request, rp.limit, rp.bytes);
 	if (section_wanted(a, n, "memory")) {
 		/* The store is pkvs's memory: used_memory is what its buffers
 		 * hold (values, the log's headers; not the receive ring's
@@ -98,10 +105,13 @@ void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 		ADD("# Stats\r\ntotal_connections_received:%" PRIu64 "\r\ntotal_commands_processed:%" PRIu64
 		    "\r\nkeyspace_hits:%" PRIu64 "\r\nkeyspace_misses:%" PRIu64 "\r\npkvs_sets:%" PRIu64
 		    "\r\npkvs_dels:%" PRIu64 "\r\npkvs_batches:%" PRIu64 "\r\npkvs_syscalls:%" PRIu64
-		    "\r\npkvs_fences:%" PRIu64 "\r\npkvs_commits:%" PRIu64 "\r\nmax_value:%" PRIu64 "\r\n",
+		    "\r\npkvs_fences:%" PRIu64 "\r\npkvs_commits:%" PRIu64 "\r\nmax_value:%" PRIu64
+		    "\r\nrejected_connections:%" PRIu64 "\r\npkvs_output_pauses:%" PRIu64
+		    "\r\npkvs_requests_too_big:%" PRIu64 "\r\n",
 		    tt.port.accepts, tt.requests, kv->n.hits, kv->n.misses,
 		    kv->n.sets, kv->n.dels, tt.port.polls, tt.port.syscalls,
-		    tt.port.fences, tt.port.commits, kv->max_value);
+		    tt.port.fences, tt.port.commits, kv->max_value, tt.port.refused, tt.port.pauses,
+		    rp.refused);
 		/* The barrier histogram as /metrics has it (cumulative, bucket
 		 * bounds in microseconds), in Redis's latencystats style. */
 		uint64_t cum = 0, total = 0;
