@@ -869,6 +869,9 @@ int paste_btree_checkpoint(struct paste_btree *t);
 int64_t paste_btree_make_room(struct paste_btree *t, uint32_t want, uint32_t max_steps);
 
 void paste_btree_info(const struct paste_btree *t, struct paste_btree_info *out);
+/* The LSN of the newest record applied (paste_btree_info's last_lsn,
+ * cheaply): it only grows, across restarts too. */
+uint64_t paste_btree_last_lsn(const struct paste_btree *t);
 
 /* Verify the tree in the mapping: page magic, numbers, types, levels,
  * bounds, key order against the separators, extents inside the buffer

@@ -367,6 +367,11 @@ int paste_btree_maintain(struct paste_btree *t)
 	return rc < 0 ? rc : 1;
 }
 
+uint64_t paste_btree_last_lsn(const struct paste_btree *t)
+{
+	return t ? t->last_lsn : 0;
+}
+
 void paste_btree_info(const struct paste_btree *t, struct paste_btree_info *out)
 {
 	memset(out, 0, sizeof(*out));

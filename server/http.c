@@ -465,6 +465,7 @@ const struct server_proto http_proto = {
 	.open = http_open,
 	.close = http_close,
 	.banner = service_banner,
+	.started = service_started,
 	.pass = service_pass,
 	.accept = http_accept,
 	.data = http_data,

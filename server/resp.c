@@ -371,12 +371,13 @@ static void run_gathered(struct resp_ctx *x, const struct resp_proto_state *ps)
 
 /* The command at p[0..len) is the next one this thread runs: let the
  * service start loading what it needs while this one runs. */
-static inline void look_ahead(const struct resp_proto_state *ps, const char *p, size_t len)
+static inline void look_ahead(const struct resp_proto_state *ps, const struct resp_conn *r,
+			      const char *p, size_t len)
 {
 	const char *key;
 	size_t klen;
 	if (ps->svc->prefetch && paste_resp_peek_key(p, len, &key, &klen))
-		ps->svc->prefetch(ps->run.ss, key, klen);
+		ps->svc->prefetch(ps->run.ss, srv_service_part((void *)r, sizeof(struct resp_conn)), key, klen);
 }
 
 static void resp_data(struct worker *w, const struct paste_event *ev, struct srv_conn *c)
@@ -426,7 +427,7 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 			r->state = R_CMD;
 			c->timer = SRV_T_IDLE;
 			if (!r->refused) {
-				look_ahead(ps, at + k, avail - (uint32_t)k);
+				look_ahead(ps, r, at + k, avail - (uint32_t)k);
 				ps->svc->stream_end(&x);
 			}
 			continue;
@@ -464,11 +465,12 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 		r->buf.len = 0;
 		if (res == PASTE_RESP_STREAM) {
 			uint64_t blen = cmd.argv[cmd.argc - 1].len;
-			if (blen < r->ps.cfg.stream_min &&
-			    !(ps->svc->stream_split && ps->svc->stream_split(cmd.argv, cmd.argc))) {
-				/* Short, only split across reads, and the service
-				 * does not stream it: gather the whole command
-				 * (head, bulk, CRLF) and run it as one. */
+			bool split = ps->svc->stream_split && ps->svc->stream_split(cmd.argv, cmd.argc);
+			if (ps->svc->stream_split ? !split : blen < r->ps.cfg.stream_min) {
+				/* Not streamed (short and only split across
+				 * reads, or a command the service does not
+				 * stream): gather the whole command (head, bulk,
+				 * CRLF; max_command bounds it) and run it as one. */
 				if (!old && !gather(&x, ps, at, used))
 					return;
 				r->buf.len = cmd.used;
@@ -485,7 +487,7 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 		}
 		c->timer = SRV_T_IDLE;
 		if (cmd.argc) {
-			look_ahead(ps, at + used, avail - used);
+			look_ahead(ps, r, at + used, avail - used);
 			run_command(&x, ps, cmd.argv, cmd.argc);
 		}
 	}
@@ -502,7 +504,7 @@ static void resp_peek(struct worker *w, const struct paste_event *ev, struct srv
 {
 	const struct resp_conn *r = srv_proto_part(c);
 	if (r->state == R_CMD && !r->buf.len)
-		look_ahead(srv_proto_state(w, c), (const char *)ev->data, ev->len);
+		look_ahead(srv_proto_state(w, c), r, (const char *)ev->data, ev->len);
 }
 
 static void resp_accept(struct worker *w, uint32_t conn, struct srv_conn *c)
@@ -603,6 +605,7 @@ const struct server_proto resp_proto = {
 	.open = resp_open,
 	.close = resp_close_proto,
 	.banner = service_banner,
+	.started = service_started,
 	.pass = service_pass,
 	.accept = resp_accept,
 	.data = resp_data,

@@ -73,11 +73,13 @@ struct resp_service {
 			    const char **why);
 	void (*stream_data)(struct resp_ctx *x, const struct paste_event *ev, uint32_t off,
 			    uint32_t len);
-	/* A last bulk shorter than the parser's stream_min did not arrive in
-	 * one read: true streams it all the same (stream_begin...), false
-	 * (or no hook) gathers the whole command in the connection's buffer
-	 * and runs it through command(), a copy. A service that holds values
-	 * where they land says true for the commands it streams. */
+	/* The parser met a last bulk that does not end in this read (it is
+	 * stream_min bytes or more, or split across reads): true streams it
+	 * (stream_begin...), false gathers the whole command in the
+	 * connection's buffer (up to max_command) and runs it through
+	 * command(), a copy. A service that holds values where they land says
+	 * true for the commands it streams. Without the hook, bulks of
+	 * stream_min bytes or more stream and shorter ones are gathered. */
 	bool (*stream_split)(const struct paste_resp_arg *argv, uint32_t argc);
 	/* The bulk and its CRLF are in: reply. */
 	void (*stream_end)(struct resp_ctx *x);
@@ -86,8 +88,9 @@ struct resp_service {
 	void (*closed)(struct resp_ctx *x);
 	/* Optional look ahead: a command with this key (argv[1]) is coming
 	 * next on this thread (paste_resp_peek_key's guess); start loading
-	 * what running it will read. Changes nothing. ss: as resp_ctx's. */
-	void (*prefetch)(void *ss, const char *key, size_t klen);
+	 * what running it will read. Changes nothing. ss, sc: as resp_ctx's
+	 * (sc the connection's whose command it is). */
+	void (*prefetch)(void *ss, void *sc, const char *key, size_t klen);
 };
 
 struct resp_config {

@@ -96,6 +96,12 @@ void service_banner(struct server *s, void *proto_state)
 		r->svc->banner(s, r->ss);
 }
 
+int service_started(struct server *s, void *proto_state, struct paste_error *err)
+{
+	struct service_run *r = proto_state;
+	return r->svc->started ? r->svc->started(s, r->ss, err) : 0;
+}
+
 void service_pass(struct worker *w, void *proto_state)
 {
 	struct service_run *r = proto_state;
@@ -510,6 +516,15 @@ int server_ready(struct server *s)
 	}
 	paste_store_start(s->store);
 	s->started = true;
+	for (uint32_t i = 0; i < s->nlis; i++) {
+		struct paste_error err = { 0 };
+		int r = s->lis[i].proto->started ? s->lis[i].proto->started(s, s->proto_state[i], &err) : 0;
+		if (r) {
+			if (err.msg[0])
+				fprintf(stderr, "%s: %s\n", s->cfg.name, err.msg);
+			return paste_exit_status(r < 0 ? r : -EINVAL);
+		}
+	}
 	return 0;
 }
 

@@ -104,6 +104,10 @@ struct server_proto {
 	int (*open)(struct server *s, const void *proto_cfg, void **state, struct paste_error *err);
 	void (*close)(struct server *s, void *state);   /* after every worker stopped */
 	void (*banner)(struct server *s, void *state);  /* start-up lines of its own, if any */
+	/* Optional: once the store is started (its free buffers there),
+	 * before any worker: the work of a start that writes. 0, or a
+	 * negative errno with err->msg set (the server exits). */
+	int (*started)(struct server *s, void *state, struct paste_error *err);
 	/* Optional: once per pass, after the batch's events (pkvs: release
 	 * what became durable, checkpoint when due). */
 	void (*pass)(struct worker *w, void *state);
@@ -263,6 +267,9 @@ struct service_base {
 	int (*open)(struct server *s, const void *cfg, void **state, struct paste_error *err);
 	void (*close)(struct server *s, void *state);
 	void (*banner)(struct server *s, void *state);   /* start-up lines of its own */
+	/* Once the store is started, before any worker: what a start writes
+	 * (pkvs: converting an earlier key layout). As server_proto's. */
+	int (*started)(struct server *s, void *state, struct paste_error *err);
 	/* Once per event-loop pass, after the batch (pkvs: release what
 	 * became durable, checkpoint when due). */
 	void (*pass)(struct worker *w, void *state);
@@ -279,6 +286,7 @@ int service_open(struct service_run *r, const struct service_base *svc, struct s
 		 const void *cfg, struct paste_error *err);
 void service_close(struct service_run *r, struct server *s);
 void service_banner(struct server *s, void *proto_state);
+int service_started(struct server *s, void *proto_state, struct paste_error *err);
 void service_pass(struct worker *w, void *proto_state);
 
 /* The state of the protocol connection c belongs to (its open's *state). */

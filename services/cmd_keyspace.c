@@ -125,7 +125,8 @@ void cmd_scan(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 {
 	uint64_t cursor, count = 10;
 	const struct paste_resp_arg *match = NULL;
-	bool strings = true;
+	bool type = false;
+	int want = -1;
 	if (!parse_u64(&a[1], &cursor)) {
 		resp_error(x, "ERR invalid cursor");
 		return;
@@ -143,7 +144,10 @@ void cmd_scan(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 				return;
 			}
 		} else if (paste_resp_arg_eq(&a[i], "TYPE")) {
-			strings = paste_resp_arg_eq(&a[i + 1], "string");
+			type = true;
+			for (int t = KV_STRING; t <= KV_ZSET; t++)
+				if (paste_resp_arg_eq(&a[i + 1], kv_type_name((enum kv_type)t)))
+					want = t;
 		} else {
 			resp_error(x, "ERR syntax error");
 			return;
@@ -157,24 +161,31 @@ void cmd_scan(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 			return;
 		}
 	}
-	struct paste_btree_cursor c;
-	paste_btree_cursor_init(&c, kv->tree, from ? from->key : NULL, from ? from->klen : 0);
+	struct kv_scan *sc = malloc(sizeof(*sc) + KV_MAX_KEY);
+	if (!sc) {
+		resp_error(x, "ERR out of memory");
+		return;
+	}
+	uint8_t *longbuf = (uint8_t *)(sc + 1);
+	kv_scan_init(kv, sc, kv_resp_db(x), from ? from->key : NULL, from ? from->klen : 0, true);
 	struct resp_out o = { 0 };
 	const uint8_t *key;
-	uint32_t klen, found = 0;
+	size_t klen;
+	enum kv_type kt;
+	uint32_t found = 0;
 	uint64_t seen = 0, next = 0;
-	uint8_t last[PASTE_BTREE_MAX_KEY];
-	uint32_t lastlen = 0;
-	while (strings && paste_btree_cursor_next(&c, &key, &klen, NULL, NULL, NULL) == 1) {
-		if (from && paste_btree_keycmp(key, klen, from->key, from->klen) <= 0)
-			continue;                      /* the saved key itself */
+	uint8_t pos[PASTE_BTREE_MAX_KEY];
+	uint32_t poslen = 0;
+	while (kv_scan_next(kv, sc, &key, &klen, longbuf, &kt, NULL) == 1) {
 		if (seen == count) {
 			next = 1;                      /* more remain */
 			break;
 		}
 		seen++;
-		memcpy(last, key, klen);
-		lastlen = klen;
+		memcpy(pos, sc->last, sc->lastlen);
+		poslen = sc->lastlen;
+		if (type && (int)kt != want)
+			continue;
 		if (match && !kv_glob(match->p, match->len, key, klen))
 			continue;
 		resp_out_bulk(&o, key, klen);
@@ -184,9 +195,10 @@ void cmd_scan(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 		next = scan_next++;
 		struct scan_slot *s = &scans[next % SCAN_SLOTS];
 		s->id = next;
-		s->klen = (uint16_t)lastlen;
-		memcpy(s->key, last, lastlen);
+		s->klen = (uint16_t)poslen;       /* the next call goes on after it */
+		memcpy(s->key, pos, poslen);
 	}
+	free(sc);
 	kv->n.scans++;
 	char head[80], num[24];
 	int nl = snprintf(num, sizeof(num), "%" PRIu64, next);
@@ -199,17 +211,23 @@ void cmd_scan(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 void cmd_keys(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
 {
 	(void)n;
-	struct paste_btree_cursor c;
-	paste_btree_cursor_init(&c, kv->tree, NULL, 0);
+	struct kv_scan *sc = malloc(sizeof(*sc) + KV_MAX_KEY);
+	if (!sc) {
+		resp_error(x, "ERR out of memory");
+		return;
+	}
+	kv_scan_init(kv, sc, kv_resp_db(x), NULL, 0, false);
 	struct resp_out o = { 0 };
 	const uint8_t *key;
-	uint32_t klen, found = 0;
-	while (paste_btree_cursor_next(&c, &key, &klen, NULL, NULL, NULL) == 1) {
+	size_t klen;
+	uint32_t found = 0;
+	while (kv_scan_next(kv, sc, &key, &klen, (uint8_t *)(sc + 1), NULL, NULL) == 1) {
 		if (!kv_glob(a[1].p, a[1].len, key, klen))
 			continue;
 		resp_out_bulk(&o, key, klen);
 		found++;
 	}
+	free(sc);
 	char head[32];
 	resp_out_send(x, head, paste_resp_put_array(head, sizeof(head), found), &o);
 }
@@ -218,9 +236,11 @@ void cmd_del(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, 
 {
 	int64_t count = 0;
 	for (uint32_t i = 1; i < n; i++) {
-		if (!a[i].len || a[i].len > PASTE_BTREE_MAX_KEY)
+		if (a[i].len > KV_MAX_KEY)
 			continue;                   /* no such key can exist */
-		int r = kv_del(kv, a[i].p, (uint32_t)a[i].len);
+		struct kv_key k;
+		kv_key_init(kv, &k, kv_resp_db(x), a[i].p, a[i].len);
+		int r = kv_remove(kv, &k);
 		if (r < 0) {
 			kv_reply_errno(x, r);
 			return;
@@ -233,29 +253,31 @@ void cmd_del(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, 
 void cmd_exists(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
 {
 	int64_t count = 0;
-	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	uint32_t en, len;
-	for (uint32_t i = 1; i < n; i++)
-		if (a[i].len && a[i].len <= PASTE_BTREE_MAX_KEY &&
-		    paste_btree_get(kv->tree, a[i].p, (uint32_t)a[i].len, ext, &en, &len) == 0)
-			count++;
+	for (uint32_t i = 1; i < n; i++) {
+		struct kv_key k;
+		struct kv_obj o;
+		if (a[i].len > KV_MAX_KEY)
+			continue;
+		kv_key_init(kv, &k, kv_resp_db(x), a[i].p, a[i].len);
+		count += kv_lookup(kv, &k, &o, false) == 0;
+	}
 	resp_int(x, count);
 }
 
 void cmd_type(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
 {
 	(void)n;
-	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	uint32_t en, len;
-	bool there = a[1].len && a[1].len <= PASTE_BTREE_MAX_KEY &&
-		     paste_btree_get(kv->tree, a[1].p, (uint32_t)a[1].len, ext, &en, &len) == 0;
-	resp_simple(x, there ? "string" : "none");
+	struct kv_key k;
+	struct kv_obj o;
+	if (!kv_arg_key(x, kv, &a[1], &k))
+		return;
+	resp_simple(x, kv_lookup(kv, &k, &o, false) ? "none" : kv_type_name(o.type));
 }
 
 void cmd_dbsize(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
 {
 	(void)a, (void)n;
-	resp_int(x, (int64_t)paste_btree_count(kv->tree));
+	resp_int(x, (int64_t)kv_dbsize(kv, kv_resp_db(x)));
 }
 
 void cmd_flushall(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
@@ -264,9 +286,23 @@ void cmd_flushall(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg
 		resp_error(x, "ERR syntax error");
 		return;
 	}
-	int r = paste_btree_clear(kv->tree, NULL);
+	int r = paste_resp_arg_eq(&a[0], "FLUSHDB") ? kv_flushdb(kv, kv_resp_db(x)) : kv_flushall(kv);
 	if (r)
 		kv_reply_errno(x, r);
 	else
 		resp_ok(x);
 }
+
+/* name, arity, flags, group, summary, handler, first key, last key, step */
+const struct kv_cmd kv_cmds_keyspace[] = {
+	{ "del", -2, "write", "generic", "Deletes one or more keys.", cmd_del, 1, -1, 1 },
+	{ "unlink", -2, "write fast", "generic", "Deletes one or more keys.", cmd_del, 1, -1, 1 },
+	{ "exists", -2, "readonly fast", "generic", "Determines whether one or more keys exist.", cmd_exists, 1, -1, 1 },
+	{ "type", 2, "readonly fast", "generic", "Determines the type of value stored at a key.", cmd_type, 1, 1, 1 },
+	{ "dbsize", 1, "readonly fast", "server", "Returns the number of keys in the database.", cmd_dbsize, 0, 0, 0 },
+	{ "flushall", -1, "write", "server", "Removes all keys from all databases.", cmd_flushall, 0, 0, 0 },
+	{ "flushdb", -1, "write", "server", "Removes all keys from the current database.", cmd_flushall, 0, 0, 0 },
+	{ "scan", -2, "readonly", "generic", "Iterates over the key names in the database.", cmd_scan, 0, 0, 0 },
+	{ "keys", 2, "readonly", "generic", "Returns all key names that match a pattern.", cmd_keys, 0, 0, 0 },
+	{ 0 }
+};

@@ -127,8 +127,10 @@ void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 	}
 	if (section_wanted(a, n, "keyspace")) {
 		ADD("# Keyspace\r\n");
-		if (bi.keys)
-			ADD("db0:keys=%" PRIu64 ",expires=0,avg_ttl=0\r\n", bi.keys);
+		for (uint32_t d = 0; d < kv->ndbs; d++)
+			if (kv_dbsize(kv, d))
+				ADD("db%u:keys=%" PRIu64 ",expires=%" PRIu64 ",avg_ttl=0\r\n", d,
+				    kv_dbsize(kv, d), kv_dbexpires(kv, d));
 	}
 #undef ADD
 	if (k > (int)sizeof(buf))
@@ -198,16 +200,11 @@ static void command_info(struct resp_out *o, const struct kv_cmd *c, int proto)
 		while (*p == ' ')
 			p++;
 	}
-	bool keyed = strcmp(c->group, "string") == 0 || strcmp(c->group, "generic") == 0;
-	int last = c->arity < 0 ? -1 : 1;
-	if (!strcmp(c->name, "mset"))
-		last = -1;
-	int step = !strcmp(c->name, "mset") ? 2 : 1;
-	k = paste_resp_put_int(h, sizeof(h), keyed ? 1 : 0);
+	k = paste_resp_put_int(h, sizeof(h), c->first_key);
 	resp_out_put(o, h, (size_t)k);
-	k = paste_resp_put_int(h, sizeof(h), keyed ? last : 0);
+	k = paste_resp_put_int(h, sizeof(h), c->last_key);
 	resp_out_put(o, h, (size_t)k);
-	k = paste_resp_put_int(h, sizeof(h), keyed ? step : 0);
+	k = paste_resp_put_int(h, sizeof(h), c->key_step);
 	resp_out_put(o, h, (size_t)k);
 	k = paste_resp_put_set(h, sizeof(h), proto, 0);   /* ACL categories */
 	resp_out_put(o, h, (size_t)k);
@@ -234,10 +231,8 @@ static void command_docs(struct resp_out *o, const struct kv_cmd *c, int proto)
 
 static const struct kv_cmd *find_cmd(const struct paste_resp_arg *a)
 {
-	for (uint32_t i = 0; i < kv_ncmds; i++)
-		if (paste_resp_arg_eq(a, kv_cmds[i].name))
-			return &kv_cmds[i];
-	return NULL;
+	struct kv_cmd_rt *rt = kv_cmd_find(a);
+	return rt ? rt->c : NULL;
 }
 
 void cmd_command(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
@@ -247,19 +242,19 @@ void cmd_command(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg 
 	struct resp_out o = { 0 };
 	char head[32];
 	if (n == 1) {
-		for (uint32_t i = 0; i < kv_ncmds; i++)
-			command_info(&o, &kv_cmds[i], proto);
-		resp_out_send(x, head, paste_resp_put_array(head, sizeof(head), kv_ncmds), &o);
+		for (uint32_t i = 0; i < kv_cmd_count(); i++)
+			command_info(&o, kv_cmd_at(i)->c, proto);
+		resp_out_send(x, head, paste_resp_put_array(head, sizeof(head), kv_cmd_count()), &o);
 	} else if (paste_resp_arg_eq(&a[1], "COUNT")) {
-		resp_int(x, kv_ncmds);
+		resp_int(x, kv_cmd_count());
 	} else if (paste_resp_arg_eq(&a[1], "LIST")) {
-		for (uint32_t i = 0; i < kv_ncmds; i++)
-			resp_out_bulk(&o, kv_cmds[i].name, strlen(kv_cmds[i].name));
-		resp_out_send(x, head, paste_resp_put_array(head, sizeof(head), kv_ncmds), &o);
+		for (uint32_t i = 0; i < kv_cmd_count(); i++)
+			resp_out_bulk(&o, kv_cmd_at(i)->c->name, strlen(kv_cmd_at(i)->c->name));
+		resp_out_send(x, head, paste_resp_put_array(head, sizeof(head), kv_cmd_count()), &o);
 	} else if (paste_resp_arg_eq(&a[1], "INFO")) {
-		uint32_t cnt = n == 2 ? kv_ncmds : n - 2;
+		uint32_t cnt = n == 2 ? kv_cmd_count() : n - 2;
 		for (uint32_t i = 0; i < cnt; i++) {
-			const struct kv_cmd *c = n == 2 ? &kv_cmds[i] : find_cmd(&a[i + 2]);
+			const struct kv_cmd *c = n == 2 ? kv_cmd_at(i)->c : find_cmd(&a[i + 2]);
 			if (c) {
 				command_info(&o, c, proto);
 			} else {
@@ -270,8 +265,8 @@ void cmd_command(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg 
 		resp_out_send(x, head, paste_resp_put_array(head, sizeof(head), cnt), &o);
 	} else if (paste_resp_arg_eq(&a[1], "DOCS")) {
 		uint32_t cnt = 0;
-		for (uint32_t i = 0; i < (n == 2 ? kv_ncmds : n - 2); i++) {
-			const struct kv_cmd *c = n == 2 ? &kv_cmds[i] : find_cmd(&a[i + 2]);
+		for (uint32_t i = 0; i < (n == 2 ? kv_cmd_count() : n - 2); i++) {
+			const struct kv_cmd *c = n == 2 ? kv_cmd_at(i)->c : find_cmd(&a[i + 2]);
 			if (!c)
 				continue;
 			resp_out_bulk(&o, c->name, strlen(c->name));
@@ -342,3 +337,17 @@ void cmd_select(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *
 	else
 		resp_ok(x);
 }
+
+/* name, arity, flags, group, summary, handler, first key, last key, step */
+const struct kv_cmd kv_cmds_server[] = {
+	{ "ping", -1, "fast", "connection", "Returns the server's liveliness response.", cmd_ping, 0, 0, 0 },
+	{ "echo", 2, "fast", "connection", "Returns the given string.", cmd_echo, 0, 0, 0 },
+	{ "select", 2, "loading stale fast", "connection", "Changes the selected database.", cmd_select, 0, 0, 0 },
+	{ "info", -1, "loading stale", "server", "Returns information and statistics about the server.", cmd_info, 0, 0, 0 },
+	{ "config", -2, "admin loading stale", "server", "CONFIG GET: the configuration parameters pkvs knows.", cmd_config, 0, 0, 0 },
+	{ "command", -1, "loading stale", "server", "Returns detailed information about all commands.", cmd_command, 0, 0, 0 },
+	{ "client", -2, "loading stale", "connection", "CLIENT SETNAME, GETNAME, SETINFO, ID.", cmd_client, 0, 0, 0 },
+	{ "hello", -1, "fast loading stale", "connection", "Handshakes with the server.", NULL, 0, 0, 0 },
+	{ "quit", -1, "fast loading stale", "connection", "Closes the connection.", NULL, 0, 0, 0 },
+	{ 0 }
+};

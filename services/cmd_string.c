@@ -19,8 +19,8 @@
 
 /* Set key from an argument of a whole command: zero copy when it lies in
  * the event's store buffer and is worth holding, else copied. */
-int kv_set_arg(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *k,
-	       const struct paste_resp_arg *v, bool *created)
+int kv_set_arg(struct resp_ctx *x, struct kv *kv, struct kv_key *k, const struct paste_resp_arg *v,
+	       int64_t expire_ms, bool *created)
 {
 	const struct paste_event *ev = x->ev;
 	if (ev && ev->buf != PASTE_NO_BUF && v->len > KV_PACK_MAX && v->p >= (const char *)ev->data &&
@@ -32,22 +32,23 @@ int kv_set_arg(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *k
 		kv_admit(kv, v->len);
 		paste_body_feed(&b, &kv->bc, x->w->port, ev, (uint32_t)(v->p - (const char *)ev->data),
 				(uint32_t)v->len);
-		return kv_set_body(kv, k->p, (uint32_t)k->len, &b, created);
+		return kv_put_body(kv, k, &b, expire_ms, created);
 	}
-	return kv_set_bytes(kv, k->p, (uint32_t)k->len, v->p, v->len, created);
+	return kv_put_bytes(kv, k, KV_STRING, v->p, v->len, expire_ms, created);
 }
 
 void cmd_get(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
 {
 	(void)n;
-	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	uint32_t en, len;
-	if (!kv_key_ok(x, &a[1]))
+	struct kv_key k;
+	struct kv_obj o;
+	if (!kv_arg_key(x, kv, &a[1], &k))
 		return;
-	if (kv_get(kv, a[1].p, (uint32_t)a[1].len, ext, &en, &len))
+	int r = kv_find(x, kv, &k, KV_STRING, &o, true);
+	if (r == -ENOENT)
 		resp_null(x);
-	else
-		kv_reply_value(x, ext, en, 0, len);
+	else if (r == 0)
+		kv_reply_value(x, o.ext, o.n, 0, o.len);
 }
 
 /* SET key value [NX|XX] [GET]; EX/PX/EXAT/PXAT/KEEPTTL refused. */
@@ -72,28 +73,33 @@ void cmd_set(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, 
 			return;
 		}
 	}
-	if (!kv_key_ok(x, &a[1]))
+	struct kv_key k;
+	struct kv_obj o;
+	if (!kv_arg_key(x, kv, &a[1], &k))
 		return;
-	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	uint32_t en, len;
-	/* A descent only when an option needs the old value (not a GET:
+	/* A lookup only when an option needs the old value (not a GET:
 	 * INFO's keyspace hits and misses count reads by clients). */
-	bool exists = (nx || xx || get) &&
-		      paste_btree_get(kv->tree, a[1].p, (uint32_t)a[1].len, ext, &en, &len) == 0;
+	bool exists = false;
+	if (nx || xx || get) {
+		int r = get ? kv_find(x, kv, &k, KV_STRING, &o, false) : kv_lookup(kv, &k, &o, false);
+		if (r == -EINVAL)
+			return;                        /* WRONGTYPE */
+		exists = r == 0;
+	}
 	if ((nx && exists) || (xx && !exists)) {
 		if (get && exists)
-			kv_reply_value(x, ext, en, 0, len);
+			kv_reply_value(x, o.ext, o.n, 0, o.len);
 		else
 			resp_null(x);
 		return;
 	}
 	/* SET ... GET: the old value must leave before the set releases it;
-	 * its buffers are pinned by the send (kv_send_value), so queue first. */
+	 * its buffers are pinned by the send, so queue first. */
 	if (get) {
-		if (exists ? kv_reply_value(x, ext, en, 0, len) : resp_null(x))
+		if (exists ? kv_reply_value(x, o.ext, o.n, 0, o.len) : resp_null(x))
 			return;
 	}
-	int r = kv_set_arg(x, kv, &a[1], &a[2], NULL);
+	int r = kv_set_arg(x, kv, &k, &a[2], KV_NO_TTL, NULL);
 	if (r)
 		kv_reply_errno(x, r);
 	else if (!get)
@@ -103,10 +109,13 @@ void cmd_set(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, 
 void cmd_strlen(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
 {
 	(void)n;
-	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	uint32_t en, len;
-	if (kv_key_ok(x, &a[1]))
-		resp_int(x, kv_get(kv, a[1].p, (uint32_t)a[1].len, ext, &en, &len) ? 0 : len);
+	struct kv_key k;
+	struct kv_obj o;
+	if (!kv_arg_key(x, kv, &a[1], &k))
+		return;
+	int r = kv_find(x, kv, &k, KV_STRING, &o, true);
+	if (r != -EINVAL)
+		resp_int(x, r ? 0 : o.len);
 }
 
 /* GETRANGE key start end: Redis's index rules (negative from the end). */
@@ -119,12 +128,15 @@ void cmd_getrange(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg
 		resp_error(x, "ERR value is not an integer or out of range");
 		return;
 	}
-	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	uint32_t en, len;
-	if (!kv_key_ok(x, &a[1]))
+	struct kv_key k;
+	struct kv_obj o;
+	if (!kv_arg_key(x, kv, &a[1], &k))
 		return;
-	if (kv_get(kv, a[1].p, (uint32_t)a[1].len, ext, &en, &len) || len == 0 ||
-	    (s < 0 && e < 0 && s > e)) {
+	int r = kv_find(x, kv, &k, KV_STRING, &o, true);
+	if (r == -EINVAL)
+		return;
+	uint32_t len = o.len;
+	if (r || len == 0 || (s < 0 && e < 0 && s > e)) {
 		resp_bulk(x, "", 0);
 		return;
 	}
@@ -142,7 +154,7 @@ void cmd_getrange(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg
 		resp_bulk(x, "", 0);
 		return;
 	}
-	kv_reply_value(x, ext, en, (uint64_t)s, (uint64_t)(e - s + 1));
+	kv_reply_value(x, o.ext, o.n, (uint64_t)s, (uint64_t)(e - s + 1));
 }
 
 static void incr_by(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
@@ -153,15 +165,18 @@ static void incr_by(struct resp_ctx *x, struct kv *kv, const struct paste_resp_a
 		resp_error(x, "ERR value is not an integer or out of range");
 		return;
 	}
-	if (!kv_key_ok(x, &a[1]))
+	struct kv_key k;
+	struct kv_obj o;
+	if (!kv_arg_key(x, kv, &a[1], &k))
 		return;
-	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	uint32_t en, len;
 	int64_t v = 0;
-	if (kv_get(kv, a[1].p, (uint32_t)a[1].len, ext, &en, &len) == 0) {
+	int f = kv_find(x, kv, &k, KV_STRING, &o, false);
+	if (f == -EINVAL)
+		return;
+	if (f == 0) {
 		char num[24];
-		struct paste_resp_arg cur = { num, len };
-		if (len > 20 || (kv_copy_value(kv, ext, en, 0, num, len), paste_resp_arg_i64(&cur, &v))) {
+		struct paste_resp_arg cur = { num, o.len };
+		if (o.len > 20 || (kv_copy_value(kv, o.ext, o.n, 0, num, o.len), paste_resp_arg_i64(&cur, &v))) {
 			resp_error(x, "ERR value is not an integer or out of range");
 			return;
 		}
@@ -177,8 +192,8 @@ static void incr_by(struct resp_ctx *x, struct kv *kv, const struct paste_resp_a
 	}
 	v += by;
 	char out[24];
-	int k = snprintf(out, sizeof(out), "%" PRId64, v);
-	int r = kv_set_bytes(kv, a[1].p, (uint32_t)a[1].len, out, (size_t)k, NULL);
+	int len = snprintf(out, sizeof(out), "%" PRId64, v);
+	int r = kv_put_bytes(kv, &k, KV_STRING, out, (size_t)len, KV_KEEP_TTL, NULL);
 	if (r)
 		kv_reply_errno(x, r);
 	else
@@ -197,14 +212,14 @@ void cmd_decr(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 
 void cmd_mget(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
 {
-	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	uint32_t en, len;
 	if (resp_array(x, n - 1))
 		return;
 	for (uint32_t i = 1; i < n; i++) {
-		int r = a[i].len && a[i].len <= PASTE_BTREE_MAX_KEY
-			? kv_get(kv, a[i].p, (uint32_t)a[i].len, ext, &en, &len) : -ENOENT;
-		if (r ? resp_null(x) : kv_reply_value(x, ext, en, 0, len))
+		struct kv_key k;
+		struct kv_obj o;
+		kv_key_init(kv, &k, kv_resp_db(x), a[i].p, a[i].len);
+		int r = a[i].len <= KV_MAX_KEY ? kv_lookup(kv, &k, &o, true) : -ENOENT;
+		if (r || o.type != KV_STRING ? resp_null(x) : kv_reply_value(x, o.ext, o.n, 0, o.len))
 			return;
 	}
 }
@@ -217,10 +232,14 @@ void cmd_mset(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 		return;
 	}
 	for (uint32_t i = 1; i < n; i += 2)
-		if (!kv_key_ok(x, &a[i]))
+		if (a[i].len > KV_MAX_KEY) {
+			resp_error(x, "ERR key length %zu is over %u bytes (pkvs's limit)", a[i].len, KV_MAX_KEY);
 			return;
+		}
 	for (uint32_t i = 1; i < n; i += 2) {
-		int r = kv_set_arg(x, kv, &a[i], &a[i + 1], NULL);
+		struct kv_key k;
+		kv_key_init(kv, &k, kv_resp_db(x), a[i].p, a[i].len);
+		int r = kv_set_arg(x, kv, &k, &a[i + 1], KV_NO_TTL, NULL);
 		if (r) {
 			kv_reply_errno(x, r);
 			return;
@@ -228,3 +247,18 @@ void cmd_mset(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 	}
 	resp_ok(x);
 }
+
+/* name, arity, flags, group, summary, handler, first key, last key, step */
+const struct kv_cmd kv_cmds_string[] = {
+	{ "get", 2, "readonly fast", "string", "Returns the string value of a key.", cmd_get, 1, 1, 1 },
+	{ "set", -3, "write denyoom", "string", "Sets the string value of a key (NX, XX, GET).", cmd_set, 1, 1, 1 },
+	{ "strlen", 2, "readonly fast", "string", "Returns the length of a string value.", cmd_strlen, 1, 1, 1 },
+	{ "getrange", 4, "readonly", "string", "Returns a substring of the string stored at a key.", cmd_getrange, 1, 1, 1 },
+	{ "incr", 2, "write denyoom fast", "string", "Increments the integer value of a key by one.", cmd_incr, 1, 1, 1 },
+	{ "decr", 2, "write denyoom fast", "string", "Decrements the integer value of a key by one.", cmd_decr, 1, 1, 1 },
+	{ "incrby", 3, "write denyoom fast", "string", "Increments the integer value of a key by a number.", cmd_incr, 1, 1, 1 },
+	{ "decrby", 3, "write denyoom fast", "string", "Decrements a number from the integer value of a key.", cmd_decr, 1, 1, 1 },
+	{ "mget", -2, "readonly fast", "string", "Atomically returns the string values of one or more keys.", cmd_mget, 1, -1, 1 },
+	{ "mset", -3, "write denyoom", "string", "Atomically creates or modifies the string values of one or more keys.", cmd_mset, 1, -1, 2 },
+	{ 0 }
+};

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kv.h"
 
@@ -70,7 +71,30 @@ int kv_open(struct kv **out, struct paste_store *st, struct paste_persist *p,
 	struct paste_btree_info bi;
 	paste_btree_info(kv->tree, &bi);
 	kv->recovery_ns = bi.recovery_ns;
+	kv->ndbs = cfg->databases ? cfg->databases : 16;
+	kv_clock(kv);
+	r = kv_db_open(kv);
+	if (r) {
+		kv_close(kv);
+		return paste_error_set(err, r, "the database map is damaged: %s", strerror(-r));
+	}
 	*out = kv;
+	return 0;
+}
+
+int kv_start(struct kv *kv, struct paste_error *err)
+{
+	int r = kv_layout_open(kv);
+	if (r == -EPROTO)
+		return paste_error_set(err, r, "the store's keys are of a later pkvs's layout");
+	if (r == -EUCLEAN)
+		return paste_error_set(err, r, "converting the store's keys to databases: its keys "
+				       "begin with every byte 0..%u, none is left for database 0",
+				       KV_PHYS_DBS - 1);
+	if (r)
+		return paste_error_set(err, r, "converting the store's keys to databases: %s",
+				       strerror(-r));
+	kv_db_started(kv);
 	return 0;
 }
 
@@ -79,16 +103,30 @@ void kv_close(struct kv *kv)
 	if (!kv)
 		return;
 	paste_append_close(kv->store, &kv->app);
+	free(kv->namebuf);
 	paste_btree_close(kv->tree);
 	paste_wal_close(kv->wal);
 	free(kv);
 }
+
+/* Per pass: at most this many expiry index entries and sweeper range
+ * deletes (~1-2 us each), so a burst of deadlines or a dropped hash of
+ * millions of fields costs each pass a bounded slice, as Redis's active
+ * expire cycle bounds its own. */
+#define KV_EXPIRE_BUDGET 64u
+#define KV_SWEEP_BUDGET 2u
 
 void kv_pass(struct kv *kv)
 {
 	/* An error here is the store's failure: the store is failed already,
 	 * every later reply says so and the server drains and exits. */
 	paste_btree_maintain(kv->tree);
+	if (kv->group_depth)
+		return;
+	kv_clock(kv);
+	kv_expire_step(kv, KV_EXPIRE_BUDGET);
+	if (kv->sweep_due)
+		kv_sweep_step(kv, KV_SWEEP_BUDGET);
 }
 
 uint64_t kv_max_value(const struct kv *kv)
@@ -96,11 +134,18 @@ uint64_t kv_max_value(const struct kv *kv)
 	return kv->max_value;
 }
 
-/* A write found the store full: give back what a checkpoint and the
- * cleaner can (paste_btree_make_room) until the reserve and need bytes
- * more are free. True when they are. */
-static bool make_room(struct kv *kv, uint64_t need)
+void kv_clock(struct kv *kv)
 {
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	kv->now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Not inside a group: a checkpoint there would keep half of it. */
+bool kv_make_room(struct kv *kv, uint64_t need)
+{
+	if (kv->group_depth)
+		return false;
 	uint32_t bs = paste_store_geom(kv->store)->buf_size;
 	uint64_t want = kv_reserve(kv) + need / bs + 2;
 	kv->n.room_calls++;
@@ -113,111 +158,5 @@ void kv_admit(struct kv *kv, uint64_t len)
 {
 	uint32_t bs = paste_store_geom(kv->store)->buf_size;
 	if ((uint64_t)paste_store_nfree(kv->store) < kv_reserve(kv) + len / bs + 2)
-		make_room(kv, len);
-}
-
-static int set_extents(struct kv *kv, const void *key, uint32_t klen,
-		       const struct paste_extent *ext, uint32_t n, bool *created)
-{
-	bool absent = created && !kv_exists(kv, key, klen);
-	int r = paste_btree_set(kv->tree, key, klen, ext, n, NULL);
-	if (r == -ENOSPC && make_room(kv, 0))
-		r = paste_btree_set(kv->tree, key, klen, ext, n, NULL);
-	if (r == 0) {
-		kv->n.sets++;
-		if (created)
-			*created = absent;
-	}
-	return r;
-}
-
-/* Copy a value densely to the append point (the reserve kept free for
- * the rings and for deletes), then set it. */
-static int set_copy(struct kv *kv, const void *key, uint32_t klen, const void *val, size_t len,
-		    bool *created)
-{
-	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	uint32_t n = 0;
-	int r = paste_append_copy(kv->store, &kv->app, val, len, kv_reserve(kv), ext,
-				  PASTE_BTREE_MAX_EXTENTS, &n);
-	if (r == -ENOSPC && make_room(kv, len))
-		r = paste_append_copy(kv->store, &kv->app, val, len, kv_reserve(kv), ext,
-				      PASTE_BTREE_MAX_EXTENTS, &n);
-	if (r)
-		return r == -E2BIG ? -EFBIG : r;
-	r = set_extents(kv, key, klen, ext, n, created);
-	for (uint32_t i = 0; i < n; i++)
-		paste_store_unref(kv->store, ext[i].buf, false);   /* the tree took its own */
-	return r;
-}
-
-int kv_set_bytes(struct kv *kv, const void *key, uint32_t klen, const void *val,
-		 size_t len, bool *created)
-{
-	if (len > kv->max_value)
-		return -EFBIG;
-	if (!len)
-		return set_extents(kv, key, klen, NULL, 0, created);
-	return set_copy(kv, key, klen, val, len, created);
-}
-
-int kv_set_body(struct kv *kv, const void *key, uint32_t klen, struct paste_body *b,
-		bool *created)
-{
-	int r;
-	if (b->error) {
-		/* Its bytes were dropped: the store was below its reserve.
-		 * Make room for the next write; this one is refused. */
-		make_room(kv, b->len);
-		r = -ENOSPC;
-	} else if (b->len <= KV_PACK_MAX && b->n == 1) {
-		/* Small: packed, and the held packet buffer goes back at once
-		 * (a 64-byte value must not pin a receive buffer). */
-		r = set_copy(kv, key, klen, paste_store_buf(kv->store, b->ext[0].buf) + b->ext[0].off,
-			     b->ext[0].len, created);
-	} else {
-		r = set_extents(kv, key, klen, b->ext, b->n, created);
-	}
-	paste_body_release(b, kv->store);
-	return r;
-}
-
-int kv_del(struct kv *kv, const void *key, uint32_t klen)
-{
-	int r = paste_btree_del(kv->tree, key, klen, NULL);
-	if (r == -ENOSPC && make_room(kv, 0))
-		r = paste_btree_del(kv->tree, key, klen, NULL);
-	if (r == -ENOENT)
-		return 0;
-	if (r == 0) {
-		kv->n.dels++;
-		return 1;
-	}
-	return r;
-}
-
-int kv_get(struct kv *kv, const void *key, uint32_t klen, struct paste_extent *ext,
-	   uint32_t *n, uint32_t *len)
-{
-	kv->n.gets++;
-	int r = paste_btree_get(kv->tree, key, klen, ext, n, len);
-	if (r == 0)
-		kv->n.hits++;
-	else
-		kv->n.misses++;
-	return r;
-}
-
-bool kv_exists(struct kv *kv, const void *key, uint32_t klen)
-{
-	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	uint32_t n, len;
-	return klen && klen <= PASTE_BTREE_MAX_KEY &&
-	       paste_btree_get(kv->tree, key, klen, ext, &n, &len) == 0;
-}
-
-size_t kv_copy_value(const struct kv *kv, const struct paste_extent *ext, uint32_t n,
-		     uint64_t from, void *out, size_t cap)
-{
-	return paste_store_read(kv->store, ext, n, from, out, cap);
+		kv_make_room(kv, len);
 }

@@ -1,9 +1,9 @@
 /*
- * kv.h - the key-value core of pkvs: one persistent B+tree (lib/btree*.c)
- * over the packet store, its values, and its counters. It knows nothing
- * of the network: the two front ends (services/pkvs_http.c and
- * services/pkvs_resp.c with the cmd_*.c command families) parse requests,
- * call in here, and do all the talking.
+ * kv.h - the key-value core of pkvs: typed keys in databases over one
+ * persistent B+tree (lib/btree*.c), their values, expiry, and counters.
+ * It knows nothing of the network: the two front ends (services/pkvs_http.c
+ * and services/pkvs_resp.c with the cmd_*.c command families) parse
+ * requests, call in here, and do all the talking.
  *
  * Why one thread: the tree is single-owner, and its reads see changes
  * whose log records are not durable yet. Every reply that depends on the
@@ -16,6 +16,15 @@
  * gathered by lib/body.c into extents of held packet buffers, the tree's
  * log record names them, the tree takes its own references, and a GET
  * sends them straight from those buffers (paste_port_send_extents).
+ *
+ * Keys in the tree (kv_key.c): a user key of database d is [phys(d)][key];
+ * a collection (hash, list, set, sorted set) is a key whose value is its
+ * record (struct kv_coll: its id, its count) and whose members are entries
+ * [0xFF][id][kind][member] of their own. The entry's tag is the key's type,
+ * its word the expiry deadline. Dropping a collection is O(1): its key
+ * goes and a grave names its id; a sweeper (kv_sweep.c) deletes the
+ * members in bounded steps later. Expiring keys are also entries of an
+ * index ordered by deadline (kv_expire.c).
  */
 #ifndef PASTE_SERVICES_KV_H
 #define PASTE_SERVICES_KV_H
@@ -29,6 +38,38 @@
  * them into its reply; longer ones stay where they landed. */
 #define KV_PACK_MAX PASTE_SEND_COPY_MAX
 
+/* Databases: at most KV_MAX_DBS logical ones (--databases, default 16),
+ * mapped onto physical prefixes 0..KV_PHYS_DBS-1 (SWAPDB swaps two
+ * mappings, FLUSHDB gives a database a fresh prefix and buries the old). */
+#define KV_MAX_DBS 64u
+#define KV_PHYS_DBS 250u
+#define KV_PFX_EXPIRE 0xFBu
+#define KV_PFX_SYS 0xFDu
+#define KV_PFX_GRAVE 0xFEu
+#define KV_PFX_MEMBER 0xFFu
+#define KV_GRAVE_COLL 'c'
+#define KV_ALL_DBS UINT32_MAX   /* touched: every database */
+#define KV_GRAVE_DB 'd'
+
+/* Keys and members up to KV_INLINE bytes are tree keys as they are;
+ * longer ones are named by a prefix and a keyed digest (kv_key.c). */
+#define KV_INLINE 400u
+#define KV_LONG_PREFIX 375u
+/* The longest key or member (Redis's proto-max-bulk-len would allow 512
+ * MiB; a key must fit the reassembly of one command). */
+#define KV_MAX_KEY (1u << 20)
+
+/* A key's type: the low three bits of its entry's tag. */
+enum kv_type { KV_STRING = 0, KV_HASH = 1, KV_LIST = 2, KV_SET = 3, KV_ZSET = 4 };
+#define KV_TAG_TYPE 7u
+#define KV_TAG_LONG 8u   /* the value's first extent is the whole (long) key */
+static inline bool kv_is_coll(enum kv_type t) { return t != KV_STRING; }
+const char *kv_type_name(enum kv_type t);
+
+/* Expiry: absolute milliseconds since the epoch; KV_NO_TTL none. */
+#define KV_NO_TTL 0
+#define KV_KEEP_TTL (-1)
+
 /* Make a body on the stack idle for paste_body_begin, which wants n and
  * bufs 0 and sets the rest: not `= { 0 }`, a memset of its 64 extents
  * (~20 ns) on every SET. */
@@ -40,6 +81,7 @@ static inline void kv_body_idle(struct paste_body *b)
 struct kv_config {
 	bool copy;                      /* --copy: values copied into fresh buffers */
 	uint64_t max_value;             /* --max-value: larger values are refused */
+	uint32_t databases;             /* --databases (0: 16) */
 	struct paste_btree_config tree; /* --checkpoint-*; its lane is the caller's */
 };
 
@@ -48,6 +90,37 @@ struct kv_config {
 struct kv_counters {
 	uint64_t sets, gets, dels, hits, misses, scans;
 	uint64_t room_calls;            /* writes that found the store full and made room */
+	uint64_t expired;               /* keys removed because their deadline passed */
+	uint64_t swept;                 /* member entries of dropped collections deleted */
+};
+
+/* A key as the tree names it (kv_key_init): the client's bytes stay where
+ * they are (p); t is the tree key. */
+struct kv_key {
+	uint32_t db;                    /* logical database */
+	const uint8_t *p;
+	size_t len;
+	bool longkey;
+	uint32_t tlen;
+	uint8_t t[PASTE_BTREE_MAX_KEY];
+};
+
+/* A collection's record, the value of its key. */
+struct kv_coll {
+	uint64_t id;                    /* its members are [0xFF][id]...; unique in the store */
+	uint64_t count;
+	int64_t head, tail;             /* lists: the first element's position, one past the last */
+};
+#define KV_COLL_BYTES 32u
+
+/* A key found (kv_lookup). */
+struct kv_obj {
+	enum kv_type type;
+	int64_t expire_ms;              /* KV_NO_TTL: none */
+	uint32_t n, len;                /* the value's extents and bytes (a string's value, a
+					 * collection's record), the long key's extent left out */
+	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+	struct kv_coll coll;            /* collections */
 };
 
 struct kv {
@@ -60,6 +133,21 @@ struct kv {
 	uint64_t recovery_ns;           /* paste_btree_open's */
 	/* Values copied into the store go here, densely (kv.c). */
 	struct paste_append app;
+	/* Databases: logical -> physical prefix; keys and expiring keys per
+	 * logical database, counted at the first ask (UINT64_MAX: not yet). */
+	uint32_t ndbs;
+	uint8_t dbmap[KV_MAX_DBS];
+	uint64_t dbkeys[KV_MAX_DBS], dbexpires[KV_MAX_DBS];
+	/* The clock commands see: CLOCK_REALTIME in ms, read by kv_clock. */
+	int64_t now_ms;
+	uint32_t group_depth;           /* kv_begin nesting */
+	bool sweep_due;                 /* graves to sweep */
+	uint8_t *namebuf;               /* KV_MAX_KEY bytes for a long name read back (lazily) */
+	/* Called after every change to a key (WATCH, notifications); a key
+	 * with p NULL stands for every key of database db (FLUSHDB, SWAPDB),
+	 * or of all of them (db KV_ALL_DBS). */
+	void (*touched)(void *arg, const struct kv_key *k);
+	void *touched_arg;
 };
 
 /* Buffers a write leaves free: the bodies' reserve (paste_body_config). */
@@ -76,12 +164,20 @@ static inline uint32_t kv_reserve(const struct kv *kv)
  * set; on success err->msg holds what recovery noticed (or is empty). */
 int kv_open(struct kv **out, struct paste_store *st, struct paste_persist *p,
 	    const struct kv_config *cfg, struct paste_error *err);
+/* Once the store is started (it has free buffers), before serving: what
+ * a start writes (a new tree's layout entry, the conversion of an earlier
+ * layout). 0, or a negative errno with err->msg set. */
+int kv_start(struct kv *kv, struct paste_error *err);
 void kv_close(struct kv *kv);
 
-/* Once per event-loop pass: releases whose change is durable, and a
- * checkpoint when one is due. A failed checkpoint fails the store (it
- * already has: the error is the store's). */
+/* Once per event-loop pass: releases whose change is durable, a
+ * checkpoint when one is due, a bounded step of expiry and of the
+ * sweeper. A failure is the store's (it already failed). */
 void kv_pass(struct kv *kv);
+
+/* Read the clock commands see (once per command: a command and a
+ * transaction see one time). */
+void kv_clock(struct kv *kv);
 
 /* The largest value a body may carry (for 413 / "-ERR value too big"). */
 uint64_t kv_max_value(const struct kv *kv);
@@ -92,28 +188,151 @@ uint64_t kv_max_value(const struct kv *kv);
  * store is really full. */
 void kv_admit(struct kv *kv, uint64_t len);
 
-/* Log and apply SET key = the body's extents; the body is released (the
- * tree took its own references). Returns 0, or a negative errno:
- * -ENOSPC store/log/node area full, -ENAMETOOLONG/-EINVAL bad key, or the
- * store's failure. created (if non-NULL): true when the key was absent. */
-int kv_set_body(struct kv *kv, const void *key, uint32_t klen, struct paste_body *b,
+/* ---- keys (kv_key.c) ---- */
+
+void kv_key_init(const struct kv *kv, struct kv_key *k, uint32_t db, const void *p, size_t len);
+void kv_member_key(const struct kv *kv, struct kv_key *k, uint64_t id, uint8_t kind,
+		   const void *m, size_t len);
+uint32_t kv_member_prefix(uint8_t *out, uint64_t id, uint8_t kind);
+uint32_t kv_expire_key(uint8_t *out, int64_t deadline, const struct kv_key *k);
+uint32_t kv_grave_key(uint8_t *out, uint8_t kind, uint64_t id);
+uint64_t kv_be64(const uint8_t *p);
+/* A long key or member is kept whole at the start of its entry's value
+ * ([u32 length][name], extents of its own): span finds its extents
+ * (*next) and length (-EBADMSG when they do not add up), same compares it
+ * with p[0..len), read copies it out. */
+int kv_long_span(const struct kv *kv, const struct paste_extent *ext, uint32_t n, uint32_t *next,
+		 uint32_t *nlen);
+bool kv_long_same(const struct kv *kv, const struct paste_extent *ext, uint32_t n, const uint8_t *p,
+		  size_t len, uint32_t *next);
+size_t kv_long_read(const struct kv *kv, const struct paste_extent *ext, uint32_t next,
+		    uint32_t nlen, uint8_t *out);
+/* Is tree key t a user key of a database? *db its logical database. */
+bool kv_key_user(const uint8_t *t, uint32_t tlen, const struct kv *kv, uint32_t *db);
+
+/* ---- typed keys (kv_obj.c) ---- */
+
+/* Look key up: 0 and *o, or -ENOENT (absent; a key whose deadline passed
+ * is removed now, logged as a delete, and is absent). Counted as a read
+ * (hits, misses) when `read`. */
+int kv_lookup(struct kv *kv, struct kv_key *k, struct kv_obj *o, bool read);
+/* Set key to a value of type `type` held in ext[0..n) (a string's bytes,
+ * or a collection's record), with deadline expire_ms (KV_NO_TTL,
+ * KV_KEEP_TTL, or ms). The tree takes its own references; the caller
+ * keeps (and drops) its own. A collection the key held is dropped (its
+ * members swept later). *created (if non-NULL): the key was absent.
+ * -ENOSPC when no room could be made, -EFBIG, or the store's failure. */
+int kv_put(struct kv *kv, struct kv_key *k, enum kv_type type, const struct paste_extent *ext,
+	   uint32_t n, int64_t expire_ms, bool *created);
+/* The same from bytes in DRAM: copied to the append point first. */
+int kv_put_bytes(struct kv *kv, struct kv_key *k, enum kv_type type, const void *val,
+		 size_t len, int64_t expire_ms, bool *created);
+/* A string from a gathered body (released here: the tree took its own
+ * references); small ones are packed. */
+int kv_put_body(struct kv *kv, struct kv_key *k, struct paste_body *b, int64_t expire_ms,
 		bool *created);
-/* SET from bytes in DRAM (RESP values that arrived inside the command,
- * INCR results): up to KV_PACK_MAX bytes packed with other small values,
- * larger ones copied densely into fresh buffers by paste_body_copy (the
- * bodies' reserve applies: -ENOSPC below it). -EFBIG over max_value. */
-int kv_set_bytes(struct kv *kv, const void *key, uint32_t klen, const void *val,
-		 size_t len, bool *created);
-/* DEL: 1 deleted, 0 absent, or a negative errno. */
-int kv_del(struct kv *kv, const void *key, uint32_t klen);
-/* The value as extents (ext[PASTE_BTREE_MAX_EXTENTS]), counted as a
- * client's read (hits, misses): 0, -ENOENT, -EINVAL. */
-int kv_get(struct kv *kv, const void *key, uint32_t klen, struct paste_extent *ext,
-	   uint32_t *n, uint32_t *len);
-/* Whether key exists, not counted as a read (EXISTS, TYPE, SET NX). */
-bool kv_exists(struct kv *kv, const void *key, uint32_t klen);
-/* Copy up to cap bytes of a value into out (small values: INCR, GETRANGE). */
+/* Remove key (a collection's members are swept later): 1, 0 (absent), or
+ * a negative errno. */
+int kv_remove(struct kv *kv, struct kv_key *k);
+/* Give a key found as o another deadline (KV_NO_TTL: none). */
+int kv_set_expire(struct kv *kv, struct kv_key *k, const struct kv_obj *o, int64_t expire_ms);
+/* Copy bytes [from, from + cap) of a value into out; returns how many. */
 size_t kv_copy_value(const struct kv *kv, const struct paste_extent *ext, uint32_t n,
 		     uint64_t from, void *out, size_t cap);
+
+/* Collections: a new one's record (its id: the log's last LSN, larger
+ * than any collection's before it), and writing a record back. */
+void kv_coll_new(struct kv *kv, struct kv_obj *o, enum kv_type type);
+int kv_coll_save(struct kv *kv, struct kv_key *k, struct kv_obj *o);
+/* A collection's members: kind is the collection's (KV_HASH: 'f'
+ * fields, ...). lookup: 0 with the member's value extents (its long name's
+ * extent left out), -ENOENT. put/remove: as kv_put/kv_remove, for one
+ * member entry. */
+int kv_member_lookup(struct kv *kv, struct kv_key *mk, struct paste_extent *ext, uint32_t *n,
+		     uint32_t *len);
+int kv_member_put(struct kv *kv, struct kv_key *mk, const struct paste_extent *ext, uint32_t n);
+int kv_member_put_bytes(struct kv *kv, struct kv_key *mk, const void *val, size_t len);
+int kv_member_remove(struct kv *kv, struct kv_key *mk);
+/* Members of collection id and kind in order: a cursor started at the
+ * first member >= from (NULL: the first); next gives the member's name
+ * (the long name read back from the store into name[0..*nlen), a buffer
+ * of KV_MAX_KEY bytes the caller owns) and its value's extents; 1, 0 at
+ * the end. */
+struct kv_members {
+	struct paste_btree_cursor c;
+	uint8_t prefix[10];
+};
+void kv_members_init(struct kv *kv, struct kv_members *m, uint64_t id, uint8_t kind,
+		     const void *from, size_t flen);
+int kv_members_next(struct kv *kv, struct kv_members *m, const uint8_t **name, size_t *nlen,
+		    uint8_t *longbuf, struct paste_extent *ext, uint32_t *n, uint32_t *len);
+
+/* Tree writes of the layer's own entries (index, graves): a write that
+ * found no room makes room (kv_make_room) and is tried once more. */
+int kv_tree_set(struct kv *kv, const uint8_t *t, uint32_t tlen);
+int kv_tree_del(struct kv *kv, const uint8_t *t, uint32_t tlen);
+int kv_tree_put_bytes(struct kv *kv, const uint8_t *t, uint32_t tlen, const void *val, size_t len);
+/* A write found the store full: a checkpoint and the cleaner give back
+ * what they can until the reserve and need bytes more are free (true
+ * when they are). Never inside a group (a checkpoint would keep half). */
+bool kv_make_room(struct kv *kv, uint64_t need);
+/* Remove key k (found as type, collection id, deadline) whose deadline
+ * passed, as DEL would, and count it expired. */
+void kv_expire_now(struct kv *kv, struct kv_key *k, enum kv_type type, uint64_t id,
+		   int64_t expire_ms);
+
+/* A group of changes that is one unit after a crash (MULTI/EXEC, a
+ * command that writes more than one entry): nestable; the outermost
+ * commit ends it. abort puts back what the group changed. */
+int kv_begin(struct kv *kv);
+int kv_commit(struct kv *kv);
+void kv_abort(struct kv *kv);
+
+/* ---- databases (kv_db.c) ---- */
+
+/* At open: read the database map (kv_db.c); convert a tree of an earlier
+ * key layout (kv_layout.c: -EPROTO a later layout, -EUCLEAN no prefix
+ * left for the conversion); then see whether graves wait for the sweeper. */
+int kv_db_open(struct kv *kv);
+int kv_layout_open(struct kv *kv);
+void kv_db_started(struct kv *kv);
+/* Does any tree key begin with byte p? One descent. */
+bool kv_prefix_used(struct kv *kv, uint8_t p);
+/* Write the database map (one entry). */
+int kv_db_save(struct kv *kv);
+/* Keys (and keys with a deadline) of a logical database. */
+uint64_t kv_dbsize(struct kv *kv, uint32_t db);
+uint64_t kv_dbexpires(struct kv *kv, uint32_t db);
+/* Keys of every database. */
+uint64_t kv_keys(struct kv *kv);
+int kv_flushdb(struct kv *kv, uint32_t db);
+int kv_flushall(struct kv *kv);
+int kv_swapdb(struct kv *kv, uint32_t a, uint32_t b);
+/* Keys of a logical database in order, from tree key `from` (NULL: the
+ * first), or after it (`after`: a SCAN resumes after the last key it
+ * returned, s->last):
+ * next gives the user key (a long one read back into longbuf, KV_MAX_KEY
+ * bytes) and its entry's type and deadline; 1, 0 at the end. Expired keys
+ * are skipped (not removed: a walk changes nothing). */
+struct kv_scan {
+	struct paste_btree_cursor c;
+	uint8_t pfx;
+	bool skip;
+	uint32_t vlen;                  /* the last key's value bytes (a collection's: its record) */
+	uint32_t afterlen, lastlen;
+	uint8_t after[PASTE_BTREE_MAX_KEY], last[PASTE_BTREE_MAX_KEY];
+};
+void kv_scan_init(struct kv *kv, struct kv_scan *s, uint32_t db, const void *from, size_t flen,
+		  bool after);
+int kv_scan_next(struct kv *kv, struct kv_scan *s, const uint8_t **key, size_t *klen,
+		 uint8_t *longbuf, enum kv_type *type, int64_t *expire_ms);
+
+/* ---- background work (kv_expire.c, kv_sweep.c) ---- */
+
+/* Remove keys whose deadline passed, at most `budget` index entries. */
+void kv_expire_step(struct kv *kv, uint32_t budget);
+/* Delete the members of dropped collections and the keys of buried
+ * databases, at most `budget` range deletes. */
+void kv_sweep_step(struct kv *kv, uint32_t budget);
 
 #endif

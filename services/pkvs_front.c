@@ -47,6 +47,16 @@ void pkvs_svc_close(struct server *s, void *state)
 	h->kv = NULL;
 }
 
+int pkvs_svc_started(struct server *s, void *state, struct paste_error *err)
+{
+	(void)s;
+	struct kv_handle *h = state;
+	if (h->kv_started)
+		return 0;
+	h->kv_started = true;
+	return kv_start(h->kv, err);
+}
+
 void pkvs_svc_banner(struct server *s, void *state)
 {
 	struct kv_handle *h = state;
@@ -76,13 +86,13 @@ size_t pkvs_stats_json(struct kv *kv, char *out, size_t at, size_t cap)
 	paste_btree_info(kv->tree, &bi);
 	char tmp[1536];
 	int k = snprintf(tmp, sizeof(tmp),
-		 "\"keys\":%" PRIu64 ",\"tree_height\":%u,\"tree_pages\":%u,\"tree_pages_total\":%u,"
+		 "\"keys\":%" PRIu64 ",\"tree_keys\":%" PRIu64 ",\"tree_height\":%u,\"tree_pages\":%u,\"tree_pages_total\":%u,"
 		 "\"checkpoints\":%" PRIu64 ",\"ckpt_lsn\":%" PRIu64 ",\"replayed\":%" PRIu64 ","
 		 "\"recovery_ms\":%.3f,\"kv_sets\":%" PRIu64 ",\"kv_gets\":%" PRIu64 ","
 		 "\"kv_hits\":%" PRIu64 ",\"kv_misses\":%" PRIu64 ",\"kv_dels\":%" PRIu64 ","
 		 "\"max_value\":%" PRIu64 ",\"point_index_keys\":%" PRIu64 ","
 		 "\"point_index_bytes\":%" PRIu64 ",\"hinted_sets\":%" PRIu64 ",\"hinted_dels\":%" PRIu64 ",",
-		 bi.keys, bi.height, bi.pages_used, bi.pages_total, bi.checkpoints, bi.ckpt_lsn,
+		 kv_keys(kv), bi.keys, bi.height, bi.pages_used, bi.pages_total, bi.checkpoints, bi.ckpt_lsn,
 		 bi.replayed, (double)bi.recovery_ns / 1e6, kv->n.sets, kv->n.gets, kv->n.hits,
 		 kv->n.misses, kv->n.dels, kv->max_value, bi.point_keys, bi.point_bytes,
 		 bi.hinted_sets, bi.hinted_dels);

@@ -23,6 +23,7 @@ struct kv_handle {
 	struct kv *kv;
 	uint32_t refs;
 	bool banner_done;               /* the first front end printed it */
+	bool kv_started;                /* kv_start ran */
 	uint64_t started_ms;            /* for INFO uptime */
 };
 
@@ -30,11 +31,13 @@ struct kv_handle {
  * struct kv_handle. */
 int pkvs_svc_open(struct server *s, const void *cfg, void **state, struct paste_error *err);
 void pkvs_svc_close(struct server *s, void *state);
+int pkvs_svc_started(struct server *s, void *state, struct paste_error *err);
 void pkvs_svc_banner(struct server *s, void *state);
 void pkvs_svc_pass(struct worker *w, void *state);
 /* The .base of both front ends' tables; conn: the front end's slot part. */
 #define PKVS_SERVICE_BASE(conn) { .name = "kv", .conn_size = sizeof(conn), .open = pkvs_svc_open, \
-				  .close = pkvs_svc_close, .banner = pkvs_svc_banner, .pass = pkvs_svc_pass }
+				  .close = pkvs_svc_close, .banner = pkvs_svc_banner, \
+				  .started = pkvs_svc_started, .pass = pkvs_svc_pass }
 
 static inline struct kv *pkvs_kv(void *service_state)
 {

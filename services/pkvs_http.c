@@ -36,20 +36,20 @@
 #define LIST_MAX 1000u
 
 enum kv_route {
-	KV_NOT_FOUND = 0,
-	KV_PUT,
-	KV_GET,            /* GET or HEAD */
-	KV_DELETE,
-	KV_LIST,           /* GET or HEAD */
-	KV_BAD_METHOD,     /* 405, Allow: kc->why */
-	KV_BAD_REQUEST,    /* 400, kc->why says what */
-	KV_TOO_LONG,       /* 414 */
+	ROUTE_NOT_FOUND = 0,
+	ROUTE_PUT,
+	ROUTE_GET,            /* GET or HEAD */
+	ROUTE_DELETE,
+	ROUTE_LIST,           /* GET or HEAD */
+	ROUTE_BAD_METHOD,     /* 405, Allow: kc->why */
+	ROUTE_BAD_REQUEST,    /* 400, kc->why says what */
+	ROUTE_TOO_LONG,       /* 414 */
 };
 
 /* Per connection: what finish needs after the head is gone. */
 struct kv_http_conn {
 	struct paste_body body;
-	const char *why;                    /* KV_BAD_REQUEST's word, KV_BAD_METHOD's Allow */
+	const char *why;                    /* ROUTE_BAD_REQUEST's word, ROUTE_BAD_METHOD's Allow */
 	uint16_t klen, elen;
 	uint16_t limit;
 	bool has_end;
@@ -60,7 +60,7 @@ struct kv_http_conn {
 static int bad_request(struct kv_http_conn *kc, const char *why)
 {
 	kc->why = why;
-	return KV_BAD_REQUEST;
+	return ROUTE_BAD_REQUEST;
 }
 
 /* A key or range bound from its %-escaped form into out. */
@@ -68,7 +68,7 @@ static int key_of(struct kv_http_conn *kc, const char *p, uint32_t n, uint8_t *o
 {
 	int64_t k = paste_http_unescape(p, n, out, PASTE_BTREE_MAX_KEY);
 	if (k == -ENOSPC)
-		return KV_TOO_LONG;
+		return ROUTE_TOO_LONG;
 	if (k < 0)
 		return bad_request(kc, "bad %-escape");
 	*len = (uint16_t)k;
@@ -121,7 +121,7 @@ static int parse_query(struct kv_http_conn *kc, const char *q, uint32_t n)
 			return r;
 	}
 	kc->has_end = seen & 2u;
-	return KV_LIST;
+	return ROUTE_LIST;
 }
 
 static int kv_http_route(struct http_ctx *x, const struct paste_http_req *req)
@@ -134,12 +134,12 @@ static int kv_http_route(struct http_ctx *x, const struct paste_http_req *req)
 	if (n == 3 && !memcmp(t, "/kv", 3)) {
 		if (m != PASTE_HTTP_GET && m != PASTE_HTTP_HEAD) {
 			kc->why = "Allow: GET, HEAD";
-			return KV_BAD_METHOD;
+			return ROUTE_BAD_METHOD;
 		}
 		return parse_query(kc, req->query, req->query_len);
 	}
 	if (n < 4 || memcmp(t, "/kv/", 4))
-		return KV_NOT_FOUND;
+		return ROUTE_NOT_FOUND;
 	int r = key_of(kc, t + 4, n - 4, kc->key, &kc->klen);
 	if (r)
 		return r;
@@ -156,21 +156,21 @@ static int kv_http_route(struct http_ctx *x, const struct paste_http_req *req)
 		    paste_body_begin(&kc->body, &kv->bc, kv->store, req->content_length))
 			return -413;
 		kv_admit(kv, req->content_length);
-		return KV_PUT;
+		return ROUTE_PUT;
 	case PASTE_HTTP_GET:
 	case PASTE_HTTP_HEAD:
-		return KV_GET;
+		return ROUTE_GET;
 	case PASTE_HTTP_DELETE:
-		return KV_DELETE;
+		return ROUTE_DELETE;
 	default:
 		kc->why = "Allow: GET, HEAD, PUT, DELETE";
-		return KV_BAD_METHOD;
+		return ROUTE_BAD_METHOD;
 	}
 }
 
 static void kv_http_body(struct http_ctx *x, const struct paste_event *ev, uint32_t off, uint32_t len)
 {
-	if (x->h->route != KV_PUT)
+	if (x->h->route != ROUTE_PUT)
 		return;
 	struct kv_http_conn *kc = x->sc;
 	struct kv *kv = pkvs_kv(x->ss);
@@ -200,7 +200,10 @@ static void reply_errno(struct http_ctx *x, int r)
 static void finish_put(struct http_ctx *x, struct kv *kv, struct kv_http_conn *kc)
 {
 	bool created = false;
-	int r = kv_set_body(kv, kc->key, kc->klen, &kc->body, &created);
+	struct kv_key k;
+	kv_key_init(kv, &k, 0, kc->key, kc->klen);
+	kv_clock(kv);
+	int r = kv_put_body(kv, &k, &kc->body, KV_NO_TTL, &created);
 	if (r) {
 		reply_errno(x, r);
 		return;
@@ -210,12 +213,20 @@ static void finish_put(struct http_ctx *x, struct kv *kv, struct kv_http_conn *k
 
 static void finish_get(struct http_ctx *x, struct kv *kv, struct kv_http_conn *kc)
 {
-	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	uint32_t n, len;
-	if (kv_get(kv, kc->key, kc->klen, ext, &n, &len)) {
+	struct kv_key k;
+	struct kv_obj o;
+	kv_key_init(kv, &k, 0, kc->key, kc->klen);
+	kv_clock(kv);
+	if (kv_lookup(kv, &k, &o, true)) {
 		reply(x, 404, "text/plain", "no such key\n", 12);
 		return;
 	}
+	if (o.type != KV_STRING) {
+		reply(x, 409, "text/plain", "not a string\n", 13);
+		return;
+	}
+	const struct paste_extent *ext = o.ext;
+	uint32_t n = o.n, len = o.len;
 	bool failed = http_send_head(x, 200, "application/octet-stream", len, NULL,
 				     PASTE_SEND_DURABLE) == -EIO;
 	if (!failed && !x->h->head_only)
@@ -229,7 +240,10 @@ static void finish_get(struct http_ctx *x, struct kv *kv, struct kv_http_conn *k
 
 static void finish_delete(struct http_ctx *x, struct kv *kv, struct kv_http_conn *kc)
 {
-	int r = kv_del(kv, kc->key, kc->klen);
+	struct kv_key k;
+	kv_key_init(kv, &k, 0, kc->key, kc->klen);
+	kv_clock(kv);
+	int r = kv_remove(kv, &k);
 	if (r < 0)
 		reply_errno(x, r);
 	else if (r == 0)
@@ -271,29 +285,49 @@ static void finish_list(struct http_ctx *x, struct kv *kv, struct kv_http_conn *
 		http_reply_error(x, 503);
 		return;
 	}
-	struct paste_btree_cursor c;
-	paste_btree_cursor_init(&c, kv->tree, kc->key, kc->klen);
+	struct kv_scan *sc = malloc(sizeof(*sc) + KV_MAX_KEY);
+	if (!sc) {
+		free(out);
+		http_reply_error(x, 503);
+		return;
+	}
+	struct kv_key from;
+	kv_key_init(kv, &from, 0, kc->key, kc->klen);
+	kv_clock(kv);
+	kv_scan_init(kv, sc, 0, from.t, from.tlen, false);
 	size_t at = http_put_str(out, 0, cap, "{\"keys\":[");
-	uint32_t count = 0, vn, vlen;
+	uint32_t count = 0;
 	const uint8_t *key;
-	uint32_t klen;
-	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+	size_t klen;
 	bool more = false;
-	while (paste_btree_cursor_next(&c, &key, &klen, ext, &vn, &vlen) == 1) {
-		if (kc->has_end && paste_btree_keycmp(key, klen, kc->end, kc->elen) >= 0)
+	while (kv_scan_next(kv, sc, &key, &klen, (uint8_t *)(sc + 1), NULL, NULL) == 1) {
+		if (kc->has_end && paste_btree_keycmp(key, (uint32_t)klen, kc->end, kc->elen) >= 0)
 			break;
 		if (count == kc->limit) {
 			more = true;
 			break;
 		}
+		if (at + 6 * klen + 128 > cap) {          /* a long key (RESP's, up to 1 MiB) */
+			size_t ncap = 2 * cap + 6 * klen + 128;
+			char *grown = realloc(out, ncap);
+			if (!grown) {
+				free(sc);
+				free(out);
+				http_reply_error(x, 503);
+				return;
+			}
+			out = grown;
+			cap = ncap;
+		}
 		if (count++)
 			out[at++] = ',';
 		at = http_put_str(out, at, cap, "{\"key\":");
-		at = json_key(out, at, key, klen);
+		at = json_key(out, at, key, (uint32_t)klen);
 		at = http_put_str(out, at, cap, ",\"len\":");
-		at = http_put_u64(out, at, cap, vlen);
+		at = http_put_u64(out, at, cap, sc->vlen);
 		out[at++] = '}';
 	}
+	free(sc);
 	kv->n.scans++;
 	at = http_put_str(out, at, cap, more ? "],\"more\":true}\n" : "],\"more\":false}\n");
 	reply(x, 200, "application/json", out, at);
@@ -305,25 +339,25 @@ static void kv_http_finish(struct http_ctx *x)
 	struct kv_http_conn *kc = x->sc;
 	struct kv *kv = pkvs_kv(x->ss);
 	switch (x->h->route) {
-	case KV_PUT:
+	case ROUTE_PUT:
 		finish_put(x, kv, kc);
 		break;
-	case KV_GET:
+	case ROUTE_GET:
 		finish_get(x, kv, kc);
 		break;
-	case KV_DELETE:
+	case ROUTE_DELETE:
 		finish_delete(x, kv, kc);
 		break;
-	case KV_LIST:
+	case ROUTE_LIST:
 		finish_list(x, kv, kc);
 		break;
-	case KV_BAD_METHOD:
+	case ROUTE_BAD_METHOD:
 		http_reply(x, 405, "text/plain", "method not allowed\n", 19, kc->why, 0);
 		break;
-	case KV_BAD_REQUEST:
+	case ROUTE_BAD_REQUEST:
 		http_reply_error_why(x, 400, kc->why);
 		break;
-	case KV_TOO_LONG:
+	case ROUTE_TOO_LONG:
 		http_reply_error(x, 414);
 		break;
 	default:

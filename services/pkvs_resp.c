@@ -13,21 +13,26 @@
 
 #include "pkvs_resp.h"
 
-/* The value of a streamed SET (per connection, the service's part). */
-struct kv_resp_conn {
-	struct paste_body body;
-	uint16_t klen;
-	uint8_t key[PASTE_BTREE_MAX_KEY];
-};
-
-bool kv_key_ok(struct resp_ctx *x, const struct paste_resp_arg *k)
+bool kv_arg_key(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, struct kv_key *k)
 {
-	if (k->len == 0 || k->len > PASTE_BTREE_MAX_KEY) {
-		resp_error(x, "ERR key length %zu is not in 1..%u (pkvs's limit)", k->len,
-			   PASTE_BTREE_MAX_KEY);
+	if (a->len > KV_MAX_KEY) {
+		resp_error(x, "ERR key length %zu is over %u bytes (pkvs's limit)", a->len, KV_MAX_KEY);
 		return false;
 	}
+	kv_key_init(kv, k, kv_resp_db(x), a->p, a->len);
 	return true;
+}
+
+int kv_find(struct resp_ctx *x, struct kv *kv, struct kv_key *k, enum kv_type type,
+	    struct kv_obj *o, bool read)
+{
+	if (kv_lookup(kv, k, o, read))
+		return -ENOENT;
+	if (o->type != type) {
+		resp_error(x, "WRONGTYPE Operation against a key holding the wrong kind of value");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 void kv_reply_errno(struct resp_ctx *x, int r)
@@ -56,56 +61,95 @@ int kv_reply_value(struct resp_ctx *x, const struct paste_extent *ext, uint32_t 
 	return resp_bulk_end(x);
 }
 
-/* The command table: name, arity as Redis counts it (negative: at least),
- * flags and group for COMMAND / COMMAND DOCS, handler. Sorted by nothing:
- * a linear scan of ~30 names costs less than the reply's memcpy. */
-const struct kv_cmd kv_cmds[] = {
-	{ "get", 2, "readonly fast", "string", "Returns the string value of a key.", cmd_get },
-	{ "set", -3, "write denyoom", "string", "Sets the string value of a key (NX, XX, GET).", cmd_set },
-	{ "strlen", 2, "readonly fast", "string", "Returns the length of a string value.", cmd_strlen },
-	{ "getrange", 4, "readonly", "string", "Returns a substring of the string stored at a key.", cmd_getrange },
-	{ "incr", 2, "write denyoom fast", "string", "Increments the integer value of a key by one.", cmd_incr },
-	{ "decr", 2, "write denyoom fast", "string", "Decrements the integer value of a key by one.", cmd_decr },
-	{ "incrby", 3, "write denyoom fast", "string", "Increments the integer value of a key by a number.", cmd_incr },
-	{ "decrby", 3, "write denyoom fast", "string", "Decrements a number from the integer value of a key.", cmd_decr },
-	{ "mget", -2, "readonly fast", "string", "Atomically returns the string values of one or more keys.", cmd_mget },
-	{ "mset", -3, "write denyoom", "string", "Atomically creates or modifies the string values of one or more keys.", cmd_mset },
-	{ "del", -2, "write", "generic", "Deletes one or more keys.", cmd_del },
-	{ "unlink", -2, "write fast", "generic", "Deletes one or more keys.", cmd_del },
-	{ "exists", -2, "readonly fast", "generic", "Determines whether one or more keys exist.", cmd_exists },
-	{ "type", 2, "readonly fast", "generic", "Determines the type of value stored at a key.", cmd_type },
-	{ "dbsize", 1, "readonly fast", "server", "Returns the number of keys in the database.", cmd_dbsize },
-	{ "flushall", -1, "write", "server", "Removes all keys from all databases.", cmd_flushall },
-	{ "flushdb", -1, "write", "server", "Removes all keys from the current database.", cmd_flushall },
-	{ "ping", -1, "fast", "connection", "Returns the server's liveliness response.", cmd_ping },
-	{ "echo", 2, "fast", "connection", "Returns the given string.", cmd_echo },
-	{ "select", 2, "loading stale fast", "connection", "Changes the selected database.", cmd_select },
-	{ "scan", -2, "readonly", "generic", "Iterates over the key names in the database.", cmd_scan },
-	{ "keys", 2, "readonly", "generic", "Returns all key names that match a pattern.", cmd_keys },
-	{ "info", -1, "loading stale", "server", "Returns information and statistics about the server.", cmd_info },
-	{ "config", -2, "admin loading stale", "server", "CONFIG GET: the configuration parameters pkvs knows.", cmd_config },
-	{ "command", -1, "loading stale", "server", "Returns detailed information about all commands.", cmd_command },
-	{ "client", -2, "loading stale", "connection", "CLIENT SETNAME, GETNAME, SETINFO, ID.", cmd_client },
-	{ "hello", -1, "fast loading stale", "connection", "Handshakes with the server.", NULL },
-	{ "quit", -1, "fast loading stale", "connection", "Closes the connection.", NULL },
-};
-const uint32_t kv_ncmds = sizeof(kv_cmds) / sizeof(kv_cmds[0]);
+/* ------------------------------------------------- the command table */
 
-static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc)
+/* The families, one table each (cmd_*.c). */
+static const struct kv_cmd *const families[] = {
+	kv_cmds_string, kv_cmds_keyspace, kv_cmds_expire, kv_cmds_hash,
+	kv_cmds_multi, kv_cmds_conn, kv_cmds_server,
+};
+
+/* Every command once, and an open-addressing hash of their names (lower
+ * case, FNV-1a): a lookup is a hash of the name and ~1 probe, where a
+ * scan of ~150 names would cost more than the command. */
+#define CMD_MAX 512u
+#define CMD_SLOTS 1024u
+static struct kv_cmd_rt cmds[CMD_MAX];
+static uint32_t ncmds;
+static uint16_t slots[CMD_SLOTS];      /* index + 1; 0: empty */
+
+static uint32_t name_hash(const char *p, size_t n)
 {
-	struct kv *kv = pkvs_kv(x->ss);
-	for (uint32_t i = 0; i < kv_ncmds; i++) {
-		const struct kv_cmd *c = &kv_cmds[i];
-		if (!c->fn || !paste_resp_arg_eq(&argv[0], c->name))
-			continue;
-		if ((c->arity > 0 && argc != (uint32_t)c->arity) ||
-		    (c->arity < 0 && argc < (uint32_t)-c->arity)) {
-			resp_arity_error(x, &argv[0]);
-			return;
-		}
-		c->fn(x, kv, argv, argc);
-		return;
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)(p[i] | 0x20)) * 16777619u;   /* ASCII letters fold to lower */
+	return h;
+}
+
+static uint32_t parse_flags(const char *f)
+{
+	static const struct { const char *w; uint32_t bit; } words[] = {
+		{ "write", KV_CMD_WRITE }, { "readonly", KV_CMD_READONLY }, { "denyoom", KV_CMD_DENYOOM },
+		{ "admin", KV_CMD_ADMIN }, { "pubsub", KV_CMD_PUBSUB }, { "noscript", KV_CMD_NOSCRIPT },
+		{ "blocking", KV_CMD_BLOCKING }, { "loading", KV_CMD_LOADING }, { "stale", KV_CMD_STALE },
+		{ "no_auth", KV_CMD_NO_AUTH }, { "no_multi", KV_CMD_NO_MULTI }, { "fast", KV_CMD_FAST },
+		{ "allow_busy", KV_CMD_ALLOW_BUSY },
+	};
+	uint32_t fl = 0;
+	for (const char *p = f; *p;) {
+		size_t len = strcspn(p, " ");
+		for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+			if (strlen(words[i].w) == len && !memcmp(words[i].w, p, len))
+				fl |= words[i].bit;
+		p += len;
+		while (*p == ' ')
+			p++;
 	}
+	return fl;
+}
+
+static void cmds_init(void)
+{
+	if (ncmds)
+		return;
+	for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++)
+		for (const struct kv_cmd *c = families[f]; c->name; c++) {
+			if (ncmds == CMD_MAX)
+				abort();                      /* a table too large: CMD_MAX */
+			cmds[ncmds] = (struct kv_cmd_rt){ .c = c, .fl = parse_flags(c->flags) };
+			uint32_t h = name_hash(c->name, strlen(c->name));
+			while (slots[h % CMD_SLOTS])
+				h++;
+			slots[h % CMD_SLOTS] = (uint16_t)++ncmds;
+		}
+}
+
+uint32_t kv_cmd_count(void)
+{
+	cmds_init();
+	return ncmds;
+}
+
+struct kv_cmd_rt *kv_cmd_at(uint32_t i)
+{
+	cmds_init();
+	return i < ncmds ? &cmds[i] : NULL;
+}
+
+struct kv_cmd_rt *kv_cmd_find(const struct paste_resp_arg *name)
+{
+	cmds_init();
+	for (uint32_t h = name_hash(name->p, name->len);; h++) {
+		uint16_t s = slots[h % CMD_SLOTS];
+		if (!s)
+			return NULL;
+		if (paste_resp_arg_eq(name, cmds[s - 1].c->name))
+			return &cmds[s - 1];
+	}
+}
+
+static void unknown_command(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc)
+{
 	char name[132], args[200];
 	size_t k = 0;
 	for (size_t j = 0; j < argv[0].len && k < 128; j++)
@@ -123,6 +167,40 @@ static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, ui
 	resp_error(x, "ERR unknown command '%s', with args beginning with: %s", name, args);
 }
 
+void kv_run(struct resp_ctx *x, struct kv *kv, struct kv_cmd_rt *rt,
+	    const struct paste_resp_arg *argv, uint32_t argc)
+{
+	if (!kv->group_depth)
+		kv_clock(kv);                   /* a transaction sees one time */
+	rt->calls++;
+	rt->c->fn(x, kv, argv, argc);
+}
+
+/* A command: found, allowed (AUTH), its arity checked, queued inside
+ * MULTI, or run. */
+static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc)
+{
+	struct kv *kv = pkvs_kv(x->ss);
+	struct kv_cmd_rt *rt = kv_cmd_find(&argv[0]);
+	if (!rt || !rt->c->fn) {
+		kv_multi_reject(x);
+		unknown_command(x, argv, argc);
+		return;
+	}
+	if (!kv_conn_allowed(x, rt))
+		return;                          /* replied (NOAUTH) */
+	int arity = rt->c->arity;
+	if ((arity > 0 && argc != (uint32_t)arity) || (arity < 0 && argc < (uint32_t)-arity)) {
+		rt->rejected++;
+		kv_multi_reject(x);
+		resp_arity_error(x, &argv[0]);
+		return;
+	}
+	if (kv_multi_queue(x, rt, argv, argc))
+		return;                          /* queued: "+QUEUED" */
+	kv_run(x, kv, rt, argv, argc);
+}
+
 /* ------------------------------------------------- streamed values */
 
 static int kv_stream_begin(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc,
@@ -134,8 +212,8 @@ static int kv_stream_begin(struct resp_ctx *x, const struct paste_resp_arg *argv
 		*why = "only SET key value may carry a value this large (or split it)";
 		return -EINVAL;
 	}
-	if (!argv[1].len || argv[1].len > PASTE_BTREE_MAX_KEY) {
-		*why = "key length is not in 1..512 (pkvs's limit)";
+	if (argv[1].len > KV_MAX_KEY) {
+		*why = "key length is over 1048576 bytes (pkvs's limit)";
 		return -EINVAL;
 	}
 	if (argv[2].len > kv_max_value(kv) ||
@@ -144,15 +222,28 @@ static int kv_stream_begin(struct resp_ctx *x, const struct paste_resp_arg *argv
 		return -EFBIG;
 	}
 	kv_admit(kv, argv[2].len);
-	memcpy(kc->key, argv[1].p, argv[1].len);
-	kc->klen = (uint16_t)argv[1].len;
+	/* The key must outlive the command's bytes: a long one is copied. */
+	free(kc->name);
+	kc->name = NULL;
+	const void *name = argv[1].p;
+	if (argv[1].len > KV_INLINE) {
+		if (!(kc->name = malloc(argv[1].len))) {
+			paste_body_release(&kc->body, kv->store);
+			*why = "out of memory";
+			return -ENOMEM;
+		}
+		memcpy(kc->name, argv[1].p, argv[1].len);
+		name = kc->name;
+	}
+	kv_key_init(kv, &kc->key, kc->db, name, argv[1].len);
 	return 0;
 }
 
 /* A SET whose value (over KV_PACK_MAX bytes, so held where it lands, not
- * packed) did not arrive in one read: stream it into held buffers, as a
- * long one, instead of gathering the command and copying the value
- * twice (pipelined 1 KiB SETs split about every other value). */
+ * packed) does not end in this read: stream it into held buffers instead
+ * of gathering the command and copying the value twice (pipelined 1 KiB
+ * SETs split about every other value). Every other command is gathered
+ * whole (a 1 MiB key of a GET, say), up to --max-request. */
 static bool kv_stream_split(const struct paste_resp_arg *argv, uint32_t argc)
 {
 	return argc == 3 && argv[2].len > KV_PACK_MAX && paste_resp_arg_eq(&argv[0], "SET");
@@ -170,7 +261,10 @@ static void kv_stream_end(struct resp_ctx *x)
 {
 	struct kv *kv = pkvs_kv(x->ss);
 	struct kv_resp_conn *kc = x->sc;
-	int r = kv_set_body(kv, kc->key, kc->klen, &kc->body, NULL);
+	kv_clock(kv);
+	int r = kv_put_body(kv, &kc->key, &kc->body, KV_NO_TTL, NULL);
+	free(kc->name);
+	kc->name = NULL;
 	if (r)
 		kv_reply_errno(x, r);
 	else
@@ -182,13 +276,19 @@ static void kv_resp_closed(struct resp_ctx *x)
 	struct kv *kv = pkvs_kv(x->ss);
 	struct kv_resp_conn *kc = x->sc;
 	paste_body_release(&kc->body, kv->store);
+	free(kc->name);
+	kc->name = NULL;
 }
 
 /* The next command's key: its point-index slot, ~1 us before the lookup. */
-static void kv_prefetch(void *ss, const char *key, size_t klen)
+static void kv_prefetch(void *ss, void *sc, const char *key, size_t klen)
 {
-	if (klen <= UINT32_MAX)
-		(void)paste_btree_prefetch(pkvs_kv(ss)->tree, key, (uint32_t)klen);
+	if (klen > KV_INLINE)
+		return;
+	struct kv *kv = pkvs_kv(ss);
+	struct kv_key k;
+	kv_key_init(kv, &k, ((struct kv_resp_conn *)sc)->db, key, klen);
+	(void)paste_btree_prefetch(kv->tree, k.t, k.tlen);
 }
 
 const struct resp_service pkvs_resp_service = {

@@ -24,20 +24,80 @@
 typedef void (*kv_cmd_fn)(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *argv,
 			  uint32_t argc);
 
+/* A command, as each family's table (kv_cmds_<family>[], ended by a row
+ * of zeros) lists it once: dispatch, COMMAND and INFO read it. */
 struct kv_cmd {
 	const char *name;      /* lower case, as COMMAND reports it */
 	int arity;             /* Redis's: argc including the name; negative: at least */
-	const char *flags;     /* space-separated, for COMMAND */
+	const char *flags;     /* Redis's command flags, space-separated, for COMMAND */
 	const char *group;     /* for COMMAND DOCS */
 	const char *summary;
 	kv_cmd_fn fn;          /* NULL: the protocol's own (HELLO, QUIT) */
+	/* Redis's legacy key positions (COMMAND INFO, GETKEYS): the first
+	 * key's argument index (0: no keys), the last's (negative: counted
+	 * from the end, -1 the last argument) and the step between keys. */
+	int8_t first_key, last_key, key_step;
 };
 
-extern const struct kv_cmd kv_cmds[];
-extern const uint32_t kv_ncmds;
+/* What dispatch reads from the flags, parsed once. */
+enum {
+	KV_CMD_WRITE = 1u << 0, KV_CMD_READONLY = 1u << 1, KV_CMD_DENYOOM = 1u << 2,
+	KV_CMD_ADMIN = 1u << 3, KV_CMD_PUBSUB = 1u << 4, KV_CMD_NOSCRIPT = 1u << 5,
+	KV_CMD_BLOCKING = 1u << 6, KV_CMD_LOADING = 1u << 7, KV_CMD_STALE = 1u << 8,
+	KV_CMD_NO_AUTH = 1u << 9, KV_CMD_NO_MULTI = 1u << 10, KV_CMD_FAST = 1u << 11,
+	KV_CMD_ALLOW_BUSY = 1u << 12,
+};
+
+/* A command at run time: its row, flags, and INFO commandstats. */
+struct kv_cmd_rt {
+	const struct kv_cmd *c;
+	uint32_t fl;
+	uint64_t calls, usec, rejected, failed;
+};
+
+/* The families (pkvs_resp.c lists them). */
+extern const struct kv_cmd kv_cmds_string[], kv_cmds_keyspace[], kv_cmds_expire[],
+	kv_cmds_hash[], kv_cmds_multi[], kv_cmds_conn[], kv_cmds_server[];
+
+/* Every command: count, the i-th, and by name (any case; NULL: unknown). */
+uint32_t kv_cmd_count(void);
+struct kv_cmd_rt *kv_cmd_at(uint32_t i);
+struct kv_cmd_rt *kv_cmd_find(const struct paste_resp_arg *name);
+/* Run a command whose arity was checked (dispatch, EXEC). */
+void kv_run(struct resp_ctx *x, struct kv *kv, struct kv_cmd_rt *rt,
+	    const struct paste_resp_arg *argv, uint32_t argc);
+
+/* cmd_multi.c: inside MULTI, a command is queued (true: replied QUEUED)
+ * or, refused before it ran (unknown, arity), marks the transaction
+ * failed. */
+bool kv_multi_queue(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct paste_resp_arg *argv,
+		    uint32_t argc);
+void kv_multi_reject(struct resp_ctx *x);
+/* cmd_conn.c: may this connection run rt (AUTH)? false: replied. */
+bool kv_conn_allowed(struct resp_ctx *x, struct kv_cmd_rt *rt);
+
+/* The service's part of a connection. */
+struct kv_resp_conn {
+	uint32_t db;                   /* SELECT */
+	/* A streamed SET's value and key (a long key's bytes in name). */
+	struct paste_body body;
+	struct kv_key key;
+	uint8_t *name;
+};
+
+static inline uint32_t kv_resp_db(const struct resp_ctx *x)
+{
+	return ((const struct kv_resp_conn *)x->sc)->db;
+}
 
 /* Shared by the command files. */
-bool kv_key_ok(struct resp_ctx *x, const struct paste_resp_arg *k);   /* else replied */
+/* The key named by argument a in the connection's database: false (and
+ * replied) when it is longer than pkvs takes. */
+bool kv_arg_key(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, struct kv_key *k);
+/* Look k up expecting `type`: 0 (found, *o), -ENOENT (absent), or
+ * -EINVAL after replying WRONGTYPE. */
+int kv_find(struct resp_ctx *x, struct kv *kv, struct kv_key *k, enum kv_type type,
+	    struct kv_obj *o, bool read);
 void kv_reply_errno(struct resp_ctx *x, int r);
 /* "$len\r\n" + bytes [from, from + len) of a value + "\r\n": 0 or -EIO. */
 int kv_reply_value(struct resp_ctx *x, const struct paste_extent *ext, uint32_t n,
@@ -56,8 +116,8 @@ void cmd_mget(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 void cmd_mset(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
 /* A SET value held where it landed in ev's buffer (the streamed path and
  * set_arg share it). */
-int kv_set_arg(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *k,
-	       const struct paste_resp_arg *v, bool *created);
+int kv_set_arg(struct resp_ctx *x, struct kv *kv, struct kv_key *k, const struct paste_resp_arg *v,
+	       int64_t expire_ms, bool *created);
 
 /* cmd_keyspace.c */
 void cmd_del(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);

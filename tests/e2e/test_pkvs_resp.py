@@ -102,7 +102,9 @@ def test_point_index_through_redis_cli(pkvs, no_index):
     p = srv.resp_port
     keys = {f"k{i}": f"v{i}" for i in range(300)}
     keys.update({("L" * 41) + str(i): "long" + str(i) for i in range(20)})  # over 32 bytes
-    keys.update({("E" * 31) + str(i): "edge" + str(i) for i in range(20)})  # 32 and 33 bytes
+    # A tree key is the database's byte and the name: names of 31 and 32
+    # bytes give tree keys of 32 (in the index) and 33 (not).
+    keys.update({("E" * 30) + str(i): "edge" + str(i) for i in range(20)})
     for k, v in keys.items():
         assert cli(p, "SET", k, v) == "OK\n"
     for k in list(keys)[::3]:
@@ -111,7 +113,7 @@ def test_point_index_through_redis_cli(pkvs, no_index):
     # Each short key set twice in a row (one redis-cli, commands on stdin):
     # the second SET finds the first's entry by the point slot's hint,
     # unless a checkpoint (a new generation) came between the two.
-    twice = [k for k in keys if len(k) <= 32][::2]
+    twice = [k for k in keys if len(k) + 1 <= 32][::2]
     script = "".join(f"SET {k} {keys[k]}a\nSET {k} {keys[k]}b\n" for k in twice)
     assert cli(p, stdin=script.encode()) == "OK\n" * 2 * len(twice)
     keys.update({k: keys[k] + "b" for k in twice})
@@ -126,7 +128,8 @@ def test_point_index_through_redis_cli(pkvs, no_index):
     assert (hinted == 0) if no_index else (hinted >= len(gone) // 2), (hinted, len(gone))
     for attempt in ("before", "after"):
         pers = info_fields(p, "persistence")
-        short = sum(1 for k in keys if len(k) <= 32)
+        # and pkvs's own layout entry
+        short = sum(1 for k in keys if len(k) + 1 <= 32) + 1
         assert int(pers["pkvs_point_index_keys"]) == (0 if no_index else short), (attempt, pers)
         assert (int(pers["pkvs_point_index_bytes"]) == 0) == no_index, (attempt, pers)
         for k, v in keys.items():
@@ -263,12 +266,14 @@ def test_large_values_and_keys(pkvs, engine):
     assert r.set("big", big) is True
     assert r.get("big") == big
     assert r.strlen("big") == len(big)
-    for n in (1, 63, 64, 511, 512):
+    # Keys of any length to 1 MiB, the empty one too: over 400 bytes a key
+    # is named in the tree by a prefix and a digest, and kept whole.
+    for n in (0, 1, 63, 64, 400, 401, 512, 513, 65536, 1 << 20):
         key = bytes([65 + n % 26]) * n
         assert r.set(key, key[:10]) is True
         assert r.get(key) == key[:10]
-    with pytest.raises(redis.ResponseError):
-        r.set(b"x" * 513, "v")
+    with pytest.raises(redis.ResponseError, match="key length"):
+        r.set(b"x" * ((1 << 20) + 1), "v")
     with pytest.raises(redis.ResponseError, match="too large"):
         r.set("huge", os.urandom(63 * 32768 + 1))
     assert r.get("big") == big
@@ -303,7 +308,8 @@ def tree_extents(store):
     """{key: [[buf, off, len], ...]} from paste-store dump --tree."""
     cp = run_tool("--store", store, "dump", "--tree")
     assert cp.returncode == 0, cp.stderr
-    return {base64.b64decode(d["key_b64"]): d["extents"]
+    # The tree key of a key in database 0 is a zero byte and the name.
+    return {base64.b64decode(d["key_b64"])[1:]: d["extents"]
             for d in map(json.loads, cp.stdout.splitlines())}
 
 

@@ -1,5 +1,6 @@
 """paste-store info|check|dump|upgrade on real stores written by phttpd,
 and on a version-1 store built here byte by byte."""
+import base64
 import json
 import os
 import re
@@ -146,16 +147,20 @@ def fresh_kv_store(pkvs):
     return srv.store
 
 
-def test_fresh_store_has_an_empty_tree(fresh_kv_store):
+def test_fresh_store_has_only_the_layout_entry(fresh_kv_store):
+    """A store pkvs created holds one tree key, pkvs's own: the version
+    of its key layout."""
     info = run_tool("--store", fresh_kv_store, "info")
     assert info.returncode == 0, info.stderr
     assert re.search(r"node area:\s+\d+ bytes", info.stdout), info.stdout
-    assert re.search(r"tree:\s+0 keys", info.stdout), info.stdout
+    assert re.search(r"tree:\s+1 keys", info.stdout), info.stdout
     check = run_tool("--store", fresh_kv_store, "check")
     assert check.returncode == 0, check.stdout + check.stderr
     assert "reference counts consistent" in check.stdout, check.stdout
     cp = run_tool("--store", fresh_kv_store, "dump", "--tree")
-    assert cp.returncode == 0 and cp.stdout == "", cp
+    assert cp.returncode == 0, cp
+    keys = [base64.b64decode(json.loads(x)["key_b64"]) for x in cp.stdout.splitlines()]
+    assert keys == [b"\xfdlayout"], keys
     cp = run_tool("--store", fresh_kv_store, "info", "--tree")
     assert cp.returncode == 2, cp
 

@@ -71,9 +71,9 @@ static void rec_closed(struct resp_ctx *x)
 	(void)x;
 }
 
-static void rec_prefetch(void *ss, const char *key, size_t klen)
+static void rec_prefetch(void *ss, void *sc, const char *key, size_t klen)
 {
-	(void)ss;
+	(void)ss, (void)sc;
 	note("pf", key, klen);
 }
 

@@ -1,0 +1,581 @@
+/*
+ * kv_obj.c - typed keys (kv.h): lookup with the type, the deadline and a
+ * long key's check; writes that drop a collection they replace; a
+ * collection's record and members; groups.
+ *
+ * A write reads the key's entry first, which the point index answers for
+ * a short string key in one probe (its line is then warm for the write's
+ * own index update): that is how a SET learns whether it replaces a
+ * collection (its members must be buried) or an expired key.
+ *
+ * Expiry: a key's deadline is its entry's word; an index entry
+ * [0xFB][deadline][tree key] is written before the key, so that after a
+ * crash no key with a deadline lacks one (an index entry whose key changed
+ * is dropped by the expiry step when it reaches it). A lookup that finds
+ * the deadline passed removes the key, as a DEL would, and answers absent.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv.h"
+
+const char *kv_type_name(enum kv_type t)
+{
+	static const char *const names[] = { "string", "hash", "list", "set", "zset" };
+	return (unsigned)t < sizeof(names) / sizeof(names[0]) ? names[t] : "none";
+}
+
+/* ---- the record of a collection ---------------------------------------- */
+
+static void be64_out(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static void coll_encode(const struct kv_coll *c, uint8_t out[KV_COLL_BYTES])
+{
+	be64_out(out, c->id);
+	be64_out(out + 8, c->count);
+	be64_out(out + 16, (uint64_t)c->head);
+	be64_out(out + 24, (uint64_t)c->tail);
+}
+
+static void coll_decode(const struct kv *kv, struct kv_obj *o)
+{
+	uint8_t b[KV_COLL_BYTES] = { 0 };
+	paste_store_read(kv->store, o->ext, o->n, 0, b, sizeof(b));
+	o->coll = (struct kv_coll){ kv_be64(b), kv_be64(b + 8), (int64_t)kv_be64(b + 16),
+				    (int64_t)kv_be64(b + 24) };
+}
+
+/* ---- a long key's own extent ------------------------------------------- */
+
+/* The entry of a long name (tag KV_TAG_LONG) starts with the name:
+ * check it against the name looked up (a digest collision names another
+ * key) and drop its extents from ext[0..*n), *len. */
+static bool strip_long(const struct kv *kv, const struct kv_key *k, struct paste_extent *ext,
+		       uint32_t *n, uint32_t *len)
+{
+	uint32_t next;
+	if (!kv_long_same(kv, ext, *n, k->p, k->len, &next))
+		return false;
+	for (uint32_t i = 0; i < next; i++)
+		*len -= ext[i].len;
+	*n -= next;
+	memmove(ext, ext + next, sizeof(*ext) * *n);
+	return true;
+}
+
+/* ---- counts ------------------------------------------------------------ */
+
+static void count_key(struct kv *kv, uint32_t db, int keys, int expires)
+{
+	if (kv->dbkeys[db] != UINT64_MAX)
+		kv->dbkeys[db] += (uint64_t)(int64_t)keys;
+	if (kv->dbexpires[db] != UINT64_MAX)
+		kv->dbexpires[db] += (uint64_t)(int64_t)expires;
+}
+
+static void touched(struct kv *kv, const struct kv_key *k)
+{
+	if (kv->touched)
+		kv->touched(kv->touched_arg, k);
+}
+
+/* ---- groups ------------------------------------------------------------ */
+
+int kv_begin(struct kv *kv)
+{
+	if (kv->group_depth++)
+		return 0;
+	int r = paste_btree_group_begin(kv->tree);
+	if (r)
+		kv->group_depth = 0;
+	return r;
+}
+
+int kv_commit(struct kv *kv)
+{
+	if (!kv->group_depth || --kv->group_depth)
+		return 0;
+	return paste_btree_group_commit(kv->tree, NULL);
+}
+
+void kv_abort(struct kv *kv)
+{
+	if (!kv->group_depth)
+		return;
+	kv->group_depth = 0;
+	paste_btree_group_abort(kv->tree);
+}
+
+/* Tree writes: one that found no room makes room and is tried once more. */
+static int tree_put(struct kv *kv, const struct kv_key *k, const struct paste_extent *ext,
+		    uint32_t n, const struct paste_btree_attr *a)
+{
+	int r = paste_btree_put(kv->tree, k->t, k->tlen, ext, n, a, NULL);
+	if (r == -ENOSPC && kv_make_room(kv, 0))
+		r = paste_btree_put(kv->tree, k->t, k->tlen, ext, n, a, NULL);
+	return r;
+}
+
+int kv_tree_set(struct kv *kv, const uint8_t *t, uint32_t tlen)
+{
+	int r = paste_btree_set(kv->tree, t, tlen, NULL, 0, NULL);
+	if (r == -ENOSPC && kv_make_room(kv, 0))
+		r = paste_btree_set(kv->tree, t, tlen, NULL, 0, NULL);
+	return r;
+}
+
+int kv_tree_del(struct kv *kv, const uint8_t *t, uint32_t tlen)
+{
+	int r = paste_btree_del(kv->tree, t, tlen, NULL);
+	if (r == -ENOSPC && kv_make_room(kv, 0))
+		r = paste_btree_del(kv->tree, t, tlen, NULL);
+	return r;
+}
+
+/* Copy len bytes to the append point: extents ext[0..*n), each holding a
+ * reference of the caller's. */
+static int copy_in(struct kv *kv, const void *p, size_t len, struct paste_extent *ext, uint32_t max,
+		   uint32_t *n)
+{
+	int r = paste_append_copy(kv->store, &kv->app, p, len, kv_reserve(kv), ext, max, n);
+	if (r == -ENOSPC && kv_make_room(kv, len))
+		r = paste_append_copy(kv->store, &kv->app, p, len, kv_reserve(kv), ext, max, n);
+	return r == -E2BIG ? -EFBIG : r;
+}
+
+static void drop_refs(struct kv *kv, const struct paste_extent *ext, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		paste_store_unref(kv->store, ext[i].buf, false);
+}
+
+int kv_tree_put_bytes(struct kv *kv, const uint8_t *t, uint32_t tlen, const void *val, size_t len)
+{
+	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+	uint32_t n = 0;
+	int r = len ? copy_in(kv, val, len, ext, PASTE_BTREE_MAX_EXTENTS, &n) : 0;
+	if (r == 0) {
+		r = paste_btree_set(kv->tree, t, tlen, ext, n, NULL);
+		if (r == -ENOSPC && kv_make_room(kv, 0))
+			r = paste_btree_set(kv->tree, t, tlen, ext, n, NULL);
+	}
+	drop_refs(kv, ext, n);
+	return r;
+}
+
+/* ---- the entry itself -------------------------------------------------- */
+
+/* The most extents a long name takes at the append point (none for a
+ * short one): its bytes over whole buffers, and one more where it starts. */
+static uint32_t name_extents(const struct kv *kv, const struct kv_key *k)
+{
+	if (!k->longkey)
+		return 0;
+	uint32_t bs = paste_store_geom(kv->store)->buf_size;
+	uint64_t e = (4 + k->len + bs - 1) / bs + 1;
+	return e < PASTE_BTREE_MAX_EXTENTS ? (uint32_t)e : PASTE_BTREE_MAX_EXTENTS;
+}
+
+/* A long name to the append point as [u32 length][name], one run. */
+static int copy_name(struct kv *kv, const struct kv_key *k, struct paste_extent *ext, uint32_t max,
+		     uint32_t *n)
+{
+	uint8_t small[4 + 2048];
+	uint8_t *b = 4 + k->len <= sizeof(small) ? small : malloc(4 + k->len);
+	if (!b)
+		return -ENOMEM;
+	uint32_t l = (uint32_t)k->len;
+	b[0] = (uint8_t)l;
+	b[1] = (uint8_t)(l >> 8);
+	b[2] = (uint8_t)(l >> 16);
+	b[3] = (uint8_t)(l >> 24);
+	memcpy(b + 4, k->p, k->len);
+	int r = copy_in(kv, b, 4 + k->len, ext, max, n);
+	if (b != small)
+		free(b);
+	return r == -EFBIG ? -ENAMETOOLONG : r;
+}
+
+/* Put tree key t (a key or a member) = [long name] + ext[0..n) with tag
+ * and deadline. A long name is copied to the append point first. */
+static int put_entry(struct kv *kv, const struct kv_key *k, uint8_t tag, const struct paste_extent *ext,
+		     uint32_t n, int64_t expire_ms)
+{
+	struct paste_extent all[PASTE_BTREE_MAX_EXTENTS];
+	uint32_t total = n, kn = 0;
+	const struct paste_extent *put = ext;
+	if (k->longkey) {
+		int r = copy_name(kv, k, all, PASTE_BTREE_MAX_EXTENTS - n, &kn);
+		if (r)
+			return r;
+		if (n)
+			memcpy(all + kn, ext, sizeof(*ext) * n);
+		total = n + kn;
+		put = all;
+		tag |= KV_TAG_LONG;
+	}
+	struct paste_btree_attr a = { .tag = tag, .has_word = expire_ms != KV_NO_TTL,
+				      .word = (uint64_t)expire_ms };
+	int r = tree_put(kv, k, put, total, &a);
+	drop_refs(kv, all, kn);
+	return r;
+}
+
+/* The index entry of a deadline, written before the key it names. */
+static int put_index(struct kv *kv, const struct kv_key *k, int64_t expire_ms)
+{
+	uint8_t ik[PASTE_BTREE_MAX_KEY];
+	uint32_t ilen = kv_expire_key(ik, expire_ms, k);
+	return kv_tree_set(kv, ik, ilen);
+}
+
+/* A deadline that no longer applies: its index entry goes (after the key
+ * changed, so that a crash between leaves an entry too many, which the
+ * expiry step drops, never a deadline without one). */
+static void drop_index(struct kv *kv, const struct kv_key *k, int64_t expire_ms)
+{
+	if (expire_ms == KV_NO_TTL)
+		return;
+	uint8_t ik[PASTE_BTREE_MAX_KEY];
+	uint32_t ilen = kv_expire_key(ik, expire_ms, k);
+	(void)kv_tree_del(kv, ik, ilen);   /* absent, or no room: the expiry step drops it */
+}
+
+static int bury(struct kv *kv, uint64_t id)
+{
+	uint8_t g[16];
+	uint32_t glen = kv_grave_key(g, KV_GRAVE_COLL, id);
+	kv->sweep_due = true;
+	return kv_tree_set(kv, g, glen);
+}
+
+/* What the key's entry is now, without counting a read or removing it
+ * when expired: *had, its type, deadline and (collections) id. */
+struct old {
+	bool had, expired;
+	enum kv_type type;
+	int64_t expire_ms;
+	uint64_t id;
+};
+
+static void probe(struct kv *kv, struct kv_key *k, struct old *o)
+{
+	struct kv_obj ob;
+	struct paste_btree_attr a;
+	uint32_t n, len;
+	*o = (struct old){ 0 };
+	if (paste_btree_lookup(kv->tree, k->t, k->tlen, ob.ext, &n, &len, &a))
+		return;
+	if ((a.tag & KV_TAG_LONG) && !strip_long(kv, k, ob.ext, &n, &len))
+		return;   /* another key's digest: treated as absent; the write replaces it */
+	o->had = true;
+	o->type = (enum kv_type)(a.tag & KV_TAG_TYPE);
+	o->expire_ms = a.has_word ? (int64_t)a.word : KV_NO_TTL;
+	o->expired = o->expire_ms != KV_NO_TTL && o->expire_ms <= kv->now_ms;
+	if (kv_is_coll(o->type)) {
+		ob.n = n;
+		ob.len = len;
+		coll_decode(kv, &ob);
+		o->id = ob.coll.id;
+	}
+}
+
+/* Write key's entry replacing what `old` says it was; drop_id: the
+ * collection it held dies (0: keep). One group when two entries change. */
+static int replace(struct kv *kv, struct kv_key *k, enum kv_type type, const struct paste_extent *ext,
+		   uint32_t n, int64_t expire_ms, const struct old *old, uint64_t drop_id)
+{
+	int r = 0;
+	bool group = drop_id != 0;
+	if (group && (r = kv_begin(kv)) < 0)
+		return r;
+	if (expire_ms != KV_NO_TTL && (!old->had || expire_ms != old->expire_ms))
+		r = put_index(kv, k, expire_ms);
+	if (r == 0)
+		r = put_entry(kv, k, (uint8_t)type, ext, n, expire_ms);
+	if (r == 0 && drop_id)
+		r = bury(kv, drop_id);
+	if (group) {
+		if (r == 0)
+			r = kv_commit(kv);
+		else
+			kv_abort(kv);
+	}
+	if (r == 0 && old->had && old->expire_ms != expire_ms)
+		drop_index(kv, k, old->expire_ms);
+	return r;
+}
+
+/* Delete key's entry; a collection's (id) is buried in the same group. */
+static int del_key(struct kv *kv, struct kv_key *k, uint64_t id)
+{
+	if (!id)
+		return kv_tree_del(kv, k->t, k->tlen);
+	int r = kv_begin(kv);
+	if (r < 0)
+		return r;
+	r = kv_tree_del(kv, k->t, k->tlen);
+	if (r == 0)
+		r = bury(kv, id);
+	if (r == 0)
+		return kv_commit(kv);
+	kv_abort(kv);
+	return r;
+}
+
+/* A key whose deadline passed goes as a DEL would. */
+void kv_expire_now(struct kv *kv, struct kv_key *k, enum kv_type type, uint64_t id,
+		   int64_t expire_ms)
+{
+	int r = del_key(kv, k, kv_is_coll(type) ? id : 0);
+	if (r == 0) {
+		drop_index(kv, k, expire_ms);
+		kv->n.expired++;
+		count_key(kv, k->db, -1, -1);
+		touched(kv, k);
+	}
+}
+
+/* ---- the API ----------------------------------------------------------- */
+
+int kv_lookup(struct kv *kv, struct kv_key *k, struct kv_obj *o, bool read)
+{
+	struct paste_btree_attr a;
+	if (read)
+		kv->n.gets++;
+	int r = paste_btree_lookup(kv->tree, k->t, k->tlen, o->ext, &o->n, &o->len, &a);
+	if (r == 0 && (a.tag & KV_TAG_LONG) && !strip_long(kv, k, o->ext, &o->n, &o->len))
+		r = -ENOENT;
+	if (r == 0) {
+		o->type = (enum kv_type)(a.tag & KV_TAG_TYPE);
+		o->expire_ms = a.has_word ? (int64_t)a.word : KV_NO_TTL;
+		if (kv_is_coll(o->type))
+			coll_decode(kv, o);
+		if (o->expire_ms != KV_NO_TTL && o->expire_ms <= kv->now_ms) {
+			kv_expire_now(kv, k, o->type, kv_is_coll(o->type) ? o->coll.id : 0, o->expire_ms);
+			r = -ENOENT;
+		}
+	}
+	if (read) {
+		if (r == 0)
+			kv->n.hits++;
+		else
+			kv->n.misses++;
+	}
+	return r ? -ENOENT : 0;
+}
+
+int kv_put(struct kv *kv, struct kv_key *k, enum kv_type type, const struct paste_extent *ext,
+	   uint32_t n, int64_t expire_ms, bool *created)
+{
+	struct old old;
+	probe(kv, k, &old);
+	bool live = old.had && !old.expired;
+	if (expire_ms == KV_KEEP_TTL)
+		expire_ms = live ? old.expire_ms : KV_NO_TTL;
+	uint64_t drop = old.had && kv_is_coll(old.type) ? old.id : 0;
+	int r = replace(kv, k, type, ext, n, expire_ms, &old, drop);
+	if (r)
+		return r;
+	kv->n.sets++;
+	if (!live)
+		count_key(kv, k->db, old.had ? 0 : 1, 0);
+	count_key(kv, k->db, 0, (expire_ms != KV_NO_TTL) - (live && old.expire_ms != KV_NO_TTL) -
+				 (old.had && old.expired));
+	if (old.had && old.expired)
+		kv->n.expired++;
+	if (created)
+		*created = !live;
+	touched(kv, k);
+	return 0;
+}
+
+int kv_put_bytes(struct kv *kv, struct kv_key *k, enum kv_type type, const void *val, size_t len,
+		 int64_t expire_ms, bool *created)
+{
+	if (len > kv->max_value)
+		return -EFBIG;
+	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+	uint32_t n = 0;
+	int r = len ? copy_in(kv, val, len, ext, PASTE_BTREE_MAX_EXTENTS - name_extents(kv, k), &n) : 0;
+	if (r == 0)
+		r = kv_put(kv, k, type, ext, n, expire_ms, created);
+	drop_refs(kv, ext, n);    /* the tree took its own */
+	return r;
+}
+
+int kv_put_body(struct kv *kv, struct kv_key *k, struct paste_body *b, int64_t expire_ms,
+		bool *created)
+{
+	int r;
+	if (b->error) {
+		/* Its bytes were dropped: the store was below its reserve.
+		 * Make room for the next write; this one is refused. */
+		kv_make_room(kv, b->len);
+		r = -ENOSPC;
+	} else if (b->n + name_extents(kv, k) > PASTE_BTREE_MAX_EXTENTS) {
+		r = -EFBIG;              /* the long key and the value do not fit one entry */
+	} else if (b->len <= KV_PACK_MAX && b->n == 1) {
+		/* Small: packed, and the held packet buffer goes back at once
+		 * (a 64-byte value must not pin a receive buffer). */
+		r = kv_put_bytes(kv, k, KV_STRING, paste_store_buf(kv->store, b->ext[0].buf) + b->ext[0].off,
+				 b->ext[0].len, expire_ms, created);
+	} else {
+		r = kv_put(kv, k, KV_STRING, b->ext, b->n, expire_ms, created);
+	}
+	paste_body_release(b, kv->store);
+	return r;
+}
+
+int kv_remove(struct kv *kv, struct kv_key *k)
+{
+	struct old old;
+	probe(kv, k, &old);
+	if (!old.had)
+		return 0;
+	int r = del_key(kv, k, kv_is_coll(old.type) ? old.id : 0);
+	if (r < 0)
+		return r;
+	drop_index(kv, k, old.expire_ms);
+	count_key(kv, k->db, -1, -(old.expire_ms != KV_NO_TTL));
+	touched(kv, k);
+	if (old.expired) {
+		kv->n.expired++;
+		return 0;            /* it was gone already for every reader */
+	}
+	kv->n.dels++;
+	return 1;
+}
+
+int kv_set_expire(struct kv *kv, struct kv_key *k, const struct kv_obj *o, int64_t expire_ms)
+{
+	struct old old = { .had = true, .type = o->type, .expire_ms = o->expire_ms };
+	int r = replace(kv, k, o->type, o->ext, o->n, expire_ms, &old, 0);
+	if (r == 0) {
+		count_key(kv, k->db, 0, (expire_ms != KV_NO_TTL) - (o->expire_ms != KV_NO_TTL));
+		touched(kv, k);
+	}
+	return r;
+}
+
+size_t kv_copy_value(const struct kv *kv, const struct paste_extent *ext, uint32_t n,
+		     uint64_t from, void *out, size_t cap)
+{
+	return paste_store_read(kv->store, ext, n, from, out, cap);
+}
+
+/* ---- collections ------------------------------------------------------- */
+
+void kv_coll_new(struct kv *kv, struct kv_obj *o, enum kv_type type)
+{
+	o->type = type;
+	o->expire_ms = KV_NO_TTL;
+	o->n = o->len = 0;
+	/* The log's last LSN: a newer collection's is larger (its creation
+	 * writes a record), so an id is never reused, not even after its
+	 * collection was dropped and swept. 0 is never an id. */
+	o->coll = (struct kv_coll){ .id = paste_btree_last_lsn(kv->tree) + 1 };
+}
+
+int kv_coll_save(struct kv *kv, struct kv_key *k, struct kv_obj *o)
+{
+	uint8_t b[KV_COLL_BYTES];
+	coll_encode(&o->coll, b);
+	struct paste_extent ext[1];
+	uint32_t n = 0;
+	int r = copy_in(kv, b, sizeof(b), ext, 1, &n);
+	if (r)
+		return r;
+	struct old old;
+	probe(kv, k, &old);
+	bool live = old.had && !old.expired;
+	/* The same collection keeps its deadline; a new one over an expired
+	 * or other key replaces it. */
+	uint64_t drop = old.had && kv_is_coll(old.type) && old.id != o->coll.id ? old.id : 0;
+	int64_t exp = live && old.id == o->coll.id ? old.expire_ms : o->expire_ms;
+	r = replace(kv, k, o->type, ext, n, exp, &old, drop);
+	drop_refs(kv, ext, n);
+	if (r == 0) {
+		o->expire_ms = exp;
+		if (!live)
+			count_key(kv, k->db, old.had ? 0 : 1, 0);
+		touched(kv, k);
+	}
+	return r;
+}
+
+int kv_member_lookup(struct kv *kv, struct kv_key *mk, struct paste_extent *ext, uint32_t *n,
+		     uint32_t *len)
+{
+	struct paste_btree_attr a;
+	if (paste_btree_lookup(kv->tree, mk->t, mk->tlen, ext, n, len, &a))
+		return -ENOENT;
+	if ((a.tag & KV_TAG_LONG) && !strip_long(kv, mk, ext, n, len))
+		return -ENOENT;
+	return 0;
+}
+
+int kv_member_put(struct kv *kv, struct kv_key *mk, const struct paste_extent *ext, uint32_t n)
+{
+	return put_entry(kv, mk, 0, ext, n, KV_NO_TTL);
+}
+
+int kv_member_put_bytes(struct kv *kv, struct kv_key *mk, const void *val, size_t len)
+{
+	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+	uint32_t n = 0;
+	int r = len ? copy_in(kv, val, len, ext, PASTE_BTREE_MAX_EXTENTS - name_extents(kv, mk), &n) : 0;
+	if (r == 0)
+		r = kv_member_put(kv, mk, ext, n);
+	drop_refs(kv, ext, n);
+	return r;
+}
+
+int kv_member_remove(struct kv *kv, struct kv_key *mk)
+{
+	int r = kv_tree_del(kv, mk->t, mk->tlen);
+	return r == -ENOENT ? 0 : r < 0 ? r : 1;
+}
+
+void kv_members_init(struct kv *kv, struct kv_members *m, uint64_t id, uint8_t kind,
+		     const void *from, size_t flen)
+{
+	kv_member_prefix(m->prefix, id, kind);
+	struct kv_key k;
+	if (from)
+		kv_member_key(kv, &k, id, kind, from, flen);
+	else
+		memcpy(k.t, m->prefix, (k.tlen = sizeof(m->prefix)));
+	paste_btree_cursor_init(&m->c, kv->tree, k.t, k.tlen);
+}
+
+int kv_members_next(struct kv *kv, struct kv_members *m, const uint8_t **name, size_t *nlen,
+		    uint8_t *longbuf, struct paste_extent *ext, uint32_t *n, uint32_t *len)
+{
+	const uint8_t *t;
+	uint32_t tlen;
+	if (paste_btree_cursor_next(&m->c, &t, &tlen, ext, n, len) != 1 ||
+	    tlen < sizeof(m->prefix) || memcmp(t, m->prefix, sizeof(m->prefix)) != 0)
+		return 0;
+	const struct paste_btree_attr *a = paste_btree_cursor_attr(&m->c);
+	if (a->tag & KV_TAG_LONG) {
+		uint32_t next, l;
+		if (kv_long_span(kv, ext, *n, &next, &l))
+			return -EBADMSG;
+		*nlen = kv_long_read(kv, ext, next, l, longbuf);
+		*name = longbuf;
+		for (uint32_t i = 0; i < next; i++)
+			*len -= ext[i].len;
+		*n -= next;
+		memmove(ext, ext + next, sizeof(*ext) * *n);
+	} else {
+		*name = t + sizeof(m->prefix);
+		*nlen = tlen - sizeof(m->prefix);
+	}
+	return 1;
+}
