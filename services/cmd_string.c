@@ -48,7 +48,7 @@ void cmd_get(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, 
 	if (r == -ENOENT)
 		resp_null(x);
 	else if (r == 0)
-		kv_reply_value(x, o.ext, o.n, 0, o.len);
+		kv_reply_value(x, kv, &o, 0, o.len);
 }
 
 /* SET key value [NX|XX] [GET]; EX/PX/EXAT/PXAT/KEEPTTL refused. */
@@ -88,7 +88,7 @@ void cmd_set(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, 
 	}
 	if ((nx && exists) || (xx && !exists)) {
 		if (get && exists)
-			kv_reply_value(x, o.ext, o.n, 0, o.len);
+			kv_reply_value(x, kv, &o, 0, o.len);
 		else
 			resp_null(x);
 		return;
@@ -96,7 +96,7 @@ void cmd_set(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, 
 	/* SET ... GET: the old value must leave before the set releases it;
 	 * its buffers are pinned by the send, so queue first. */
 	if (get) {
-		if (exists ? kv_reply_value(x, o.ext, o.n, 0, o.len) : resp_null(x))
+		if (exists ? kv_reply_value(x, kv, &o, 0, o.len) : resp_null(x))
 			return;
 	}
 	int r = kv_set_arg(x, kv, &k, &a[2], KV_NO_TTL, NULL);
@@ -154,7 +154,7 @@ void cmd_getrange(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg
 		resp_bulk(x, "", 0);
 		return;
 	}
-	kv_reply_value(x, o.ext, o.n, (uint64_t)s, (uint64_t)(e - s + 1));
+	kv_reply_value(x, kv, &o, (uint64_t)s, (uint64_t)(e - s + 1));
 }
 
 static void incr_by(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
@@ -176,7 +176,7 @@ static void incr_by(struct resp_ctx *x, struct kv *kv, const struct paste_resp_a
 	if (f == 0) {
 		char num[24];
 		struct paste_resp_arg cur = { num, o.len };
-		if (o.len > 20 || (kv_copy_value(kv, o.ext, o.n, 0, num, o.len), paste_resp_arg_i64(&cur, &v))) {
+		if (o.len > 20 || (kv_value_read(kv, &o, 0, num, o.len), paste_resp_arg_i64(&cur, &v))) {
 			resp_error(x, "ERR value is not an integer or out of range");
 			return;
 		}
@@ -219,7 +219,7 @@ void cmd_mget(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 		struct kv_obj o;
 		kv_key_init(kv, &k, kv_resp_db(x), a[i].p, a[i].len);
 		int r = a[i].len <= KV_MAX_KEY ? kv_lookup(kv, &k, &o, true) : -ENOENT;
-		if (r || o.type != KV_STRING ? resp_null(x) : kv_reply_value(x, o.ext, o.n, 0, o.len))
+		if (r || o.type != KV_STRING ? resp_null(x) : kv_reply_value(x, kv, &o, 0, o.len))
 			return;
 	}
 }

@@ -236,9 +236,10 @@ int kv_put_body(struct kv *kv, struct kv_key *k, struct paste_body *b, int64_t e
 int kv_remove(struct kv *kv, struct kv_key *k);
 /* Give a key found as o another deadline (KV_NO_TTL: none). */
 int kv_set_expire(struct kv *kv, struct kv_key *k, const struct kv_obj *o, int64_t expire_ms);
-/* Copy bytes [from, from + cap) of a value into out; returns how many. */
-size_t kv_copy_value(const struct kv *kv, const struct paste_extent *ext, uint32_t n,
-		     uint64_t from, void *out, size_t cap);
+/* Copy bytes [from, from + cap) of a string's value (o as kv_lookup found
+ * it) into out; returns how many. */
+size_t kv_value_read(const struct kv *kv, const struct kv_obj *o, uint64_t from, void *out,
+		     size_t cap);
 
 /* Collections: a new one's record (its id: the log's last LSN, larger
  * than any collection's before it), and writing a record back. */

@@ -463,10 +463,10 @@ int kv_set_expire(struct kv *kv, struct kv_key *k, const struct kv_obj *o, int64
 	return r;
 }
 
-size_t kv_copy_value(const struct kv *kv, const struct paste_extent *ext, uint32_t n,
-		     uint64_t from, void *out, size_t cap)
+size_t kv_value_read(const struct kv *kv, const struct kv_obj *o, uint64_t from, void *out,
+		     size_t cap)
 {
-	return paste_store_read(kv->store, ext, n, from, out, cap);
+	return paste_store_read(kv->store, o->ext, o->n, from, out, cap);
 }
 
 /* ---- collections ------------------------------------------------------- */

@@ -49,12 +49,13 @@ void kv_reply_errno(struct resp_ctx *x, int r)
 		resp_error(x, "ERR %s", strerror(-r));
 }
 
-int kv_reply_value(struct resp_ctx *x, const struct paste_extent *ext, uint32_t n,
-		   uint64_t from, uint64_t len)
+int kv_reply_value(struct resp_ctx *x, struct kv *kv, const struct kv_obj *o, uint64_t from,
+		   uint64_t len)
 {
+	(void)kv;
 	if (resp_bulk_head(x, len))
 		return -EIO;
-	if (paste_port_send_extents(x->w->port, x->conn, ext, n, from, len, PASTE_SEND_DURABLE)) {
+	if (paste_port_send_extents(x->w->port, x->conn, o->ext, o->n, from, len, PASTE_SEND_DURABLE)) {
 		resp_reply_failed(x);
 		return -EIO;
 	}

@@ -99,9 +99,10 @@ bool kv_arg_key(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *
 int kv_find(struct resp_ctx *x, struct kv *kv, struct kv_key *k, enum kv_type type,
 	    struct kv_obj *o, bool read);
 void kv_reply_errno(struct resp_ctx *x, int r);
-/* "$len\r\n" + bytes [from, from + len) of a value + "\r\n": 0 or -EIO. */
-int kv_reply_value(struct resp_ctx *x, const struct paste_extent *ext, uint32_t n,
-		   uint64_t from, uint64_t len);
+/* "$len\r\n" + bytes [from, from + len) of string o's value + "\r\n", sent
+ * from where the value lies: 0 or -EIO. */
+int kv_reply_value(struct resp_ctx *x, struct kv *kv, const struct kv_obj *o, uint64_t from,
+		   uint64_t len);
 /* Redis's glob (stringmatchlen): * ? [abc] [^a] [a-z] and \ escapes. */
 bool kv_glob(const char *pat, size_t plen, const uint8_t *s, size_t slen);
 
