@@ -27,6 +27,7 @@ Writes bench/results/space-<time>.md and .json.
 import argparse
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -82,11 +83,22 @@ def density(build, size, nkeys, vlen, pipeline):
         m = info(r)
         keys = r.dbsize()
         live = keys * vlen
+        if m["used_memory"] is None:
+            # A pkvs without INFO's Memory section: the buffers its store
+            # holds, as paste-store info counts them once it stopped.
+            srv.stop(keep_store=True)
+            out = subprocess.run([os.path.join(build, "paste-store"), "--store", srv.store, "info"],
+                                 capture_output=True, text=True, check=True).stdout
+            g = re.search(r"buffers:\s+\d+ x (\d+) bytes: (\d+) held", out)
+            m["used_memory"] = int(g.group(1)) * int(g.group(2))
         return {"point": f"density {vlen} B -P {pipeline}", "keys": keys, "value_bytes": vlen,
                 "used_memory": m["used_memory"], "per_value_byte": m["used_memory"] / live,
                 "info": m}
     finally:
-        srv.stop()
+        if srv.proc.poll() is None:
+            srv.stop()
+        else:
+            srv.remove_store()
 
 
 def fill(build, size, vlen, grow, seed):
@@ -114,6 +126,12 @@ def fill(build, size, vlen, grow, seed):
                 samples.append((done, cpu_ticks(srv.proc.pid), r.info("memory")))
         m = info(r)
         cap = m["maxmemory"]
+        if m["pkvs_live_bytes"] is None:
+            # A pkvs without INFO's Memory section: the live values are its
+            # keys' (every value vlen bytes), the store its buffers.
+            m["pkvs_live_bytes"] = r.dbsize() * vlen
+            g = re.search(r"(\d+) x (\d+)-byte buffers", srv.stderr())
+            cap = int(g.group(1)) * int(g.group(2))
         tick = os.sysconf("SC_CLK_TCK")
 
         def cpu_per_op(a, b):
