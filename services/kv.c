@@ -72,6 +72,8 @@ int kv_open(struct kv **out, struct paste_store *st, struct paste_persist *p,
 	paste_btree_info(kv->tree, &bi);
 	kv->recovery_ns = bi.recovery_ns;
 	kv->ndbs = cfg->databases ? cfg->databases : 16;
+	kv->relayout_batch = cfg->relayout_batch;
+	kv->relayout_stop = cfg->relayout_stop;
 	kv_clock(kv);
 	r = kv_db_open(kv);
 	if (r) {
@@ -87,6 +89,9 @@ int kv_start(struct kv *kv, struct paste_error *err)
 	int r = kv_layout_open(kv);
 	if (r == -EPROTO)
 		return paste_error_set(err, r, "the store's keys are of a later pkvs's layout");
+	if (r == -EINTR)
+		return paste_error_set(err, r, "converting the store's keys to databases: stopped "
+				       "as configured (relayout_stop)");
 	if (r == -EUCLEAN)
 		return paste_error_set(err, r, "converting the store's keys to databases: its keys "
 				       "begin with every byte 0..%u, none is left for database 0",
@@ -132,6 +137,12 @@ void kv_pass(struct kv *kv)
 uint64_t kv_max_value(const struct kv *kv)
 {
 	return kv->max_value;
+}
+
+size_t kv_max_key(const struct kv *kv)
+{
+	uint64_t m = (uint64_t)(PASTE_BTREE_MAX_EXTENTS - 1) * paste_store_geom(kv->store)->buf_size - 4;
+	return m < KV_MAX_KEY ? (size_t)m : KV_MAX_KEY;
 }
 
 void kv_clock(struct kv *kv)

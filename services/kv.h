@@ -56,13 +56,18 @@
 #define KV_INLINE 400u
 #define KV_LONG_PREFIX 375u
 /* The longest key or member (Redis's proto-max-bulk-len would allow 512
- * MiB; a key must fit the reassembly of one command). */
+ * MiB; a key must fit the reassembly of one command). A store of small
+ * buffers takes less: kv_max_key. */
 #define KV_MAX_KEY (1u << 20)
 
 /* A key's type: the low three bits of its entry's tag. */
 enum kv_type { KV_STRING = 0, KV_HASH = 1, KV_LIST = 2, KV_SET = 3, KV_ZSET = 4 };
 #define KV_TAG_TYPE 7u
 #define KV_TAG_LONG 8u   /* the value's first extent is the whole (long) key */
+/* pkvs's own entries [KV_PFX_SYS][name] (the layout, the database map)
+ * carry this tag, which no key of the first layout had (its entries are
+ * tag 0): a key of that layout named like one is a key (kv_layout.c). */
+#define KV_TAG_SYS 15u
 static inline bool kv_is_coll(enum kv_type t) { return t != KV_STRING; }
 const char *kv_type_name(enum kv_type t);
 
@@ -82,6 +87,9 @@ struct kv_config {
 	bool copy;                      /* --copy: values copied into fresh buffers */
 	uint64_t max_value;             /* --max-value: larger values are refused */
 	uint32_t databases;             /* --databases (0: 16) */
+	/* The layout conversion (kv_layout.c): keys per group (0: 256), and
+	 * for tests, stop with -EINTR after this many groups (0: never). */
+	uint32_t relayout_batch, relayout_stop;
 	struct paste_btree_config tree; /* --checkpoint-*; its lane is the caller's */
 };
 
@@ -141,8 +149,13 @@ struct kv {
 	/* The clock commands see: CLOCK_REALTIME in ms, read by kv_clock. */
 	int64_t now_ms;
 	uint32_t group_depth;           /* kv_begin nesting */
+	/* The map and counts as the outermost kv_begin found them: kv_abort
+	 * puts them back with the tree. */
+	uint8_t saved_map[KV_MAX_DBS];
+	uint64_t saved_keys[KV_MAX_DBS], saved_expires[KV_MAX_DBS];
 	bool sweep_due;                 /* graves to sweep */
 	uint8_t *namebuf;               /* KV_MAX_KEY bytes for a long name read back (lazily) */
+	uint32_t relayout_batch, relayout_stop;   /* kv_config's */
 	/* Called after every change to a key (WATCH, notifications); a key
 	 * with p NULL stands for every key of database db (FLUSHDB, SWAPDB),
 	 * or of all of them (db KV_ALL_DBS). */
@@ -181,6 +194,12 @@ void kv_clock(struct kv *kv);
 
 /* The largest value a body may carry (for 413 / "-ERR value too big"). */
 uint64_t kv_max_value(const struct kv *kv);
+/* The longest key or member name: KV_MAX_KEY, or less with buffers under
+ * 32 KiB (a long name lies whole in its entry's own extents, and one
+ * extent stays for the value: (PASTE_BTREE_MAX_EXTENTS - 1) buffers less
+ * its 4-byte length; 126,972 bytes with 2 KiB buffers). Writes of a
+ * longer one fail -ENAMETOOLONG. */
+size_t kv_max_key(const struct kv *kv);
 
 /* A value of len bytes is about to be taken into the store (a body
  * begins): if the free buffers would fall below the reserve, make room
@@ -273,6 +292,12 @@ int kv_members_next(struct kv *kv, struct kv_members *m, const uint8_t **name, s
 int kv_tree_set(struct kv *kv, const uint8_t *t, uint32_t tlen);
 int kv_tree_del(struct kv *kv, const uint8_t *t, uint32_t tlen);
 int kv_tree_put_bytes(struct kv *kv, const uint8_t *t, uint32_t tlen, const void *val, size_t len);
+/* pkvs's own entries [KV_PFX_SYS][name], tagged KV_TAG_SYS. get reads
+ * one into out[0..cap): 0 and *len, -ENOENT (absent, or a key of the
+ * first layout: not tagged so), -EBADMSG (longer than cap). */
+int kv_sys_put(struct kv *kv, const uint8_t *t, uint32_t tlen, const void *val, size_t len);
+int kv_sys_get(struct kv *kv, const uint8_t *t, uint32_t tlen, void *out, uint32_t cap,
+	       uint32_t *len);
 /* A write found the store full: a checkpoint and the cleaner give back
  * what they can until the reserve and need bytes more are free (true
  * when they are). Never inside a group (a checkpoint would keep half). */
@@ -296,6 +321,8 @@ void kv_abort(struct kv *kv);
  * left for the conversion); then see whether graves wait for the sweeper. */
 int kv_db_open(struct kv *kv);
 int kv_layout_open(struct kv *kv);
+/* The layout entry of an empty tree (a new one, or after a clear). */
+int kv_layout_mark(struct kv *kv);
 void kv_db_started(struct kv *kv);
 /* Does any tree key begin with byte p? One descent. */
 bool kv_prefix_used(struct kv *kv, uint8_t p);

@@ -26,17 +26,17 @@ int kv_db_open(struct kv *kv)
 		kv->dbmap[d] = (uint8_t)d;
 		kv->dbkeys[d] = kv->dbexpires[d] = UINT64_MAX;
 	}
-	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	uint32_t n, len;
-	if (paste_btree_get(kv->tree, map_key, sizeof(map_key), ext, &n, &len) == 0) {
-		uint8_t m[KV_MAX_DBS];
-		if (len != sizeof(m) || paste_store_read(kv->store, ext, n, 0, m, sizeof(m)) != sizeof(m))
+	uint8_t m[KV_MAX_DBS];
+	uint32_t len;
+	int r = kv_sys_get(kv, map_key, sizeof(map_key), m, sizeof(m), &len);
+	if (r == -ENOENT)
+		return 0;
+	if (r || len != sizeof(m))
+		return -EBADMSG;
+	for (uint32_t d = 0; d < KV_MAX_DBS; d++)
+		if (m[d] >= KV_PHYS_DBS)
 			return -EBADMSG;
-		for (uint32_t d = 0; d < KV_MAX_DBS; d++)
-			if (m[d] >= KV_PHYS_DBS)
-				return -EBADMSG;
-		memcpy(kv->dbmap, m, sizeof(m));
-	}
+	memcpy(kv->dbmap, m, sizeof(m));
 	return 0;
 }
 
@@ -54,7 +54,7 @@ void kv_db_started(struct kv *kv)
 
 int kv_db_save(struct kv *kv)
 {
-	return kv_tree_put_bytes(kv, map_key, sizeof(map_key), kv->dbmap, sizeof(kv->dbmap));
+	return kv_sys_put(kv, map_key, sizeof(map_key), kv->dbmap, sizeof(kv->dbmap));
 }
 
 static void touched_db(struct kv *kv, uint32_t db)
@@ -196,6 +196,10 @@ int kv_flushall(struct kv *kv)
 			kv->dbkeys[d] = kv->dbexpires[d] = 0;
 		}
 		kv->sweep_due = false;
+		/* The layout entry went too: a tree with keys and without it
+		 * would be taken for the first layout at the next start. */
+		if ((r = kv_layout_mark(kv)) != 0)
+			return r;
 	} else {
 		/* In a transaction (a clear cannot be undone): database by
 		 * database, each one's keys buried. */

@@ -91,9 +91,14 @@ int kv_begin(struct kv *kv)
 	if (kv->group_depth++)
 		return 0;
 	int r = paste_btree_group_begin(kv->tree);
-	if (r)
+	if (r) {
 		kv->group_depth = 0;
-	return r;
+		return r;
+	}
+	memcpy(kv->saved_map, kv->dbmap, sizeof(kv->dbmap));
+	memcpy(kv->saved_keys, kv->dbkeys, sizeof(kv->dbkeys[0]) * kv->ndbs);
+	memcpy(kv->saved_expires, kv->dbexpires, sizeof(kv->dbexpires[0]) * kv->ndbs);
+	return 0;
 }
 
 int kv_commit(struct kv *kv)
@@ -109,6 +114,9 @@ void kv_abort(struct kv *kv)
 		return;
 	kv->group_depth = 0;
 	paste_btree_group_abort(kv->tree);
+	memcpy(kv->dbmap, kv->saved_map, sizeof(kv->dbmap));
+	memcpy(kv->dbkeys, kv->saved_keys, sizeof(kv->dbkeys[0]) * kv->ndbs);
+	memcpy(kv->dbexpires, kv->saved_expires, sizeof(kv->dbexpires[0]) * kv->ndbs);
 }
 
 /* Tree writes: one that found no room makes room and is tried once more. */
@@ -154,31 +162,63 @@ static void drop_refs(struct kv *kv, const struct paste_extent *ext, uint32_t n)
 		paste_store_unref(kv->store, ext[i].buf, false);
 }
 
-int kv_tree_put_bytes(struct kv *kv, const uint8_t *t, uint32_t tlen, const void *val, size_t len)
+static int put_bytes(struct kv *kv, const uint8_t *t, uint32_t tlen, const void *val, size_t len,
+		     uint8_t tag)
 {
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 	uint32_t n = 0;
+	struct paste_btree_attr a = { .tag = tag };
 	int r = len ? copy_in(kv, val, len, ext, PASTE_BTREE_MAX_EXTENTS, &n) : 0;
 	if (r == 0) {
-		r = paste_btree_set(kv->tree, t, tlen, ext, n, NULL);
+		r = paste_btree_put(kv->tree, t, tlen, ext, n, &a, NULL);
 		if (r == -ENOSPC && kv_make_room(kv, 0))
-			r = paste_btree_set(kv->tree, t, tlen, ext, n, NULL);
+			r = paste_btree_put(kv->tree, t, tlen, ext, n, &a, NULL);
 	}
 	drop_refs(kv, ext, n);
 	return r;
 }
 
+int kv_tree_put_bytes(struct kv *kv, const uint8_t *t, uint32_t tlen, const void *val, size_t len)
+{
+	return put_bytes(kv, t, tlen, val, len, 0);
+}
+
+int kv_sys_put(struct kv *kv, const uint8_t *t, uint32_t tlen, const void *val, size_t len)
+{
+	return put_bytes(kv, t, tlen, val, len, KV_TAG_SYS);
+}
+
+int kv_sys_get(struct kv *kv, const uint8_t *t, uint32_t tlen, void *out, uint32_t cap,
+	       uint32_t *len)
+{
+	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+	struct paste_btree_attr a;
+	uint32_t n;
+	if (paste_btree_lookup(kv->tree, t, tlen, ext, &n, len, &a) || a.tag != KV_TAG_SYS)
+		return -ENOENT;
+	if (*len > cap)
+		return -EBADMSG;
+	paste_store_read(kv->store, ext, n, 0, out, *len);
+	return 0;
+}
+
 /* ---- the entry itself -------------------------------------------------- */
 
 /* The most extents a long name takes at the append point (none for a
- * short one): its bytes over whole buffers, and one more where it starts. */
+ * short one): [u32 length][name] over whole buffers (a run that would need
+ * one more where the append point stands starts in a fresh buffer). */
 static uint32_t name_extents(const struct kv *kv, const struct kv_key *k)
 {
 	if (!k->longkey)
 		return 0;
 	uint32_t bs = paste_store_geom(kv->store)->buf_size;
-	uint64_t e = (4 + k->len + bs - 1) / bs + 1;
+	uint64_t e = (4 + k->len + bs - 1) / bs;
 	return e < PASTE_BTREE_MAX_EXTENTS ? (uint32_t)e : PASTE_BTREE_MAX_EXTENTS;
+}
+
+static int name_fits(const struct kv *kv, const struct kv_key *k)
+{
+	return k->longkey && k->len > kv_max_key(kv) ? -ENAMETOOLONG : 0;
 }
 
 /* A long name to the append point as [u32 length][name], one run. */
@@ -210,7 +250,9 @@ static int put_entry(struct kv *kv, const struct kv_key *k, uint8_t tag, const s
 	uint32_t total = n, kn = 0;
 	const struct paste_extent *put = ext;
 	if (k->longkey) {
-		int r = copy_name(kv, k, all, PASTE_BTREE_MAX_EXTENTS - n, &kn);
+		int r = name_fits(kv, k);
+		if (r == 0)
+			r = copy_name(kv, k, all, PASTE_BTREE_MAX_EXTENTS - n, &kn);
 		if (r)
 			return r;
 		if (n)
@@ -283,6 +325,17 @@ static void probe(struct kv *kv, struct kv_key *k, struct old *o)
 		coll_decode(kv, &ob);
 		o->id = ob.coll.id;
 	}
+}
+
+/* A key's entry was written over what `old` says it was, with deadline
+ * exp: a new key counts one more; the deadline's count follows; an
+ * expired key written over was removed by expiry. */
+static void count_replace(struct kv *kv, uint32_t db, const struct old *old, int64_t exp)
+{
+	count_key(kv, db, old->had ? 0 : 1,
+		  (exp != KV_NO_TTL) - (old->had && old->expire_ms != KV_NO_TTL));
+	if (old->had && old->expired)
+		kv->n.expired++;
 }
 
 /* Write key's entry replacing what `old` says it was; drop_id: the
@@ -383,12 +436,7 @@ int kv_put(struct kv *kv, struct kv_key *k, enum kv_type type, const struct past
 	if (r)
 		return r;
 	kv->n.sets++;
-	if (!live)
-		count_key(kv, k->db, old.had ? 0 : 1, 0);
-	count_key(kv, k->db, 0, (expire_ms != KV_NO_TTL) - (live && old.expire_ms != KV_NO_TTL) -
-				 (old.had && old.expired));
-	if (old.had && old.expired)
-		kv->n.expired++;
+	count_replace(kv, k->db, &old, expire_ms);
 	if (created)
 		*created = !live;
 	touched(kv, k);
@@ -402,7 +450,9 @@ int kv_put_bytes(struct kv *kv, struct kv_key *k, enum kv_type type, const void 
 		return -EFBIG;
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 	uint32_t n = 0;
-	int r = len ? copy_in(kv, val, len, ext, PASTE_BTREE_MAX_EXTENTS - name_extents(kv, k), &n) : 0;
+	int r = name_fits(kv, k);
+	if (r == 0 && len)
+		r = copy_in(kv, val, len, ext, PASTE_BTREE_MAX_EXTENTS - name_extents(kv, k), &n);
 	if (r == 0)
 		r = kv_put(kv, k, type, ext, n, expire_ms, created);
 	drop_refs(kv, ext, n);    /* the tree took its own */
@@ -502,8 +552,7 @@ int kv_coll_save(struct kv *kv, struct kv_key *k, struct kv_obj *o)
 	drop_refs(kv, ext, n);
 	if (r == 0) {
 		o->expire_ms = exp;
-		if (!live)
-			count_key(kv, k->db, old.had ? 0 : 1, 0);
+		count_replace(kv, k->db, &old, exp);
 		touched(kv, k);
 	}
 	return r;
@@ -529,7 +578,9 @@ int kv_member_put_bytes(struct kv *kv, struct kv_key *mk, const void *val, size_
 {
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 	uint32_t n = 0;
-	int r = len ? copy_in(kv, val, len, ext, PASTE_BTREE_MAX_EXTENTS - name_extents(kv, mk), &n) : 0;
+	int r = name_fits(kv, mk);
+	if (r == 0 && len)
+		r = copy_in(kv, val, len, ext, PASTE_BTREE_MAX_EXTENTS - name_extents(kv, mk), &n);
 	if (r == 0)
 		r = kv_member_put(kv, mk, ext, n);
 	drop_refs(kv, ext, n);
