@@ -216,6 +216,7 @@ static int replay_one(void *arg, uint64_t lsn, uint32_t lane, const struct paste
 	if (r.op == PASTE_BTREE_COMMIT) {
 		/* A whole group: apply it, in order. */
 		for (size_t i = 0; i < rp->n; i++) {
+			rp->g[i].r.val = rp->g[i].ext;   /* g may have moved (realloc) */
 			int rc = apply_one(t, &rp->g[i].r, rp->g[i].lsn);
 			if (rc < 0)
 				return rc;
