@@ -205,6 +205,10 @@ def run_client(cmd, duration):
         timer.start()
         try:
             _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:
+            proc.kill()           # Ctrl-C or SIGTERM: the client goes too
+            proc.wait()
+            raise
         finally:
             timer.cancel()
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -443,7 +447,9 @@ def run_interleaved(title, systems, points, reps, duration, cpus, perf,
     try:
         for s in systems:
             log(f"  starting {s.name}: {s.label} {' '.join(s.args)}")
-            servers[s.name] = s.server(s.name, s.args, cpus[0], store_dir).start()
+            # Kept before it starts: an interrupted start is stopped too.
+            servers[s.name] = s.server(s.name, s.args, cpus[0], store_dir)
+            servers[s.name].start()
             warm_up(servers[s.name], points[0], cpus, client=client)
         for rep in range(reps):
             for i, pt in enumerate(points):
@@ -472,12 +478,26 @@ def run_interleaved(title, systems, points, reps, duration, cpus, perf,
     finally:
         for pt in points:
             pt.cleanup()
+        stop_servers(servers, failures)
+    return results, failures
+
+
+def stop_servers(servers, failures):
+    """Stop every server of {name: server} (SIGTERM, SIGKILL after its
+    stop timeout) and note each that did not exit 0 in failures. A second
+    Ctrl-C or SIGTERM meanwhile is ignored, so none is left running."""
+    main = threading.current_thread() is threading.main_thread()
+    held = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)} \
+        if main else {}
+    try:
         for name, srv in servers.items():
             code = srv.stop()
             if code not in (0, None):
                 failures.append(f"{name}: exit code {code} after SIGTERM "
                                 f"(expected 0); stderr:\n{srv.tail()}")
-    return results, failures
+    finally:
+        for s, handler in held.items():
+            signal.signal(s, handler)
 
 
 # ---------------------------------------------------------------- report
@@ -793,9 +813,16 @@ def setup(args):
     return cpus, perf
 
 
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main_guard(fn):
     """Run fn(); turn BenchError (or a program missing from the build)
-    into a message and exit code 1."""
+    into a message and exit code 1. SIGTERM interrupts it as Ctrl-C does:
+    the servers run in sessions of their own, away from a terminal's
+    signals, and the finally blocks that stop them run either way."""
+    signal.signal(signal.SIGTERM, _interrupted)
     try:
         sys.exit(fn())
     except (BenchError, paste_proc.MissingBinary) as e:

@@ -432,11 +432,13 @@ class RedisServer(Server):
     """redis-server (7, from PATH) on a free port of host, persistence off
     unless args say otherwise (--appendonly yes ...), with a directory of
     its own under dir_base that stop() removes; its log (loglevel warning)
-    is read from stdout. Ready when it answers PING. Raises MissingBinary
+    is read from stdout. Ready when it answers PING. exe: another server
+    that takes redis-server's flags (valkey-server). Raises MissingBinary
     when redis-server is not installed. Other keywords go to Server."""
 
-    def __init__(self, args=(), dir_base=None, host="127.0.0.1", prefix=(), tag="redis", **kw):
-        exe = shutil.which("redis-server")
+    def __init__(self, args=(), dir_base=None, host="127.0.0.1", prefix=(), tag="redis",
+                 exe=None, **kw):
+        exe = exe or shutil.which("redis-server")
         if exe is None:
             raise MissingBinary("redis-server is not installed: run `make deps`")
         self.dir_base = dir_base

