@@ -60,7 +60,16 @@ int main(int argc, char **argv)
 				  .max_pending = PKVS_MAX_PENDING,
 				  .service = &pkvs_resp_service, .service_cfg = &kvh,
 				  .server_name = "pkvs", .version = PKVS_REDIS_VERSION };
+	/* One password and protected mode for both front ends (server/auth.h). */
+	static struct srv_auth auth = { .protected_mode = true };
+	rc.auth = &auth;
+	hc.auth = &auth;
+	sc.peer_addrs = true;
+	const char *requirepass = NULL;
+	int protected_mode = 1;
+	static const struct opt_choice yes_no[] = { { "yes", 1 }, { "no", 0 }, { NULL, 0 } };
 	const char *http_port = "8080", *resp_port = "6379";
+
 	uint64_t max_value = 0;
 	/* Defaults, then $PKVS_STORE, then --config FILE, then the command
 	 * line: each overrides the one before. */
@@ -123,7 +132,12 @@ int main(int argc, char **argv)
 		OPT_FLAG_("no-commit-hold", &sc.no_commit_hold,
 			  "fsync: start each group commit at once"),
 		OPT_NUM_("cpu", "N", &sc.cpu, 0, 4095, "pin the server thread to CPU N"),
+		OPT_STR_("requirepass", "PASS", &requirepass,
+			 "clients must AUTH with PASS (HTTP: Basic or Bearer); CONFIG SET changes it"),
+		OPT_CHOICE_("protected-mode", "yes|no", &protected_mode, yes_no,
+			    "without a password, refuse clients not on loopback (default yes, as Redis)"),
 	};
+
 	int r = opt_parse(sc.name, opts, (int)(sizeof(opts) / sizeof(opts[0])),
 			  "One thread serves both front ends (the tree has one owner); run several\n"
 			  "pkvs behind twemproxy (nutcracker) to use more cores or machines.\n"
@@ -141,6 +155,16 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	kvh.cfg.max_value = max_value;
+	auth.protected_mode = protected_mode;
+	if (requirepass && *requirepass && srv_auth_set(&auth, requirepass, strlen(requirepass))) {
+		fprintf(stderr, "pkvs: out of memory\n");
+		return 1;
+	}
+	for (int i = 1; i < argc; i++)        /* INFO config_file */
+		if (!strcmp(argv[i], "--config") && i + 1 < argc)
+			kv_config_file = argv[i + 1];
+		else if (!strncmp(argv[i], "--config=", 9))
+			kv_config_file = argv[i] + 9;
 	if (http_on)
 		sc.listen[sc.nlisten++] = (struct server_listener){ "http", hp, &http_proto, &hc };
 	if (resp_on)

@@ -1362,6 +1362,13 @@ struct paste_port_config {
 	 * until a slot frees (the backlog's own limit applies). No event, no
 	 * slot; counted in paste_port_stats.refused. Every engine. */
 	const char *refuse[PASTE_PORT_MAX_LISTEN];
+	/* Record each connection's peer address (paste_port_conn_addr; a
+	 * server that names its clients or serves only loopback ones). The
+	 * epoll engines take it from accept4; the uring engine asks the
+	 * kernel with a getsockopt(SO_PEERNAME) linked before the first
+	 * receive, so it is known by the first DATA event (Linux 6.7; before
+	 * it, unknown). false: no cost. */
+	bool peer_addrs;
 };
 #define PASTE_PORT_MAX_OUTPUT (64ull << 20)
 #define PASTE_PORT_UNLIMITED UINT64_MAX
@@ -1459,6 +1466,14 @@ void paste_port_close_conn(struct paste_port *pt, uint32_t conn);
  * idle timer should not run while it is true. false for a bad slot. */
 bool paste_port_conn_sending(const struct paste_port *pt, uint32_t conn);
 
+/* conn's peer address (peer_addrs; *plen 0: unknown), its local address
+ * (the listener's, or the socket's own where the engine has one; *llen 0:
+ * unknown) and descriptor (epoll: the socket; uring: its direct
+ * descriptor). Any pointer may be NULL. 0, or -ENOTCONN for a slot not
+ * open. */
+struct sockaddr_storage;
+int paste_port_conn_addr(const struct paste_port *pt, uint32_t conn, struct sockaddr_storage *peer,
+			 uint32_t *plen, struct sockaddr_storage *local, uint32_t *llen, int *fd);
 void paste_port_stats(const struct paste_port *pt, struct paste_port_stats *out);
 enum paste_engine paste_port_engine(const struct paste_port *pt);
 /* Bound port (useful with port 0): of listener 0, and of listener i

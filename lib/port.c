@@ -44,6 +44,33 @@ struct paste_event *port_push_event(struct paste_port *pt, uint16_t type, uint32
 	return ev;
 }
 
+int paste_port_conn_addr(const struct paste_port *pt, uint32_t conn, struct sockaddr_storage *peer,
+			 uint32_t *plen, struct sockaddr_storage *local, uint32_t *llen, int *fd)
+{
+	if (conn >= pt->cfg.max_conns || pt->conns[conn].state != CONN_OPEN)
+		return -ENOTCONN;
+	const struct conn *c = &pt->conns[conn];
+	if (plen) {
+		*plen = pt->peers ? pt->peers[conn].len : 0;
+		if (*plen && peer)
+			*peer = pt->peers[conn].a;
+	}
+	if (llen) {
+		socklen_t sl = sizeof(*local);
+		*llen = 0;
+		if (pt->cfg.engine != PASTE_ENGINE_URING && local &&
+		    getsockname(c->fd, (struct sockaddr *)local, &sl) == 0) {
+			*llen = sl;
+		} else if (local) {
+			*local = pt->listen_addr[c->listener];
+			*llen = pt->listen_addr_len[c->listener];
+		}
+	}
+	if (fd)
+		*fd = c->fd;
+	return 0;
+}
+
 void port_conn_reset(struct paste_port *pt, uint32_t slot, int fd)
 {
 	struct conn *c = &pt->conns[slot];
@@ -55,6 +82,8 @@ void port_conn_reset(struct paste_port *pt, uint32_t slot, int fd)
 	c->fd = fd;
 	c->need_epoch = 0;
 	c->queued = 0;
+	if (pt->peers)
+		pt->peers[slot].len = 0;
 	if (pt->cfg.conn_data_size)
 		memset(pt->conn_data + (size_t)slot * pt->cfg.conn_data_size, 0,
 		       pt->cfg.conn_data_size);
@@ -196,8 +225,11 @@ static int listen_one(struct paste_port *pt, uint32_t i, uint16_t port, struct p
 		return paste_error_set(err, -e, "cannot listen on %s port %u: %s", host,
 				       port, strerror(e));
 	}
-	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
 		pt->local_port[i] = ntohs(ss.ss_family == AF_INET ? a4->sin_port : a6->sin6_port);
+		pt->listen_addr[i] = ss;
+		pt->listen_addr_len[i] = sl;
+	}
 	pt->listen_fd[i] = fd;
 	return 0;
 }
@@ -276,9 +308,11 @@ int paste_port_open(struct paste_port **out, const struct paste_port_config *cfg
 	pt->evs = calloc(pt->cap_evs, sizeof(*pt->evs));
 	if (pt->cfg.conn_data_size)
 		pt->conn_data = calloc(pt->cfg.max_conns, pt->cfg.conn_data_size);
+	if (pt->cfg.peer_addrs)
+		pt->peers = calloc(pt->cfg.max_conns, sizeof(*pt->peers));
 	int r;
 	if (!pt->conns || !pt->free_slots || !pt->dirty || !pt->ended || !pt->evs ||
-	    (pt->cfg.conn_data_size && !pt->conn_data))
+	    (pt->cfg.conn_data_size && !pt->conn_data) || (pt->cfg.peer_addrs && !pt->peers))
 		r = paste_error_set(err, -ENOMEM, "out of memory for %u connections", pt->cfg.max_conns);
 	else if ((r = port_listen(pt, err)) == 0)
 		r = pt->ops->open(pt, err);
@@ -310,6 +344,7 @@ void paste_port_close(struct paste_port *pt)
 	free(pt->conns);
 	free(pt->free_slots);
 	free(pt->conn_data);
+	free(pt->peers);
 	free(pt->dirty);
 	free(pt->ended);
 	free(pt->evs);

@@ -214,7 +214,10 @@ static void do_accept(struct paste_port *pt, struct epl *e, uint32_t l)
 			listen_watch(pt, e, l, false);   /* until a slot frees */
 			return;
 		}
-		int fd = accept4(pt->listen_fd[l], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage peer;
+		socklen_t plen = sizeof(peer);
+		int fd = accept4(pt->listen_fd[l], pt->peers ? (struct sockaddr *)&peer : NULL,
+				 pt->peers ? &plen : NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		pt->st.syscalls++;
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE) {
@@ -238,6 +241,10 @@ static void do_accept(struct paste_port *pt, struct epl *e, uint32_t l)
 		epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev);
 		pt->st.syscalls += 2;
 		port_conn_reset(pt, slot, fd);
+		if (pt->peers) {
+			pt->peers[slot].a = peer;
+			pt->peers[slot].len = plen;
+		}
 		pt->conns[slot].listener = (uint8_t)l;
 		pt->st.accepts++;
 		pt->st.conns++;

@@ -118,6 +118,11 @@ struct paste_port {
 	uint32_t nlisten;
 	int listen_fd[PASTE_PORT_MAX_LISTEN];
 	uint16_t local_port[PASTE_PORT_MAX_LISTEN];
+	/* cfg.peer_addrs: each slot's peer address (len 0: unknown), and
+	 * each listener's bound address. */
+	struct port_peer { struct sockaddr_storage a; uint32_t len; } *peers;
+	struct sockaddr_storage listen_addr[PASTE_PORT_MAX_LISTEN];
+	uint32_t listen_addr_len[PASTE_PORT_MAX_LISTEN];
 	struct paste_port_stats st;
 	void *engine;                  /* back-end state */
 };

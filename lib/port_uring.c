@@ -26,6 +26,7 @@
  * close's completion.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -299,6 +300,36 @@ static void uring_release(struct paste_port *pt, uint32_t slot)
 	io_uring_sqe_set_data64(sqe, ud(OP_CLOSE, c->gen, slot));
 }
 
+/* cfg.peer_addrs: getsockopt(SOL_SOCKET, SO_PEERNAME) on the direct
+ * descriptor (IORING_OP_URING_CMD, SOCKET_URING_OP_GETSOCKOPT: Linux 6.7),
+ * hard-linked before the first receive so the address is in place before
+ * any DATA event; on an older kernel it fails, the receive goes on and the
+ * peer stays unknown. The kernel wants optlen no longer than the address
+ * (sockaddr_in or sockaddr_in6, as the listener's family). The fields are
+ * set by offset: liburing 2.3's sqe has no level/optname/optval names. */
+#define URING_SOCKET_OP_GETSOCKOPT 2u
+static void ask_peer(struct paste_port *pt, struct uring *u, uint32_t slot, uint32_t l)
+{
+	struct conn *c = &pt->conns[slot];
+	struct io_uring_sqe *sqe = sqe_get(pt, u);
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = c->fd;
+	sqe->flags = IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
+	sqe->off = URING_SOCKET_OP_GETSOCKOPT;                          /* cmd_op */
+	sqe->addr = (uint64_t)SOL_SOCKET | ((uint64_t)SO_PEERNAME << 32);  /* level, optname */
+	sqe->file_index = pt->listen_addr[l].ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+								    : sizeof(struct sockaddr_in);  /* optlen */
+	sqe->addr3 = (uint64_t)(uintptr_t)&pt->peers[slot].a;           /* optval */
+	io_uring_sqe_set_data64(sqe, ud(OP_PEER, c->gen, slot));
+}
+
+static void on_peer(struct paste_port *pt, struct io_uring_cqe *cqe, uint32_t slot, uint32_t gen)
+{
+	if (cqe->res > 0 && same_gen(&pt->conns[slot], gen) && pt->peers)
+		pt->peers[slot].len = (uint32_t)cqe->res;
+}
+
 static void on_accept(struct paste_port *pt, struct uring *u, struct io_uring_cqe *cqe,
 		      bool multishot)
 {
@@ -339,6 +370,8 @@ static void on_accept(struct paste_port *pt, struct uring *u, struct io_uring_cq
 	pt->conns[slot].listener = (uint8_t)l;
 	pt->st.accepts++;
 	pt->st.conns++;
+	if (pt->peers)
+		ask_peer(pt, u, slot, l);
 	arm_recv(pt, u, slot, false);
 	u->win_accepts++;
 	port_push_event(pt, PASTE_EV_ACCEPT, slot);
@@ -486,6 +519,7 @@ static void handle_cqe(struct paste_port *pt, struct uring *u, struct io_uring_c
 	case OP_CLOSE:  on_close(pt, slot, gen); break;
 	case OP_COMMIT: port_commit_done(pt, cqe->res); break;   /* the barrier's group commit */
 	case OP_REFUSED: u->refusing--; break;   /* a refusal's close */
+	case OP_PEER:   on_peer(pt, cqe, slot, gen); break;
 	default: break;  /* cancel results, stray closes */
 	}
 }

@@ -15,7 +15,7 @@
  * completion whose generation differs from the slot's is stale (the
  * connection was closed and the slot reused) and only its buffer matters. */
 enum { OP_ACCEPT = 1, OP_RECV, OP_SEND, OP_CANCEL, OP_CLOSE, OP_COMMIT, OP_ACCEPT_MS,
-       OP_REFUSED };
+       OP_REFUSED, OP_PEER };
 
 #define GEN_MASK 0x0fffffffu
 #define ALLOC_BATCH 64u

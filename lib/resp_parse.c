@@ -303,6 +303,8 @@ static int parse_mbulk(struct paste_resp_parser *ps, const char *p, size_t len,
 			cmd->used = (uint32_t)end;
 			return PASTE_RESP_CMD;
 		}
+		if (v > INT32_MAX)            /* Redis's bound, and its words for it */
+			return PASTE_RESP_E_MBULK_LEN;
 		if ((uint64_t)v > cap)
 			return PASTE_RESP_E_TOO_MANY_ARGS;
 		ps->nargs = (uint32_t)v;

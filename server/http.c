@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "http.h"
 #include "metrics.h"
@@ -273,6 +274,107 @@ static int own_route(const struct paste_http_req *req, const char **why)
 	return route;
 }
 
+/* The value of header field `name` in req's head (the first one), with
+ * its surrounding blanks left out: false when there is none. */
+static bool header_value(const struct paste_http_req *req, const char *name, const char **v,
+			 size_t *vlen)
+{
+	const char *p = req->method_str, *end = p + req->head_len;
+	size_t nl = strlen(name);
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		if (!eol)
+			return false;
+		p = eol + 1;                     /* the start of the next line */
+		if ((size_t)(end - p) > nl && !strncasecmp(p, name, nl) && p[nl] == ':') {
+			const char *a = p + nl + 1, *b = memchr(a, '\n', (size_t)(end - a));
+			if (!b)
+				return false;
+			while (a < b && (*a == ' ' || *a == '\t'))
+				a++;
+			while (b > a && (b[-1] == '\r' || b[-1] == ' ' || b[-1] == '\t'))
+				b--;
+			*v = a;
+			*vlen = (size_t)(b - a);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Base64 (RFC 4648, padding optional) into out: the length, or -1. */
+static int64_t base64_decode(const char *p, size_t n, uint8_t *out, size_t cap)
+{
+	uint32_t acc = 0, bits = 0;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = p[i];
+		int v = c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? c - 'a' + 26 :
+			c >= '0' && c <= '9' ? c - '0' + 52 : c == '+' ? 62 : c == '/' ? 63 : -1;
+		if (c == '=')
+			break;
+		if (v < 0)
+			return -1;
+		acc = acc << 6 | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (k == cap)
+				return -1;
+			out[k++] = (uint8_t)(acc >> bits);
+		}
+	}
+	return (int64_t)k;
+}
+
+/* The password, when one is set: "Authorization: Basic <base64 of
+ * user:password>" (any user) or "Authorization: Bearer <password>",
+ * compared in constant time (server/auth.c). */
+static bool authorized(const struct http_proto_state *hs, const struct paste_http_req *req)
+{
+	const struct srv_auth *a = hs->cfg->auth;
+	if (!a || !a->pass)
+		return true;
+	const char *v;
+	size_t n;
+	if (!header_value(req, "Authorization", &v, &n))
+		return false;
+	if (n > 7 && !strncasecmp(v, "Bearer ", 7)) {
+		v += 7;
+		n -= 7;
+		while (n && *v == ' ')
+			v++, n--;
+		return srv_auth_check(a, v, n);
+	}
+	if (n > 6 && !strncasecmp(v, "Basic ", 6)) {
+		uint8_t cred[1024];
+		v += 6;
+		n -= 6;
+		while (n && *v == ' ')
+			v++, n--;
+		int64_t k = base64_decode(v, n, cred, sizeof(cred));
+		const uint8_t *colon = k > 0 ? memchr(cred, ':', (size_t)k) : NULL;
+		return colon && srv_auth_check(a, colon + 1, (size_t)(cred + k - colon - 1));
+	}
+	return false;
+}
+
+/* 401 with the two schemes pkvs takes, then close (the body, if any, is
+ * not read). */
+static void reply_unauthorized(struct http_ctx *x)
+{
+	static const char body[] = "401 Unauthorized: a password is required (HTTP Basic with any "
+				   "user, or Authorization: Bearer <password>)\n";
+	char extra[160];
+	const char *name = x->w->srv->cfg.name;
+	snprintf(extra, sizeof(extra), "WWW-Authenticate: Basic realm=\"%s\", charset=\"UTF-8\"\r\n"
+		 "WWW-Authenticate: Bearer realm=\"%s\"", name, name);
+	x->h->keep_alive = false;
+	x->h->head_only = false;
+	http_reply(x, 401, "text/plain", body, sizeof(body) - 1, extra, 0);
+	set_dead(x);
+}
+
 /* body_started: bytes after the head already arrived with it (the client
  * did not wait, so no 100 Continue is needed). */
 static void head_done(struct http_ctx *x, const struct http_proto_state *hs,
@@ -284,6 +386,10 @@ static void head_done(struct http_ctx *x, const struct http_proto_state *hs,
 	h->head_only = req->method == PASTE_HTTP_HEAD;
 	h->body_left = req->content_length;
 	const char *why = NULL;
+	if (!authorized(hs, req)) {
+		reply_unauthorized(x);
+		return;
+	}
 	int own = own_route(req, &why);
 	if (own < 0) {
 		http_reply_error_why(x, -own, why);   /* the body, if any, is not read */

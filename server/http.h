@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "paste.h"
+#include "auth.h"
 #include "reassembly.h"
 #include "server.h"
 
@@ -89,6 +90,10 @@ struct http_config {
 	uint64_t max_body;         /* larger Content-Length: 413 (--max-body) */
 	const struct http_service *service;
 	const void *service_cfg;
+	/* A password (requirepass) every request must carry while one is set:
+	 * HTTP Basic (any user) or "Authorization: Bearer <password>";
+	 * otherwise 401 with WWW-Authenticate. NULL: none. */
+	const struct srv_auth *auth;
 };
 
 /* The protocol; its server_config.proto_cfg is a struct http_config. */

@@ -43,7 +43,16 @@ struct resp_proto_state {
 	/* Unfinished commands: the bytes their buffers hold (one thread
 	 * runs the protocol: resp_open), and those refused as too big. */
 	uint64_t pending, too_big;
+	uint64_t next_id;              /* CLIENT ID */
+	/* INFO errorstats: codes in byte order, and every error reply. */
+	struct resp_errstat errs[RESP_ERRSTATS];
+	uint32_t nerrs;
+	uint64_t errors;
 };
+
+/* Redis's bounds on a command before authentication. */
+#define UNAUTH_MAX_ARGS 10u
+#define UNAUTH_MAX_BULK 16384u
 
 /* ------------------------------------------------------------------ replies */
 
@@ -79,6 +88,12 @@ int resp_send(struct resp_ctx *x, const void *p, size_t n)
 {
 	if (x->r->state == R_DEAD)
 		return -EIO;
+	if (x->r->reply_off || x->r->skip)
+		return 0;                        /* CLIENT REPLY OFF / SKIP */
+	if (x->capture) {
+		resp_out_put(x->capture, p, n);
+		return 0;
+	}
 	int r = paste_port_send(x->w->port, x->conn, p, n, PASTE_SEND_DURABLE);
 	if (r == -EIO) {
 		resp_reply_failed(x);
@@ -120,6 +135,42 @@ int resp_bulk(struct resp_ctx *x, const void *p, size_t n)
 	return r ? r : resp_bulk_end(x);
 }
 
+/* Count an error reply under its code: the word before the first space
+ * within 32 bytes, else "ERR" (as Redis counts). */
+static void count_error(struct resp_ctx *x, const char *msg)
+{
+	struct resp_proto_state *ps = srv_proto_state(x->w, x->c);
+	x->r->errors++;
+	ps->errors++;
+	size_t n = strcspn(msg, " ");
+	if (n >= 32 || !msg[n] || !n) {
+		msg = "ERR";
+		n = 3;
+	}
+	uint32_t lo = 0, hi = ps->nerrs;
+	while (lo < hi) {                    /* the first code >= msg[0..n) */
+		uint32_t mid = (lo + hi) / 2;
+		const char *c = ps->errs[mid].code;
+		size_t cl = strlen(c);
+		int d = memcmp(c, msg, cl < n ? cl : n);
+		if (d < 0 || (d == 0 && cl < n))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < ps->nerrs && strlen(ps->errs[lo].code) == n && !memcmp(ps->errs[lo].code, msg, n)) {
+		ps->errs[lo].count++;
+		return;
+	}
+	if (ps->nerrs == RESP_ERRSTATS)
+		return;
+	memmove(&ps->errs[lo + 1], &ps->errs[lo], (ps->nerrs - lo) * sizeof(ps->errs[0]));
+	ps->nerrs++;
+	memcpy(ps->errs[lo].code, msg, n);
+	ps->errs[lo].code[n] = 0;
+	ps->errs[lo].count = 1;
+}
+
 int resp_error(struct resp_ctx *x, const char *fmt, ...)
 {
 	char msg[448], b[512];
@@ -127,8 +178,49 @@ int resp_error(struct resp_ctx *x, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	count_error(x, msg);
 	int n = paste_resp_put_error(b, sizeof(b), msg);
 	return n < 0 ? n : resp_send(x, b, (size_t)n);
+}
+
+const struct resp_errstat *resp_errstats(const struct resp_ctx *x, uint32_t *n, uint64_t *total)
+{
+	const struct resp_proto_state *ps = srv_proto_state(x->w, x->c);
+	*n = ps->nerrs;
+	*total = ps->errors;
+	return ps->errs;
+}
+
+void resp_errstats_reset(const struct resp_ctx *x)
+{
+	struct resp_proto_state *ps = srv_proto_state(x->w, x->c);
+	ps->nerrs = 0;
+	ps->errors = 0;
+}
+
+struct srv_auth *resp_auth(const struct resp_ctx *x)
+{
+	const struct resp_proto_state *ps = srv_proto_state(x->w, x->c);
+	return ps->cfg->auth;
+}
+
+/* The parser's limits for a connection as authenticated or not (between
+ * commands: the parser holds no command then). */
+static void parser_limits(struct resp_conn *r, const struct resp_proto_state *ps, bool authed)
+{
+	struct paste_resp_config pc = ps->cfg->parser;
+	if (!authed) {
+		pc.max_args = UNAUTH_MAX_ARGS;
+		pc.max_bulk = UNAUTH_MAX_BULK;
+	}
+	paste_resp_parser_init(&r->ps, &pc);
+}
+
+void resp_set_authed(struct resp_ctx *x, bool authed)
+{
+	if (x->r->authed != authed)
+		parser_limits(x->r, srv_proto_state(x->w, x->c), authed);
+	x->r->authed = authed;
 }
 
 void resp_out_put(struct resp_out *o, const void *p, size_t n)
@@ -180,6 +272,36 @@ int resp_arity_error(struct resp_ctx *x, const struct paste_resp_arg *cmd)
 
 /* ------------------------------------------------------ the protocol's own */
 
+/* AUTH's check, for HELLO AUTH here and the service's AUTH: user
+ * "default" with the password (any, when none is set). */
+bool resp_auth_ok(const struct resp_ctx *x, const struct paste_resp_arg *user,
+		  const struct paste_resp_arg *pass)
+{
+	const struct srv_auth *a = resp_auth(x);
+	if (!paste_resp_arg_eq(user, "default"))
+		return false;
+	return !a || !a->pass || srv_auth_check(a, pass->p, pass->len);
+}
+
+/* A client name: printable, no spaces (CLIENT SETNAME, HELLO SETNAME);
+ * false after replying Redis's error. */
+bool resp_set_name(struct resp_ctx *x, const struct paste_resp_arg *a)
+{
+	for (size_t i = 0; i < a->len; i++)
+		if (a->p[i] <= ' ' || a->p[i] > '~') {
+			resp_error(x, "ERR Client names cannot contain spaces, newlines or special characters.");
+			return false;
+		}
+	char *name = a->len ? strndup(a->p, a->len) : NULL;
+	if (a->len && !name) {
+		resp_error(x, "ERR out of memory");
+		return false;
+	}
+	free(x->r->name);
+	x->r->name = name;
+	return true;
+}
+
 /* HELLO [protover [AUTH u p] [SETNAME name]]: the server's map, in the
  * protocol asked for. redis-py 8 refuses a server whose HELLO 3 reply is
  * not a map with proto 3. */
@@ -203,18 +325,28 @@ static void hello(struct resp_ctx *x, const struct resp_proto_state *ps,
 	}
 	for (; i < argc; i++) {
 		if (paste_resp_arg_eq(&argv[i], "SETNAME") && i + 1 < argc) {
-			free(x->r->name);
-			x->r->name = strndup(argv[i + 1].p, argv[i + 1].len);
+			if (!resp_set_name(x, &argv[i + 1]))
+				return;
 			i++;
 		} else if (paste_resp_arg_eq(&argv[i], "AUTH") && i + 2 < argc) {
-			resp_error(x, "WRONGPASS this server has no users or passwords; send HELLO without AUTH");
-			return;
+			if (!resp_auth_ok(x, &argv[i + 1], &argv[i + 2])) {
+				resp_error(x, "WRONGPASS invalid username-password pair or user is disabled.");
+				return;
+			}
+			resp_set_authed(x, true);
+			i += 2;
 		} else {
 			char a[132];
 			arg_text(&argv[i], a, sizeof(a));
 			resp_error(x, "ERR Syntax error in HELLO option '%s'", a);
 			return;
 		}
+	}
+	if (!x->r->authed) {
+		resp_error(x, "NOAUTH HELLO must be called with the client already authenticated, "
+			   "otherwise the HELLO AUTH <user> <pass> option can be used to authenticate "
+			   "the client and select the RESP protocol version at the same time");
+		return;
 	}
 	x->r->proto = proto;
 	const char *name = ps->cfg->server_name ? ps->cfg->server_name : "paste";
@@ -227,7 +359,7 @@ static void hello(struct resp_ctx *x, const struct resp_proto_state *ps,
 	resp_bulk(x, "proto", 5);
 	resp_int(x, proto);
 	resp_bulk(x, "id", 2);
-	resp_int(x, (int64_t)x->conn + 1);
+	resp_int(x, (int64_t)x->r->id);
 	resp_bulk(x, "mode", 4);
 	resp_bulk(x, "standalone", 10);
 	resp_bulk(x, "role", 4);
@@ -250,6 +382,9 @@ static void run_command(struct resp_ctx *x, const struct resp_proto_state *ps,
 	} else {
 		ps->svc->command(x, argv, argc);
 	}
+	/* CLIENT REPLY SKIP drops the replies of the command after it. */
+	x->r->skip = x->r->skip_next;
+	x->r->skip_next = false;
 }
 
 /* ------------------------------------------------- unfinished commands */
@@ -301,7 +436,13 @@ static void proto_error(struct resp_ctx *x, int code)
 		struct resp_proto_state *ps = srv_proto_state(x->w, x->c);
 		ps->too_big++;
 	}
-	int n = paste_resp_put_proto_error(b, sizeof(b), &x->r->ps, code);
+	int n;
+	if (!x->r->authed && code == PASTE_RESP_E_TOO_MANY_ARGS)
+		n = snprintf(b, sizeof(b), "-ERR Protocol error: unauthenticated multibulk length\r\n");
+	else if (!x->r->authed && code == PASTE_RESP_E_BULK_TOO_BIG)
+		n = snprintf(b, sizeof(b), "-ERR Protocol error: unauthenticated bulk length\r\n");
+	else
+		n = paste_resp_put_proto_error(b, sizeof(b), &x->r->ps, code);
 	if (n > 0)
 		paste_port_send(x->w->port, x->conn, b, (size_t)n, 0);
 	resp_close(x);
@@ -319,6 +460,7 @@ static void ctx_init(struct resp_ctx *x, struct worker *w, uint32_t conn, struct
 	x->sc = srv_service_part(x->r, sizeof(struct resp_conn));
 	x->ss = ps->run.ss;
 	x->ev = NULL;
+	x->capture = NULL;
 }
 
 static void stream_begin(struct resp_ctx *x, const struct resp_proto_state *ps,
@@ -380,6 +522,26 @@ static inline void look_ahead(const struct resp_proto_state *ps, const struct re
 		ps->svc->prefetch(ps->run.ss, srv_service_part((void *)r, sizeof(struct resp_conn)), key, klen);
 }
 
+/* Protected mode (Redis's): no password, and a peer that is not on the
+ * loopback interface (or unknown, on a listener that is not a loopback
+ * one): Redis's explanation, then close. At the first bytes, when the
+ * port knows the peer (paste_port_config.peer_addrs). */
+static bool refused_peer(struct resp_ctx *x, const struct resp_proto_state *ps)
+{
+	x->r->peer_checked = true;
+	const struct srv_auth *a = ps->cfg->auth;
+	if (!a || !a->protected_mode || a->pass)
+		return false;
+	struct sockaddr_storage peer, local;
+	uint32_t plen = 0, llen = 0;
+	paste_port_conn_addr(x->w->port, x->conn, &peer, &plen, &local, &llen, NULL);
+	if (srv_addr_local(&peer, plen) || (!plen && srv_addr_local(&local, llen)))
+		return false;
+	paste_port_send(x->w->port, x->conn, srv_denied_text, strlen(srv_denied_text), 0);
+	resp_close(x);
+	return true;
+}
+
 static void resp_data(struct worker *w, const struct paste_event *ev, struct srv_conn *c)
 {
 	struct resp_proto_state *ps = srv_proto_state(w, c);
@@ -387,6 +549,8 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 	ctx_init(&x, w, ev->conn, c, ps);
 	struct resp_conn *r = x.r;
 	uint32_t pos = 0;
+	if (!r->peer_checked && refused_peer(&x, ps))
+		return;
 	while (pos < ev->len && r->state != R_DEAD) {
 		const char *at = (const char *)ev->data + pos;
 		uint32_t avail = ev->len - pos;
@@ -510,10 +674,40 @@ static void resp_peek(struct worker *w, const struct paste_event *ev, struct srv
 static void resp_accept(struct worker *w, uint32_t conn, struct srv_conn *c)
 {
 	(void)conn;
-	const struct resp_proto_state *ps = srv_proto_state(w, c);
+	struct resp_proto_state *ps = srv_proto_state(w, c);
 	struct resp_conn *r = srv_proto_part(c);
-	paste_resp_parser_init(&r->ps, &ps->cfg->parser);
+	const struct srv_auth *a = ps->cfg->auth;
+	r->authed = !a || !a->pass;
+	parser_limits(r, ps, r->authed);
 	r->proto = 2;
+	r->id = ++ps->next_id;
+	r->created_ms = w->now_ms;
+}
+
+void resp_each(const struct resp_ctx *x, bool (*fn)(struct resp_ctx *o, void *arg), void *arg)
+{
+	struct worker *w = x->w;
+	const struct resp_proto_state *ps = srv_proto_state(w, x->c);
+	for (uint32_t i = 0; i < w->nopen; i++) {
+		uint32_t conn = w->open[i];
+		struct srv_conn *c = paste_port_conn_data(w->port, conn);
+		if (!c || srv_proto_state(w, c) != ps)
+			continue;
+		struct resp_ctx o;
+		ctx_init(&o, w, conn, c, ps);
+		if (o.r->state != R_DEAD && !fn(&o, arg))
+			return;
+	}
+}
+
+void resp_conn_addr(const struct resp_ctx *o, char *peer, char *local, size_t cap, int *fd)
+{
+	struct sockaddr_storage p, l;
+	uint32_t plen = 0, llen = 0;
+	*fd = -1;
+	paste_port_conn_addr(o->w->port, o->conn, &p, &plen, &l, &llen, fd);
+	srv_addr_format(&p, plen, peer, cap);
+	srv_addr_format(&l, llen, local, cap);
 }
 
 static void resp_closed(struct worker *w, uint32_t conn, struct srv_conn *c)

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "paste.h"
+#include "auth.h"
 #include "reassembly.h"
 #include "server.h"
 
@@ -43,6 +44,15 @@ struct resp_conn {
 	uint64_t stream_left;     /* R_STREAM: bulk bytes still to come */
 	struct reasm buf;         /* a command split across reads, put together */
 	char *name;               /* CLIENT SETNAME (malloc'd), or NULL */
+	uint64_t id;              /* CLIENT ID: unique for the process's life */
+	uint64_t created_ms;      /* accepted (the server's clock) */
+	uint32_t errors;          /* error replies sent (a call that adds one failed) */
+	bool authed;              /* AUTH done, or no password when it connected */
+	bool peer_checked;        /* protected mode looked at its address */
+	/* CLIENT REPLY: OFF sends nothing; SKIP drops the next command's
+	 * replies (skip_next is set by SKIP itself, skip while that runs). */
+	bool reply_off, skip, skip_next;
+	bool no_evict;            /* CLIENT NO-EVICT (pkvs never evicts clients) */
 };
 
 struct resp_ctx {
@@ -58,6 +68,10 @@ struct resp_ctx {
 	 * into the reassembly buffer or the parser's scratch (ev == NULL:
 	 * copy what must outlive the call). */
 	const struct paste_event *ev;
+	/* Non-NULL: replies are appended here instead of queued (EXEC
+	 * gathers a transaction's replies and queues them once it
+	 * committed, or answers otherwise if it could not). */
+	struct resp_out *capture;
 };
 
 struct resp_service {
@@ -106,6 +120,12 @@ struct resp_config {
 	const void *service_cfg;
 	const char *server_name;           /* HELLO's "server" */
 	const char *version;               /* HELLO's "version" */
+	/* The process's password and protected mode (NULL: neither). A
+	 * client that connects while a password is set must AUTH (or HELLO
+	 * AUTH) before any command but the service's no_auth ones; until
+	 * then a command is limited to 10 arguments of 16 KiB, as Redis
+	 * limits it. */
+	struct srv_auth *auth;
 };
 
 extern const struct server_proto resp_proto;
@@ -157,5 +177,38 @@ struct resp_pending {
 	uint32_t max_request;
 };
 void resp_pending_info(const struct resp_ctx *x, struct resp_pending *out);
+
+/* The protocol's password and protected mode (resp_config.auth; NULL:
+ * none configured). */
+struct srv_auth *resp_auth(const struct resp_ctx *x);
+/* x authenticated: the unauthenticated limits on its commands go. */
+void resp_set_authed(struct resp_ctx *x, bool authed);
+
+/* Error replies by their code (the first word: "ERR", "WRONGTYPE"), as
+ * INFO errorstats lists them (in byte order), and their total. At most
+ * RESP_ERRSTATS codes are told apart; later new ones count in the total
+ * only. */
+#define RESP_ERRSTATS 128u
+struct resp_errstat {
+	char code[32];
+	uint64_t count;
+};
+const struct resp_errstat *resp_errstats(const struct resp_ctx *x, uint32_t *n, uint64_t *total);
+void resp_errstats_reset(const struct resp_ctx *x);
+
+/* AUTH user pass as HELLO AUTH checks it: the user "default" and the
+ * password (any when none is set). */
+bool resp_auth_ok(const struct resp_ctx *x, const struct paste_resp_arg *user,
+		  const struct paste_resp_arg *pass);
+/* CLIENT SETNAME's check and set (false: replied Redis's error). */
+bool resp_set_name(struct resp_ctx *x, const struct paste_resp_arg *a);
+
+/* Every connection of x's protocol that is not closing, x's own
+ * included (CLIENT LIST, KILL): fn(o, arg) with o its context; false
+ * stops the walk. */
+void resp_each(const struct resp_ctx *x, bool (*fn)(struct resp_ctx *o, void *arg), void *arg);
+/* o's peer and local addresses as "ip:port" ("?:0" when unknown) and
+ * its descriptor. */
+void resp_conn_addr(const struct resp_ctx *o, char *peer, char *local, size_t cap, int *fd);
 
 #endif

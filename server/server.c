@@ -237,6 +237,7 @@ int server_worker_start(struct worker *w)
 		.no_min_wait = cfg->no_min_wait,
 		.commit_hold_us = cfg->no_commit_hold ? -1 : (int32_t)cfg->commit_hold_us,
 		.max_output = cfg->max_output ? cfg->max_output : PASTE_PORT_UNLIMITED,
+		.peer_addrs = cfg->peer_addrs,
 	};
 	if (cfg->nlisten) {
 		pc.nports = s->nlis;

@@ -165,6 +165,7 @@ struct server_config {
 	uint32_t commit_hold_us;   /* fsync group commits: paste_port_config's (0: default) */
 	bool no_commit_hold;       /* ... -1: never wait */
 	uint64_t header_to_ms, body_to_ms, idle_to_ms;   /* 0: disabled */
+	bool peer_addrs;             /* paste_port_config.peer_addrs (pkvs: protected mode) */
 	const char *mode;            /* for the start-up line: "rpc", "wal" */
 	const char *mode_note;       /* appended to it (", copy mode"), or "" */
 	/* One listener on `port` with this protocol (phttpd) ... */

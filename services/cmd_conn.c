@@ -1,15 +1,511 @@
 /*
- * cmd_conn.c - the connection's commands (pkvs_resp.h): AUTH and who
- * may run what.
+ * cmd_conn.c - the connection's commands (pkvs_resp.h): who may run what
+ * (AUTH, the maxmemory bound), AUTH, ACL WHOAMI and CAT, CLIENT, RESET,
+ * PING, ECHO. HELLO and QUIT are the protocol's own (server/resp.c).
+ *
+ * pkvs has one user, "default", whose password is requirepass (none by
+ * default): AUTH pass and AUTH default pass check it, in constant time
+ * (server/auth.c).
  */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "pkvs_resp.h"
 
 bool kv_conn_allowed(struct resp_ctx *x, struct kv_cmd_rt *rt)
 {
-	(void)x, (void)rt;
+	if (!x->r->authed && !(rt->fl & KV_CMD_NO_AUTH)) {
+		resp_error(x, "NOAUTH Authentication required.");
+		return false;
+	}
+	if ((rt->fl & KV_CMD_DENYOOM) && kv_over_maxmemory(x)) {
+		resp_error(x, "OOM command not allowed when used memory > 'maxmemory'.");
+		return false;
+	}
+	((struct kv_resp_conn *)x->sc)->last = rt->c;
 	return true;
 }
 
+/* ------------------------------------------------------------- AUTH */
+
+static void cmd_auth(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
+{
+	(void)kv;
+	if (n > 3) {
+		resp_error(x, "ERR syntax error");
+		return;
+	}
+	const struct srv_auth *au = resp_auth(x);
+	if (n == 2 && (!au || !au->pass)) {
+		resp_error(x, "ERR AUTH <password> called without any password configured for the "
+			   "default user. Are you sure your configuration is correct?");
+		return;
+	}
+	const struct paste_resp_arg user = { "default", 7 };
+	if (!resp_auth_ok(x, n == 2 ? &user : &a[1], &a[n - 1])) {
+		resp_error(x, "WRONGPASS invalid username-password pair or user is disabled.");
+		return;
+	}
+	resp_set_authed(x, true);
+	resp_ok(x);
+}
+
+/* -------------------------------------------------------------- ACL */
+
+static void cmd_acl_whoami(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
+			   uint32_t n)
+{
+	(void)kv, (void)a, (void)n;
+	resp_bulk(x, "default", 7);
+}
+
+static void cmd_acl_users(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
+			  uint32_t n)
+{
+	(void)kv, (void)a, (void)n;
+	resp_array(x, 1);
+	resp_bulk(x, "default", 7);
+}
+
+/* ACL CAT [category]: the categories, or a category's commands. */
+static void cmd_acl_cat(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
+			uint32_t n)
+{
+	(void)kv;
+	struct resp_out o = { 0 };
+	char head[32];
+	uint32_t cnt = 0;
+	if (n == 2) {
+		for (uint32_t i = 0; kv_acl_names[i]; i++, cnt++)
+			resp_out_bulk(&o, kv_acl_names[i], strlen(kv_acl_names[i]));
+	} else {
+		uint32_t bit = 0;
+		for (uint32_t i = 0; kv_acl_names[i]; i++)
+			if (paste_resp_arg_eq(&a[2], kv_acl_names[i]))
+				bit = 1u << i;
+		if (!bit) {
+			char cat[132];
+			snprintf(cat, sizeof(cat), "%.*s", (int)(a[2].len < 128 ? a[2].len : 128), a[2].p);
+			resp_error(x, "ERR Unknown category '%s'", cat);
+			return;
+		}
+		for (uint32_t i = 0; i < kv_cmd_count(); i++) {
+			const struct kv_cmd_rt *rt = kv_cmd_at(i);
+			if (kv_cmd_acl(rt) & bit) {
+				resp_out_bulk(&o, rt->c->name, strlen(rt->c->name));
+				cnt++;
+			}
+		}
+	}
+	resp_out_send(x, head, paste_resp_put_array(head, sizeof(head), cnt), &o);
+}
+
+static void cmd_acl_other(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
+			  uint32_t n)
+{
+	(void)kv, (void)n;
+	char sub[40];
+	snprintf(sub, sizeof(sub), "%.*s", (int)(a[1].len < 32 ? a[1].len : 32), a[1].p);
+	resp_error(x, "ERR pkvs has one user, 'default', whose password is requirepass: "
+		   "ACL %s is not supported (ACL WHOAMI, USERS and CAT are)", sub);
+}
+
+static void cmd_acl_help(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
+			 uint32_t n)
+{
+	(void)kv, (void)a, (void)n;
+	static const char *const help[] = {
+		"ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"CAT [<category>]",
+		"    List all commands that belong to <category>, or all command categories",
+		"    when no category is specified.",
+		"USERS",
+		"    List all configured users (pkvs: default).",
+		"WHOAMI",
+		"    Return the current connection username.",
+		"HELP",
+		"    Print this help.",
+	};
+	kv_reply_help(x, help, sizeof(help) / sizeof(help[0]));
+}
+
+/* ----------------------------------------------------------- CLIENT */
+
+/* One line of CLIENT LIST / INFO, Redis's fields; what pkvs does not
+ * keep per client (buffer sizes and memory) is 0. */
+static int client_line(struct resp_ctx *o, char *out, size_t cap)
+{
+	struct resp_conn *r = o->r;
+	const struct kv_resp_conn *kc = o->sc;
+	char peer[80], local[80];
+	int fd;
+	resp_conn_addr(o, peer, local, sizeof(peer), &fd);
+	uint64_t now = o->w->now_ms;
+	int multi = -1;              /* (MULTI's queue is cmd_multi.c's own) */
+	char flags[8], *f = flags;
+	if (r->no_evict)
+		*f++ = 'e';
+	if (f == flags)
+		*f++ = 'N';
+	*f = 0;
+	return snprintf(out, cap,
+		"id=%" PRIu64 " addr=%s laddr=%s fd=%d name=%s age=%" PRIu64 " idle=%" PRIu64
+		" flags=%s db=%u sub=0 psub=0 ssub=0 multi=%d qbuf=%u qbuf-free=0 argv-mem=0"
+		" multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default"
+		" redir=-1 resp=%u\n",
+		r->id, peer, local, fd, r->name ? r->name : "",
+		(now - r->created_ms) / 1000, (now - o->c->last_ms) / 1000, flags, kc->db, multi,
+		r->buf.len, kc->last ? kc->last->name : "NULL", r->proto);
+}
+
+/* A reply of lines as CLIENT LIST gives it: a bulk string, in RESP3 a
+ * verbatim one. */
+static void reply_text(struct resp_ctx *x, struct resp_out *o)
+{
+	char head[48];
+	int hl;
+	if (x->r->proto == 3)
+		hl = snprintf(head, sizeof(head), "=%zu\r\ntxt:", (size_t)o->b.len + 4);
+	else
+		hl = paste_resp_put_bulk_head(head, sizeof(head), o->b.len);
+	resp_out_put(o, "\r\n", 2);
+	resp_out_send(x, head, hl, o);
+}
+
+struct client_walk {
+	struct resp_out *out;
+	const struct paste_resp_arg *ids;   /* CLIENT LIST ID ...: these only */
+	uint32_t nids;
+	/* CLIENT KILL's filters */
+	struct resp_ctx *self;
+	uint64_t id;
+	const struct paste_resp_arg *addr, *laddr;
+	bool skipme, kill_self;
+	uint32_t killed;
+};
+
+static bool list_one(struct resp_ctx *o, void *arg)
+{
+	struct client_walk *cw = arg;
+	if (cw->nids) {
+		bool found = false;
+		for (uint32_t i = 0; i < cw->nids && !found; i++) {
+			int64_t id;
+			found = !paste_resp_arg_i64(&cw->ids[i], &id) && (uint64_t)id == o->r->id;
+		}
+		if (!found)
+			return true;
+	}
+	char line[1024];
+	int n = client_line(o, line, sizeof(line));
+	resp_out_put(cw->out, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1));
+	return true;
+}
+
+static bool kill_one(struct resp_ctx *o, void *arg)
+{
+	struct client_walk *cw = arg;
+	char peer[80], local[80];
+	int fd;
+	if (cw->addr || cw->laddr)
+		resp_conn_addr(o, peer, local, sizeof(peer), &fd);
+	if (cw->addr && !paste_resp_arg_eq(cw->addr, peer))
+		return true;
+	if (cw->laddr && !paste_resp_arg_eq(cw->laddr, local))
+		return true;
+	if (cw->id && o->r->id != cw->id)
+		return true;
+	bool self = o->r->id == cw->self->r->id;
+	if (self && cw->skipme)
+		return true;
+	if (self)
+		cw->kill_self = true;           /* after the reply */
+	else
+		resp_close(o);
+	cw->killed++;
+	return true;
+}
+
+static void client_kill(struct resp_ctx *x, const struct paste_resp_arg *a, uint32_t n)
+{
+	struct client_walk cw = { .self = x, .skipme = true };
+	if (n == 3) {                        /* CLIENT KILL addr:port */
+		cw.addr = &a[2];
+		cw.skipme = false;
+	} else {
+		for (uint32_t i = 2; i < n; i += 2) {
+			if (i + 1 >= n) {
+				resp_error(x, "ERR syntax error");
+				return;
+			}
+			const struct paste_resp_arg *v = &a[i + 1];
+			if (paste_resp_arg_eq(&a[i], "ID")) {
+				int64_t id;
+				if (paste_resp_arg_i64(v, &id) || id < 1) {
+					resp_error(x, "ERR client-id should be greater than 0");
+					return;
+				}
+				cw.id = (uint64_t)id;
+			} else if (paste_resp_arg_eq(&a[i], "TYPE")) {
+				if (!paste_resp_arg_eq(v, "normal") && !paste_resp_arg_eq(v, "master") &&
+				    !paste_resp_arg_eq(v, "replica") && !paste_resp_arg_eq(v, "slave") &&
+				    !paste_resp_arg_eq(v, "pubsub")) {
+					resp_error(x, "ERR Unknown client type '%.*s'", (int)(v->len < 128 ? v->len : 128), v->p);
+					return;
+				}
+				if (!paste_resp_arg_eq(v, "normal"))
+					cw.id = UINT64_MAX;   /* pkvs has normal clients only */
+			} else if (paste_resp_arg_eq(&a[i], "ADDR")) {
+				cw.addr = v;
+			} else if (paste_resp_arg_eq(&a[i], "LADDR")) {
+				cw.laddr = v;
+			} else if (paste_resp_arg_eq(&a[i], "USER")) {
+				if (!paste_resp_arg_eq(v, "default")) {
+					resp_error(x, "ERR No such user '%.*s'", (int)(v->len < 128 ? v->len : 128), v->p);
+					return;
+				}
+			} else if (paste_resp_arg_eq(&a[i], "SKIPME")) {
+				if (paste_resp_arg_eq(v, "yes"))
+					cw.skipme = true;
+				else if (paste_resp_arg_eq(v, "no"))
+					cw.skipme = false;
+				else {
+					resp_error(x, "ERR syntax error");
+					return;
+				}
+			} else {
+				resp_error(x, "ERR syntax error");
+				return;
+			}
+		}
+	}
+	resp_each(x, kill_one, &cw);
+	if (n == 3) {
+		if (!cw.killed)
+			resp_error(x, "ERR No such client");
+		else
+			resp_ok(x);
+	} else {
+		resp_int(x, cw.killed);
+	}
+	if (cw.kill_self)
+		resp_close(x);
+}
+
+static void cmd_client_sub(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
+			   uint32_t n)
+{
+	(void)kv;
+	struct resp_conn *r = x->r;
+	const struct paste_resp_arg *s = &a[1];
+	if (paste_resp_arg_eq(s, "ID")) {
+		resp_int(x, (int64_t)r->id);
+	} else if (paste_resp_arg_eq(s, "INFO")) {
+		struct resp_out o = { 0 };
+		char line[1024];
+		int k = client_line(x, line, sizeof(line));
+		resp_out_put(&o, line, (size_t)(k < (int)sizeof(line) ? k : (int)sizeof(line) - 1));
+		reply_text(x, &o);
+	} else if (paste_resp_arg_eq(s, "LIST")) {
+		struct resp_out o = { 0 };
+		struct client_walk cw = { .out = &o };
+		if (n == 4 && paste_resp_arg_eq(&a[2], "TYPE")) {
+			if (!paste_resp_arg_eq(&a[3], "normal") && !paste_resp_arg_eq(&a[3], "master") &&
+			    !paste_resp_arg_eq(&a[3], "replica") && !paste_resp_arg_eq(&a[3], "slave") &&
+			    !paste_resp_arg_eq(&a[3], "pubsub")) {
+				resp_error(x, "ERR Unknown client type '%.*s'",
+					   (int)(a[3].len < 128 ? a[3].len : 128), a[3].p);
+				return;
+			}
+			if (!paste_resp_arg_eq(&a[3], "normal")) {
+				reply_text(x, &o);
+				return;
+			}
+		} else if (n > 3 && paste_resp_arg_eq(&a[2], "ID")) {
+			for (uint32_t i = 3; i < n; i++) {
+				int64_t id;
+				if (paste_resp_arg_i64(&a[i], &id)) {
+					resp_error(x, "ERR Invalid client ID");
+					return;
+				}
+			}
+			cw.ids = &a[3];
+			cw.nids = n - 3;
+		} else if (n != 2) {
+			resp_error(x, "ERR syntax error");
+			return;
+		}
+		resp_each(x, list_one, &cw);
+		reply_text(x, &o);
+	} else if (paste_resp_arg_eq(s, "KILL")) {
+		client_kill(x, a, n);
+	} else if (paste_resp_arg_eq(s, "SETNAME")) {
+		if (resp_set_name(x, &a[2]))
+			resp_ok(x);
+	} else if (paste_resp_arg_eq(s, "GETNAME")) {
+		if (r->name)
+			resp_bulk(x, r->name, strlen(r->name));
+		else
+			resp_null(x);
+	} else if (paste_resp_arg_eq(s, "SETINFO")) {
+		/* Redis 7.2's (redis-py 8 sends it): LIB-NAME / LIB-VER checked
+		 * and not kept. */
+		if (!paste_resp_arg_eq(&a[2], "LIB-NAME") && !paste_resp_arg_eq(&a[2], "LIB-VER")) {
+			resp_error(x, "ERR Unrecognized option '%.*s'", (int)(a[2].len < 128 ? a[2].len : 128),
+				   a[2].p);
+			return;
+		}
+		for (size_t i = 0; i < a[3].len; i++)
+			if (a[3].p[i] < '!' || a[3].p[i] > '~') {
+				resp_error(x, "ERR %s cannot contain spaces, newlines or special characters.",
+					   paste_resp_arg_eq(&a[2], "LIB-NAME") ? "lib-name" : "lib-ver");
+				return;
+			}
+		resp_ok(x);
+	} else if (paste_resp_arg_eq(s, "REPLY")) {
+		if (paste_resp_arg_eq(&a[2], "ON")) {
+			r->reply_off = r->skip = false;
+			resp_ok(x);
+		} else if (paste_resp_arg_eq(&a[2], "OFF")) {
+			r->reply_off = true;
+		} else if (paste_resp_arg_eq(&a[2], "SKIP")) {
+			if (!r->reply_off)
+				r->skip_next = true;
+		} else {
+			resp_error(x, "ERR syntax error");
+		}
+	} else if (paste_resp_arg_eq(s, "NO-EVICT")) {
+		if (paste_resp_arg_eq(&a[2], "ON") || paste_resp_arg_eq(&a[2], "OFF")) {
+			r->no_evict = paste_resp_arg_eq(&a[2], "ON");
+			resp_ok(x);
+		} else {
+			resp_error(x, "ERR syntax error");
+		}
+	} else if (paste_resp_arg_eq(s, "UNPAUSE")) {
+		resp_ok(x);                      /* no client is ever paused */
+	} else if (paste_resp_arg_eq(s, "PAUSE")) {
+		resp_error(x, "ERR pkvs does not pause clients (CLIENT PAUSE is not supported)");
+	} else if (paste_resp_arg_eq(s, "TRACKING") || paste_resp_arg_eq(s, "CACHING")) {
+		resp_error(x, "ERR pkvs does not track keys for clients (client-side caching is not "
+			   "supported)");
+	} else if (paste_resp_arg_eq(s, "TRACKINGINFO")) {
+		resp_map(x, 3);
+		resp_bulk(x, "flags", 5);
+		resp_set(x, 1);
+		resp_bulk(x, "off", 3);
+		resp_bulk(x, "redirect", 8);
+		resp_int(x, -1);
+		resp_bulk(x, "prefixes", 8);
+		resp_array(x, 0);
+	} else if (paste_resp_arg_eq(s, "GETREDIR")) {
+		resp_int(x, -1);                 /* tracking is off */
+	} else if (paste_resp_arg_eq(s, "UNBLOCK")) {
+		int64_t id;
+		if (n == 4 && !paste_resp_arg_eq(&a[3], "TIMEOUT") && !paste_resp_arg_eq(&a[3], "ERROR")) {
+			resp_error(x, "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+			return;
+		}
+		if (paste_resp_arg_i64(&a[2], &id)) {
+			resp_error(x, "ERR value is not an integer or out of range");
+			return;
+		}
+		resp_int(x, 0);                  /* pkvs never blocks a client */
+	} else {
+		static const char *const help[] = {
+			"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"GETNAME", "    Return the name of the current connection.",
+			"ID", "    Return the ID of the current connection.",
+			"INFO", "    Return information about the current client connection.",
+			"KILL <ip:port>", "    Kill connection made from <ip:port>.",
+			"KILL <option> <value> [<option> <value> [...]]",
+			"    Kill connections. Options are: ID, TYPE, USER, ADDR, LADDR, SKIPME.",
+			"LIST [options ...]", "    Return information about client connections: TYPE, ID.",
+			"UNPAUSE", "    Stop the current client pause (pkvs never pauses).",
+			"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
+			"SETNAME <name>", "    Assign the name <name> to the current connection.",
+			"NO-EVICT (ON|OFF)", "    Protect the current client connection from eviction.",
+			"HELP", "    Print this help.",
+		};
+		kv_reply_help(x, help, sizeof(help) / sizeof(help[0]));
+	}
+}
+
+/* ------------------------------------------------------------ RESET */
+
+static void cmd_reset(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
+{
+	(void)kv, (void)a, (void)n;
+	struct resp_conn *r = x->r;
+	((struct kv_resp_conn *)x->sc)->db = 0;
+	r->proto = 2;
+	const struct srv_auth *au = resp_auth(x);
+	resp_set_authed(x, !au || !au->pass);
+	free(r->name);
+	r->name = NULL;
+	r->reply_off = r->skip = r->skip_next = false;   /* NO-EVICT stays, as in Redis */
+	resp_simple(x, "RESET");
+}
+
+/* ------------------------------------------------------- PING, ECHO */
+
+static void cmd_ping(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
+{
+	(void)kv;
+	if (n > 2)
+		resp_error(x, "ERR wrong number of arguments for 'ping' command");
+	else if (n == 2)
+		resp_bulk(x, a[1].p, a[1].len);
+	else
+		resp_simple(x, "PONG");
+}
+
+static void cmd_echo(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
+{
+	(void)kv, (void)n;
+	resp_bulk(x, a[1].p, a[1].len);
+}
+
+/* name, arity, flags, group, summary, handler, first key, last key, step.
+ * A container's subcommands follow it. */
 const struct kv_cmd kv_cmds_conn[] = {
+	{ "ping", -1, "fast", "connection", "Returns the server's liveliness response.", cmd_ping, 0, 0, 0 },
+	{ "echo", 2, "loading stale fast", "connection", "Returns the given string.", cmd_echo, 0, 0, 0 },
+	{ "auth", -2, "noscript loading stale fast no_auth allow_busy", "connection", "Authenticates the connection.", cmd_auth, 0, 0, 0 },
+	{ "reset", 1, "noscript loading stale fast no_auth allow_busy", "connection", "Resets the connection.", cmd_reset, 0, 0, 0 },
+	{ "acl", -2, "", "server", "A container for Access List Control commands.", NULL, 0, 0, 0 },
+	{ "acl|cat", -2, "noscript loading stale", "server", "Lists the ACL categories, or the commands inside a category.", cmd_acl_cat, 0, 0, 0 },
+	{ "acl|deluser", -3, "admin noscript loading stale", "server", "Deletes ACL users, and terminates their connections.", cmd_acl_other, 0, 0, 0 },
+	{ "acl|dryrun", -4, "admin noscript loading stale", "server", "Simulates the execution of a command by a user, without executing the command.", cmd_acl_other, 0, 0, 0 },
+	{ "acl|genpass", -2, "noscript loading stale", "server", "Generates a pseudorandom, secure password that can be used to identify ACL users.", cmd_acl_other, 0, 0, 0 },
+	{ "acl|getuser", 3, "admin noscript loading stale", "server", "Lists the ACL rules of a user.", cmd_acl_other, 0, 0, 0 },
+	{ "acl|help", 2, "loading stale", "server", "Returns helpful text about the different subcommands.", cmd_acl_help, 0, 0, 0 },
+	{ "acl|list", 2, "admin noscript loading stale", "server", "Dumps the effective rules in ACL file format.", cmd_acl_other, 0, 0, 0 },
+	{ "acl|load", 2, "admin noscript loading stale", "server", "Reloads the rules from the configured ACL file.", cmd_acl_other, 0, 0, 0 },
+	{ "acl|log", -2, "admin noscript loading stale", "server", "Lists recent security events generated due to ACL rules.", cmd_acl_other, 0, 0, 0 },
+	{ "acl|save", 2, "admin noscript loading stale", "server", "Saves the effective ACL rules in the configured ACL file.", cmd_acl_other, 0, 0, 0 },
+	{ "acl|setuser", -3, "admin noscript loading stale", "server", "Creates and modifies an ACL user and its rules.", cmd_acl_other, 0, 0, 0 },
+	{ "acl|users", 2, "admin noscript loading stale", "server", "Lists all ACL users.", cmd_acl_users, 0, 0, 0 },
+	{ "acl|whoami", 2, "noscript loading stale", "server", "Returns the authenticated username of the current connection.", cmd_acl_whoami, 0, 0, 0 },
+	{ "client", -2, "", "connection", "A container for client connection commands.", NULL, 0, 0, 0 },
+	{ "client|caching", 3, "noscript loading stale", "connection", "Instructs the server whether to track the keys in the next request.", cmd_client_sub, 0, 0, 0 },
+	{ "client|getname", 2, "noscript loading stale", "connection", "Returns the name of the connection.", cmd_client_sub, 0, 0, 0 },
+	{ "client|getredir", 2, "noscript loading stale", "connection", "Returns the client ID to which the connection's tracking notifications are redirected.", cmd_client_sub, 0, 0, 0 },
+	{ "client|help", 2, "loading stale", "connection", "Returns helpful text about the different subcommands.", cmd_client_sub, 0, 0, 0 },
+	{ "client|id", 2, "noscript loading stale", "connection", "Returns the unique client ID of the connection.", cmd_client_sub, 0, 0, 0 },
+	{ "client|info", 2, "noscript loading stale", "connection", "Returns information about the connection.", cmd_client_sub, 0, 0, 0 },
+	{ "client|kill", -3, "admin noscript loading stale", "connection", "Terminates open connections.", cmd_client_sub, 0, 0, 0 },
+	{ "client|list", -2, "admin noscript loading stale", "connection", "Lists open connections.", cmd_client_sub, 0, 0, 0 },
+	{ "client|no-evict", 3, "admin noscript loading stale", "connection", "Sets the client eviction mode of the connection.", cmd_client_sub, 0, 0, 0 },
+	{ "client|pause", -3, "admin noscript loading stale", "connection", "Suspends commands processing.", cmd_client_sub, 0, 0, 0 },
+	{ "client|reply", 3, "noscript loading stale", "connection", "Instructs the server whether to reply to commands.", cmd_client_sub, 0, 0, 0 },
+	{ "client|setinfo", 4, "noscript loading stale", "connection", "Sets information specific to the client or connection.", cmd_client_sub, 0, 0, 0 },
+	{ "client|setname", 3, "noscript loading stale", "connection", "Sets the connection name.", cmd_client_sub, 0, 0, 0 },
+	{ "client|tracking", -3, "noscript loading stale", "connection", "Controls server-assisted client-side caching for the connection.", cmd_client_sub, 0, 0, 0 },
+	{ "client|trackinginfo", 2, "noscript loading stale", "connection", "Returns information about server-assisted client-side caching for the connection.", cmd_client_sub, 0, 0, 0 },
+	{ "client|unblock", -3, "admin noscript loading stale", "connection", "Unblocks a client blocked by a blocking command from a different connection.", cmd_client_sub, 0, 0, 0 },
+	{ "client|unpause", 2, "admin noscript loading stale", "connection", "Resumes processing commands from paused clients.", cmd_client_sub, 0, 0, 0 },
 	{ 0 }
 };

@@ -1,0 +1,520 @@
+"""pkvs's server and connection commands (services/cmd_server.c,
+services/cmd_conn.c, services/cmd_meta.c, server/resp.c), against Debian's
+redis-server 7.0.15 byte for byte where Redis and pkvs mean the same
+(tests/e2e/redis_peer.py), in RESP2 and RESP3:
+
+- COMMAND: INFO (arity, flags, key positions, ACL categories, tips, key
+  specifications, subcommands) and DOCS of every command pkvs lists that
+  Redis has, COUNT, LIST with FILTERBY MODULE / ACLCAT / PATTERN, GETKEYS
+  and GETKEYSANDFLAGS, unknown subcommands and container arity errors.
+- CONFIG GET with glob patterns, CONFIG SET of what pkvs applies and of
+  Redis's tuning settings it keeps, refusals in Redis's words, RESETSTAT,
+  REWRITE without a config file, maxmemory's OOM.
+- INFO: sections (default, all, everything, several), tcp_port,
+  commandstats (calls, usec, rejected and failed calls), errorstats,
+  keyspace, the RESP3 verbatim string.
+- CLIENT ID, SETNAME/GETNAME, INFO/LIST (Redis's fields), KILL in every
+  form, REPLY ON/OFF/SKIP, NO-EVICT, TRACKING refused; RESET; PING's
+  arity; ECHO, TIME, WAIT, LASTSAVE, SAVE, BGSAVE; SHUTDOWN exits 0.
+"""
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+import redis
+
+from conftest import PkvsFactory, RespConn, resp_command, tool, wait_until
+from redis_peer import Peers, RawConn, redis_peer  # noqa: F401 (redis_peer: a fixture)
+
+PROTOS = [2, 3]
+
+
+@pytest.fixture(scope="module")
+def pkvs_srv():
+    factory = PkvsFactory()
+    srv = factory.start(http=False)
+    yield srv
+    factory.cleanup()
+
+
+def pyr(port, **kw):
+    return redis.Redis(port=port, decode_responses=True, **kw)
+
+
+def dec(v):
+    if isinstance(v, bytes):
+        return v.decode()
+    if isinstance(v, list):
+        return [dec(x) for x in v]
+    return v
+
+
+class Cmd:
+    """Commands whose replies redis-py would reshape (COMMAND ...): the
+    reply as sent, bulk strings decoded."""
+
+    def __init__(self, port):
+        self.c = RespConn(port)
+
+    def execute_command(self, *args):
+        return dec(self.c.command(*args))
+
+
+def text(c, *args):
+    """A bulk reply of c as text."""
+    return c.command(*args).decode()
+
+
+def info_map(text):
+    out = {}
+    for line in text.split("\r\n"):
+        if line and not line.startswith("#") and ":" in line:
+            k, v = line.split(":", 1)
+            out[k] = v
+    return out
+
+
+# ----------------------------------------------------------- COMMAND
+
+def resp_items(raw):
+    """Split the RESP reply raw into its top-level elements' bytes (after
+    the aggregate header)."""
+    c = RawConn.__new__(RawConn)
+    c.buf = bytearray(raw)
+    head_end = raw.index(b"\r\n") + 2
+    items, pos = [], head_end
+    while pos < len(raw):
+        end = c._skip(pos)
+        items.append(bytes(raw[pos:end]))
+        pos = end
+    return items
+
+
+def pkvs_commands(port):
+    return sorted(Cmd(port).execute_command("COMMAND", "LIST"))
+
+
+@pytest.mark.parametrize("proto", PROTOS)
+def test_command_info_and_docs_as_redis(pkvs_srv, redis_peer, proto):
+    """Every command pkvs has that Redis has: COMMAND INFO and DOCS are
+    Redis's bytes (a container's subcommands compared one by one: Redis
+    lists them in its hash table's order)."""
+    p = Peers(pkvs_srv.resp_port, redis_peer.resp_port, proto)
+    redis_names = set(Cmd(redis_peer.resp_port).execute_command("COMMAND", "LIST"))
+    pkvs_only = {"client|setinfo"}          # Redis 7.2's, which redis-py 8 sends
+    bad = []
+    for name in pkvs_commands(pkvs_srv.resp_port):
+        if name not in redis_names:
+            assert name in pkvs_only, f"{name}: a command Redis 7.0.15 does not have"
+            continue
+        got, want = p.both("COMMAND", "INFO", name)
+        if b"|" not in name.encode() and got != want:
+            # containers: all but the subcommand list must be equal
+            gi, wi = resp_items(got)[0], resp_items(want)[0]
+            g, w = resp_items(gi), resp_items(wi)
+            mine = {i for i in resp_items(g[9]) if b"client|setinfo" not in i}
+            if g[:9] != w[:9] or not mine <= set(resp_items(w[9])):
+                bad.append((name, "info", got[:400], want[:400]))
+        if "|" in name and got != want:
+            bad.append((name, "info", got[:400], want[:400]))
+        got, want = p.both("COMMAND", "DOCS", name)
+        if got != want and b"subcommands" not in want:   # a container's: each sub alone
+            bad.append((name, "docs", got[:400], want[:400]))
+    p.close()
+    assert not bad, "\n".join(f"{n} {what}: pkvs {g!r}\n   redis {w!r}" for n, what, g, w in bad)
+
+
+def test_command_count_list_filters(pkvs_srv, redis_peer):
+    r = Cmd(pkvs_srv.resp_port)
+    names = r.execute_command("COMMAND", "LIST")
+    top = [n for n in names if "|" not in n]
+    assert r.execute_command("COMMAND", "COUNT") == len(top) == len(r.execute_command("COMMAND"))
+    assert "set" in names and "client|list" in names and "config|get" in names
+    assert r.execute_command("COMMAND", "LIST", "FILTERBY", "PATTERN", "set") == ["set"]
+    cfg = r.execute_command("COMMAND", "LIST", "FILTERBY", "PATTERN", "config*")
+    assert "config" in cfg and "config|get" in cfg
+    re_ = r.execute_command("COMMAND", "LIST", "FILTERBY", "PATTERN", "config|*re*")
+    assert {"config|resetstat", "config|rewrite"} <= set(re_)
+    helps = r.execute_command("COMMAND", "LIST", "FILTERBY", "PATTERN", "cl*help")
+    assert {"client|help", "cluster|help"} <= set(helps)
+    assert r.execute_command("COMMAND", "LIST", "FILTERBY", "PATTERN", "non_exists*") == []
+    assert r.execute_command("COMMAND", "LIST", "FILTERBY", "MODULE", "x") == []
+    assert r.execute_command("COMMAND", "LIST", "FILTERBY", "ACLCAT", "nope") == []
+    strings = set(r.execute_command("COMMAND", "LIST", "FILTERBY", "ACLCAT", "string"))
+    assert {"get", "set"} <= strings and "del" not in strings
+    # the same filter on Redis, limited to pkvs's commands
+    rr = Cmd(redis_peer.resp_port)
+    for cat in ("keyspace", "read", "write", "fast", "slow", "admin", "dangerous", "connection"):
+        mine = set(r.execute_command("COMMAND", "LIST", "FILTERBY", "ACLCAT", cat))
+        theirs = set(rr.execute_command("COMMAND", "LIST", "FILTERBY", "ACLCAT", cat))
+        assert mine - {"client|setinfo"} == theirs & set(names), cat
+    p = Peers(pkvs_srv.resp_port, redis_peer.resp_port)
+    for args in (("COMMAND", "LIST", "bad_arg"), ("COMMAND", "LIST", "FILTERBY", "bad_arg"),
+                 ("COMMAND", "LIST", "FILTERBY", "bad", "x"), ("COMMAND", "NOPE"),
+                 ("CONFIG",), ("CONFIG", "GET"), ("CONFIG", "NOPE"), ("CLIENT", "NOPE"),
+                 ("COMMAND", "INFO", "get|key"), ("COMMAND", "INFO", "config|get|key"),
+                 ("GET|SET", "x"), ("CONFIG|GET", "x"), ("COMMAND", "DOCS", "nope"),
+                 ("COMMAND", "INFO", "nope", "get")):
+        p.same(*args)
+    p.close()
+
+
+@pytest.mark.parametrize("proto", PROTOS)
+def test_command_getkeys_as_redis(pkvs_srv, redis_peer, proto):
+    p = Peers(pkvs_srv.resp_port, redis_peer.resp_port, proto)
+    for args in (("get", "key"), ("set", "k1", "v1"), ("set", "k1", "v1", "get"),
+                 ("mset", "k1", "v1", "k2", "v2"), ("del", "a", "b", "c"), ("mget", "a", "b"),
+                 ("getrange", "k", "0", "1"), ("exists", "a"), ("incr", "a")):
+        p.same("COMMAND", "GETKEYS", *args)
+        p.same("COMMAND", "GETKEYSANDFLAGS", *args)
+    for args in (("nope", "x"), ("ping",), ("get",), ("get", "a", "b"), ("config", "get", "x"),
+                 ("mset", "a")):
+        p.same("COMMAND", "GETKEYS", *args)
+    p.close()
+
+
+def test_container_arity_and_unknown_subcommand(pkvs_srv, redis_peer):
+    p = Peers(pkvs_srv.resp_port, redis_peer.resp_port)
+    for args in (("CONFIG", "GET"), ("CLIENT", "SETNAME"), ("CONFIG", "xyz"),
+                 ("COMMAND", "GETKEYS"), ("CLIENT", "KILL"), ("PING", "a", "b"),
+                 ("ECHO",), ("TIME", "x"), ("WAIT", "1")):
+        p.same(*args)
+    p.close()
+
+
+# ----------------------------------------------------------- CONFIG
+
+def same_map(p, *args):
+    """A map reply (CONFIG GET) the same as Redis's but for its order,
+    which is Redis's hash table's."""
+    got, want = p.both(*args)
+    assert got.split(b"\r\n")[0] == want.split(b"\r\n")[0], args
+    g, w = resp_items(got), resp_items(want)
+    assert dict(zip(g[::2], g[1::2])) == dict(zip(w[::2], w[1::2])), args
+
+
+@pytest.mark.parametrize("proto", PROTOS)
+def test_config_get_set_as_redis(pkvs_srv, redis_peer, proto):
+    p = Peers(pkvs_srv.resp_port, redis_peer.resp_port, proto)
+    for pat in ("hash-max-*", "databases", "DATABASES", "timeout", "maxmemory",
+                "maxmemory-policy", "lua-time-limit", "nope*", "*-max-ziplist-value",
+                "zset-max-listpack-entries"):
+        same_map(p, "CONFIG", "GET", pat)
+    same_map(p, "CONFIG", "GET", "hash-max-ziplist-value", "timeout", "databases")
+    # Redis's tuning settings: taken and read back, under either name
+    for args in (("hash-max-ziplist-value", "128"), ("hash-max-listpack-entries", "256"),
+                 ("lua-time-limit", "100"), ("zset-max-ziplist-entries", "64"),
+                 ("notify-keyspace-events", "KEA"), ("activerehashing", "no")):
+        p.same("CONFIG", "SET", *args)
+        same_map(p, "CONFIG", "GET", args[0])
+    same_map(p, "CONFIG", "GET", "hash-max-listpack-value")
+    same_map(p, "CONFIG", "GET", "busy-reply-threshold")
+    p.same("CONFIG", "SET", "timeout", "0")
+    p.same("CONFIG", "SET", "maxmemory", "0")
+    # refusals, in Redis's words
+    for args in (("nope", "1"), ("databases", "3"), ("maxmemory", "bla"),
+                 ("hash-max-ziplist-value", "x"), ("activerehashing", "maybe"),
+                 ("timeout",), ("timeout", "1", "maxmemory"), ("maxmemory-policy", "bogus"),
+                 ("timeout", "1", "timeout", "2")):
+        p.same("CONFIG", "SET", *args)
+    p.same("CONFIG", "SET", "hash-max-ziplist-value", "64", "lua-time-limit", "5000")
+    p.same("CONFIG", "SET", "hash-max-listpack-entries", "128", "zset-max-ziplist-entries", "128",
+           "notify-keyspace-events", "", "activerehashing", "yes")
+    p.close()
+
+
+def test_config_applied(pkvs_srv):
+    r = pyr(pkvs_srv.resp_port)
+    c = RespConn(pkvs_srv.resp_port)
+    assert c.command("PING") == "PONG"
+    assert r.config_get("databases") == {"databases": "16"}
+    assert r.config_get("port") == {"port": str(pkvs_srv.resp_port)}
+    assert r.config_get("appendonly")["appendonly"] == "yes"
+    # timeout closes idle connections
+    r.config_set("timeout", "1")
+    try:
+        time.sleep(2.6)                  # idle: closed within a second and the sweep's half
+        assert not _alive(c)
+    finally:
+        r.config_set("timeout", "0")
+    # maxmemory: denyoom commands refused while the store holds more
+    assert r.set("mm", "1")
+    r.config_set("maxmemory", "1")
+    try:
+        with pytest.raises(redis.ResponseError, match="^command not allowed when used memory"):
+            r.set("mm", "2")
+        assert r.get("mm") == "1" and r.delete("mm") == 1
+    finally:
+        r.config_set("maxmemory", "0")
+    with pytest.raises(redis.ResponseError, match="running without a config file"):
+        r.execute_command("CONFIG", "REWRITE")
+
+
+def _alive(c):
+    try:
+        return c.command("PING") == "PONG"
+    except Exception:
+        return False
+
+
+def test_config_resetstat_and_commandstats(pkvs_srv):
+    r = pyr(pkvs_srv.resp_port)
+    assert r.execute_command("CONFIG", "RESETSTAT") == "OK"
+    r.set("cs", "1")
+    r.get("cs")
+    r.get("cs")
+    with pytest.raises(redis.ResponseError):
+        r.execute_command("GET", "a", "b")                # rejected: arity
+    r.set("cs", "x")
+    with pytest.raises(redis.ResponseError):
+        r.execute_command("INCR", "cs")                    # failed: not an integer
+    with pytest.raises(redis.ResponseError):
+        r.execute_command("NOPE")
+    info = r.info("commandstats")
+    assert info["cmdstat_get"]["calls"] == 2 and info["cmdstat_get"]["rejected_calls"] == 1
+    assert info["cmdstat_incr"]["failed_calls"] == 1 and info["cmdstat_set"]["calls"] == 2
+    assert info["cmdstat_get"]["usec"] >= 0 and "usec_per_call" in info["cmdstat_get"]
+    assert "cmdstat_config|resetstat" in info or "cmdstat_config|resetstat" in str(info)
+    errs = r.info("errorstats")
+    assert errs["errorstat_ERR"]["count"] == 3
+    assert r.info("stats")["total_error_replies"] == 3
+    r.execute_command("CONFIG", "RESETSTAT")
+    assert "cmdstat_get" not in r.info("commandstats")
+    assert r.info("errorstats") == {}
+
+
+# ------------------------------------------------------------- INFO
+
+def test_info_sections(pkvs_srv):
+    r = pyr(pkvs_srv.resp_port)
+    c = RespConn(pkvs_srv.resp_port)
+    default = text(c, "INFO")
+    for name in ("# Server", "# Clients", "# Memory", "# Persistence", "# Stats",
+                 "# Replication", "# CPU", "# Modules", "# Errorstats", "# Cluster",
+                 "# Keyspace"):
+        assert name in default
+    assert "# Commandstats" not in default and "rejected_calls" not in default
+    for arg in ("all", "everything"):
+        t = text(c, "INFO", arg)
+        assert "# Commandstats" in t and "rejected_calls" in t
+    m = info_map(default)
+    assert m["tcp_port"] == str(pkvs_srv.resp_port)
+    assert m["role"] == "master" and m["connected_slaves"] == "0"
+    assert m["arch_bits"] == "64" and len(m["run_id"]) == 40 and m["hz"] == "10"
+    assert os.path.basename(m["executable"]) == "pkvs"
+    assert float(m["used_cpu_user"]) >= 0 and int(m["used_memory"]) > 0
+    for k in ("expired_keys", "evicted_keys", "keyspace_hits", "keyspace_misses",
+              "total_error_replies", "maxmemory", "connected_clients", "rdb_last_save_time"):
+        assert k in m, k
+    cpu = text(c, "INFO", "cpu")
+    assert cpu.startswith("# CPU\r\n") and "used_memory" not in cpu
+    both = text(c, "INFO", "cpu", "server")
+    assert "# CPU" in both and "# Server" in both and "# Memory" not in both
+    assert both.count("used_cpu_user_children") == 1
+    assert "rejected_calls" in text(c, "INFO", "commandSTATS")
+    r.set("ks", "1")
+    assert "db0:keys=" in text(c, "INFO", "keyspace")
+    assert text(c, "INFO", "nope") == ""
+
+
+def test_info_resp3_verbatim(pkvs_srv, redis_peer):
+    c = RawConn(pkvs_srv.resp_port, 3)
+    raw = c.call("INFO", "server")
+    assert raw.startswith(b"=") and raw[raw.index(b"\r\n") + 2:].startswith(b"txt:# Server")
+    n = int(raw[1:raw.index(b"\r\n")])
+    assert len(raw) == raw.index(b"\r\n") + 2 + n + 2
+    want = RawConn(redis_peer.resp_port, 3).call("INFO", "cluster")
+    assert c.call("INFO", "cluster") == want          # "=...txt:# Cluster ..." the same
+
+
+# ----------------------------------------------------------- CLIENT
+
+REDIS_CLIENT_FIELDS = ["id", "addr", "laddr", "fd", "name", "age", "idle", "flags", "db", "sub",
+                       "psub", "ssub", "multi", "qbuf", "qbuf-free", "argv-mem", "multi-mem", "rbs",
+                       "rbp", "obl", "oll", "omem", "tot-mem", "events", "cmd", "user", "redir",
+                       "resp"]
+
+
+def client_fields(line):
+    return dict(kv.split("=", 1) for kv in line.strip().split(" "))
+
+
+def test_client_info_list_fields(pkvs_srv, redis_peer):
+    r = pyr(pkvs_srv.resp_port)
+    me = r.client_id()
+    info = r.execute_command("CLIENT", "INFO")
+    assert [kv.split("=")[0] for kv in info.strip().split(" ")] == REDIS_CLIENT_FIELDS
+    rinfo = pyr(redis_peer.resp_port).execute_command("CLIENT", "INFO")
+    assert [kv.split("=")[0] for kv in rinfo.strip().split(" ")] == REDIS_CLIENT_FIELDS
+    f = client_fields(info)
+    assert f["id"] == str(me) and f["cmd"] == "client|info" and f["flags"] == "N"
+    s = socket.create_connection(("127.0.0.1", pkvs_srv.resp_port))
+    s.sendall(b"PING\r\n")
+    s.recv(100)
+    peer = "%s:%d" % s.getsockname()
+    assert f["laddr"] == "127.0.0.1:%d" % pkvs_srv.resp_port
+    lines = r.execute_command("CLIENT", "LIST").strip().split("\n")
+    byaddr = {client_fields(l)["addr"]: client_fields(l) for l in lines}
+    assert peer in byaddr and byaddr[peer]["cmd"] == "ping"
+    other = byaddr[peer]["id"]
+    only = r.execute_command("CLIENT", "LIST", "ID", other).strip().split("\n")
+    assert len(only) == 1 and client_fields(only[0])["addr"] == peer
+    assert r.execute_command("CLIENT", "LIST", "TYPE", "pubsub") == ""
+    r.client_setname("myname")
+    assert r.client_getname() == "myname"
+    assert client_fields(r.execute_command("CLIENT", "INFO"))["name"] == "myname"
+    assert r.execute_command("CLIENT", "NO-EVICT", "on") == "OK"
+    assert client_fields(r.execute_command("CLIENT", "INFO"))["flags"] == "e"
+    r.execute_command("CLIENT", "NO-EVICT", "off")
+    s.close()
+
+
+def test_client_errors_as_redis(pkvs_srv, redis_peer):
+    p = Peers(pkvs_srv.resp_port, redis_peer.resp_port)
+    for args in (("CLIENT", "SETNAME", "a b"), ("CLIENT", "SETNAME", "a\nb"), ("CLIENT", "GETNAME"),
+                 ("CLIENT", "SETNAME", "x"), ("CLIENT", "GETNAME"), ("CLIENT", "SETNAME", ""),
+                 ("CLIENT", "GETNAME"), ("CLIENT", "LIST", "TYPE", "bogus"),
+                 ("CLIENT", "LIST", "ID", "x"), ("CLIENT", "LIST", "x"),
+                 ("CLIENT", "KILL", "1.2.3.4:5"), ("CLIENT", "KILL", "ID", "0"),
+                 ("CLIENT", "KILL", "ID", "999999"), ("CLIENT", "KILL", "USER", "nobody"),
+                 ("CLIENT", "KILL", "SKIPME", "maybe"), ("CLIENT", "KILL", "ID"),
+                 ("CLIENT", "KILL", "TYPE", "bogus"), ("CLIENT", "REPLY", "bogus"),
+                 ("CLIENT", "NO-EVICT", "x"), ("CLIENT", "UNPAUSE"),
+                 ("CLIENT", "UNBLOCK", "99999"), ("CLIENT", "UNBLOCK", "1", "x"),
+                 ("CLIENT", "GETREDIR")):
+        p.same(*args)
+    p.close()
+
+
+def test_client_kill_forms(pkvs_srv):
+    r = pyr(pkvs_srv.resp_port)
+    victims = [RespConn(pkvs_srv.resp_port) for _ in range(4)]
+    ids = [v.command("CLIENT", "ID") for v in victims]
+    addrs = []
+    for v in victims:
+        addrs.append(client_fields(text(v, "CLIENT", "INFO"))["addr"])
+    assert r.execute_command("CLIENT", "KILL", "ID", ids[0]) == 1
+    assert r.execute_command("CLIENT", "KILL", "ADDR", addrs[1]) == 1
+    assert r.execute_command("CLIENT", "KILL", addrs[2]) == "OK"        # the old form
+    for v in victims[:3]:
+        assert wait_until(lambda: not _alive(v), 5)
+    assert _alive(victims[3])
+    # LADDR and USER match everyone but the caller (SKIPME yes)
+    extra = RespConn(pkvs_srv.resp_port)
+    assert extra.command("PING") == "PONG"
+    n = r.execute_command("CLIENT", "KILL", "LADDR", "127.0.0.1:%d" % pkvs_srv.resp_port,
+                          "USER", "default")
+    assert n >= 2 and not _alive(extra) and not _alive(victims[3])
+    assert r.ping()
+    # SKIPME no: the caller too, after its reply
+    c = RespConn(pkvs_srv.resp_port)
+    assert c.command("CLIENT", "KILL", "ID", c.command("CLIENT", "ID"), "SKIPME", "no") == 1
+    assert not _alive(c)
+
+
+def test_client_reply_modes(pkvs_srv):
+    s = socket.create_connection(("127.0.0.1", pkvs_srv.resp_port))
+    s.sendall(b"CLIENT REPLY OFF\r\nSET r1 1\r\nGET r1\r\nCLIENT REPLY ON\r\nGET r1\r\n"
+              b"CLIENT REPLY SKIP\r\nGET r1\r\nECHO after\r\n")
+    want = b"+OK\r\n$1\r\n1\r\n$5\r\nafter\r\n"
+    got = b""
+    s.settimeout(5)
+    while len(got) < len(want):
+        got += s.recv(100)
+    assert got == want
+    s.close()
+
+
+def test_client_tracking_refused(pkvs_srv):
+    r = pyr(pkvs_srv.resp_port)
+    with pytest.raises(redis.ResponseError, match="client-side caching is not supported"):
+        r.execute_command("CLIENT", "TRACKING", "on")
+    with pytest.raises(redis.ResponseError, match="does not pause"):
+        r.execute_command("CLIENT", "PAUSE", "100")
+
+
+def test_client_ids_unique(pkvs_srv):
+    seen = set()
+    for _ in range(5):
+        c = RespConn(pkvs_srv.resp_port)
+        cid = c.command("CLIENT", "ID")
+        assert cid not in seen
+        seen.add(cid)
+        c.close()
+    assert len(seen) == 5
+
+
+# ------------------------------------------- connection and server's own
+
+@pytest.mark.parametrize("proto", PROTOS)
+def test_connection_commands_as_redis(pkvs_srv, redis_peer, proto):
+    p = Peers(pkvs_srv.resp_port, redis_peer.resp_port, proto)
+    for args in (("PING",), ("PING", "hi"), ("PING", "a", "b"), ("ECHO", "x y"),
+                 ("WAIT", "0", "0"), ("WAIT", "1", "10"), ("WAIT", "x", "0"), ("WAIT", "0", "-1"),
+                 ("BGSAVE", "x"), ("SHUTDOWN", "SAVE", "NOSAVE"), ("SHUTDOWN", "bogus"),
+                 ("SHUTDOWN", "ABORT"), ("ACL", "WHOAMI"), ("ACL", "CAT", "bogus"),
+                 ("ACL", "CAT", "string"), ("ACL", "CAT")):
+        got, want = p.both(*args)
+        if args[:2] in (("ACL", "CAT"),) and len(args) == 3 and args[2] == "string":
+            g, w = set(resp_items(got)), set(resp_items(want))
+            assert g <= w and b"$3\r\nget\r\n" in g
+        else:
+            assert got == want, f"{args!r}: pkvs {got!r}, redis {want!r}"
+    p.close()
+
+
+def test_time_lastsave_save(pkvs_srv):
+    r = pyr(pkvs_srv.resp_port)
+    sec, usec = r.execute_command("TIME")
+    assert abs(int(sec) - time.time()) < 5 and 0 <= int(usec) < 1000000
+    before = r.lastsave()
+    assert r.execute_command("SAVE") is True
+    c = RespConn(pkvs_srv.resp_port)
+    assert c.command("BGSAVE") == "Background saving started"
+    assert c.command("BGSAVE", "SCHEDULE") == "Background saving started"
+    assert r.lastsave() >= before
+    assert r.info("persistence")["rdb_last_bgsave_status"] == "ok"
+
+
+def test_reset(pkvs_srv, redis_peer):
+    for port in (pkvs_srv.resp_port, redis_peer.resp_port):
+        c = RawConn(port, 3)
+        c.call("CLIENT", "SETNAME", "n1")
+        c.call("CLIENT", "NO-EVICT", "on")
+        c.call("SELECT", "3")
+        assert c.call("RESET") == b"+RESET\r\n"
+        info = c.call("CLIENT", "INFO")
+        assert info.startswith(b"$")                          # back to RESP2
+        f = client_fields(info.split(b"\r\n")[1].decode())
+        assert (f["name"], f["flags"], f["db"], f["resp"]) == ("", "e", "0", "2")
+        c.call("MULTI")
+        c.call("SET", "k", "v")
+        assert c.call("RESET") == b"+RESET\r\n"
+        assert c.call("EXEC") == b"-ERR EXEC without MULTI\r\n"
+        c.close()
+
+
+def test_redis_cli(pkvs_srv):
+    cli = tool("redis-cli")
+    out = subprocess.run([cli, "-p", str(pkvs_srv.resp_port), "INFO", "server"],
+                         capture_output=True, text=True, timeout=30).stdout
+    assert "tcp_port:%d" % pkvs_srv.resp_port in out
+    out = subprocess.run([cli, "-p", str(pkvs_srv.resp_port), "CONFIG", "GET", "databases"],
+                         capture_output=True, text=True, timeout=30).stdout
+    assert out.split() == ["databases", "16"]
+
+
+def test_shutdown_exits_0():
+    factory = PkvsFactory()
+    try:
+        for args in (("SHUTDOWN",), ("SHUTDOWN", "NOSAVE"), ("SHUTDOWN", "SAVE", "NOW")):
+            srv = factory.start(http=False)
+            c = RespConn(srv.resp_port)
+            c.send(resp_command(*args))
+            assert wait_until(lambda: srv.proc.poll() is not None, 10)
+            assert srv.proc.returncode == 0
+    finally:
+        factory.cleanup()
