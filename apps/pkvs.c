@@ -69,7 +69,6 @@ int main(int argc, char **argv)
 	int protected_mode = 1;
 	static const struct opt_choice yes_no[] = { { "yes", 1 }, { "no", 0 }, { NULL, 0 } };
 	const char *http_port = "8080", *resp_port = "6379";
-
 	uint64_t max_value = 0;
 	/* Defaults, then $PKVS_STORE, then --config FILE, then the command
 	 * line: each overrides the one before. */
@@ -137,7 +136,6 @@ int main(int argc, char **argv)
 		OPT_CHOICE_("protected-mode", "yes|no", &protected_mode, yes_no,
 			    "without a password, refuse clients not on loopback (default yes, as Redis)"),
 	};
-
 	int r = opt_parse(sc.name, opts, (int)(sizeof(opts) / sizeof(opts[0])),
 			  "One thread serves both front ends (the tree has one owner); run several\n"
 			  "pkvs behind twemproxy (nutcracker) to use more cores or machines.\n"
