@@ -62,11 +62,14 @@ int kv_open(struct kv **out, struct paste_store *st, struct paste_persist *p,
 	}
 	memcpy(err->msg, notes, sizeof(notes));
 	uint32_t bs = paste_store_geom(st)->buf_size;
-	/* At most PASTE_BTREE_MAX_EXTENTS buffers per value: a body never
-	 * takes more than max_held's worth (paste_body(3)). */
+	/* At most PASTE_BTREE_MAX_EXTENTS buffers per body (a value in one
+	 * entry, or a chunk of a longer one): a body never takes more than
+	 * max_held's worth (paste_body(3)). */
 	kv->bc = (struct paste_body_config){ .copy = cfg->copy,
 					     .max_held = (uint64_t)PASTE_BTREE_MAX_EXTENTS * bs };
-	uint64_t cap = paste_body_max(&kv->bc, st);
+	/* A value over one entry's buffers is written in chunks (kv_big.c):
+	 * up to Redis's limit, within the store's room. */
+	uint64_t cap = KV_STRING_MAX;
 	kv->max_value = cfg->max_value && cfg->max_value < cap ? cfg->max_value : cap;
 	struct paste_btree_info bi;
 	paste_btree_info(kv->tree, &bi);
@@ -109,6 +112,7 @@ void kv_close(struct kv *kv)
 		return;
 	paste_append_close(kv->store, &kv->app);
 	free(kv->namebuf);
+	free(kv->writing);
 	paste_btree_close(kv->tree);
 	paste_wal_close(kv->wal);
 	free(kv);

@@ -24,7 +24,10 @@
  * its word the expiry deadline. Dropping a collection is O(1): its key
  * goes and a grave names its id; a sweeper (kv_sweep.c) deletes the
  * members in bounded steps later. Expiring keys are also entries of an
- * index ordered by deadline (kv_expire.c).
+ * index ordered by deadline (kv_expire.c). A string too long for one
+ * entry lies in chunk entries [0xFF][id]['c'][end offset] and its key's
+ * value is a record {id, length} (kv_big.c); it is a string to every
+ * caller (kv_obj.big says where it lies).
  */
 #ifndef PASTE_SERVICES_KV_H
 #define PASTE_SERVICES_KV_H
@@ -64,6 +67,13 @@
 enum kv_type { KV_STRING = 0, KV_HASH = 1, KV_LIST = 2, KV_SET = 3, KV_ZSET = 4 };
 #define KV_TAG_TYPE 7u
 #define KV_TAG_LONG 8u   /* the value's first extent is the whole (long) key */
+/* The type bits of a string in chunk entries (kv_big.c): its callers see
+ * KV_STRING (TYPE says "string"); the tree's walks (expiry, the sweeper)
+ * treat it as a collection, its record's first word being its id. */
+#define KV_TAG_BIG 5u
+#define KV_CHUNK 'c'     /* the member kind of a string's chunks (tagged KV_TAG_BIG) */
+/* The longest string: Redis's proto-max-bulk-len. */
+#define KV_STRING_MAX (512ull << 20)
 /* pkvs's own entries [KV_PFX_SYS][name] (the layout, the database map)
  * carry this tag, which no key of the first layout had (its entries are
  * tag 0): a key of that layout named like one is a key (kv_layout.c). */
@@ -85,7 +95,8 @@ static inline void kv_body_idle(struct paste_body *b)
 
 struct kv_config {
 	bool copy;                      /* --copy: values copied into fresh buffers */
-	uint64_t max_value;             /* --max-value: larger values are refused */
+	uint64_t max_value;             /* --max-value: larger values are refused (at most
+					 * KV_STRING_MAX) */
 	uint32_t databases;             /* --databases (0: 16) */
 	/* The layout conversion (kv_layout.c): keys per group (0: 256), and
 	 * for tests, stop with -EINTR after this many groups (0: never). */
@@ -128,7 +139,12 @@ struct kv_obj {
 	uint32_t n, len;                /* the value's extents and bytes (a string's value, a
 					 * collection's record), the long key's extent left out */
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	struct kv_coll coll;            /* collections */
+	struct kv_coll coll;            /* collections (zero for a string) */
+	/* A string in chunk entries (kv_big.c): their id, and len is the
+	 * string's length while ext[0..n) holds its record, not its bytes:
+	 * read it with kv_value_read / kv_value_each (kv_reply_value does).
+	 * 0: the string is ext[0..n). */
+	uint64_t big;
 };
 
 struct kv {
@@ -136,7 +152,7 @@ struct kv {
 	struct paste_wal *wal;
 	struct paste_btree *tree;
 	struct paste_body_config bc;
-	uint64_t max_value;             /* min(--max-value, what 63 extents can hold) */
+	uint64_t max_value;             /* min(--max-value, KV_STRING_MAX) */
 	struct kv_counters n;
 	uint64_t recovery_ns;           /* paste_btree_open's */
 	/* Values copied into the store go here, densely (kv.c). */
@@ -156,6 +172,11 @@ struct kv {
 	bool sweep_due;                 /* graves to sweep */
 	uint8_t *namebuf;               /* KV_MAX_KEY bytes for a long name read back (lazily) */
 	uint32_t relayout_batch, relayout_stop;   /* kv_config's */
+	uint64_t last_id;               /* the last collection or chunk id handed out */
+	/* Chunk ids of strings being written (kv_writer): their graves wait
+	 * for the write's end, not for the sweeper. */
+	uint64_t *writing;
+	uint32_t nwriting, capwriting;
 	/* Called after every change to a key (WATCH, notifications); a key
 	 * with p NULL stands for every key of database db (FLUSHDB, SWAPDB),
 	 * or of all of them (db KV_ALL_DBS). */
@@ -250,8 +271,10 @@ int kv_put_bytes(struct kv *kv, struct kv_key *k, enum kv_type type, const void 
  * references); small ones are packed. */
 int kv_put_body(struct kv *kv, struct kv_key *k, struct paste_body *b, int64_t expire_ms,
 		bool *created);
-/* Remove key (a collection's members are swept later): 1, 0 (absent), or
- * a negative errno. */
+/* Remove key (a collection's members, a string's chunks, are swept
+ * later; until the next kv_pass a string found before can still be read
+ * and sent, so a command may remove a key and then reply with its old
+ * value): 1, 0 (absent), or a negative errno. */
 int kv_remove(struct kv *kv, struct kv_key *k);
 /* Give a key found as o another deadline (KV_NO_TTL: none). */
 int kv_set_expire(struct kv *kv, struct kv_key *k, const struct kv_obj *o, int64_t expire_ms);
@@ -259,6 +282,16 @@ int kv_set_expire(struct kv *kv, struct kv_key *k, const struct kv_obj *o, int64
  * it) into out; returns how many. */
 size_t kv_value_read(const struct kv *kv, const struct kv_obj *o, uint64_t from, void *out,
 		     size_t cap);
+/* Bytes [from, from + len) of string o where they lie, entry by entry:
+ * fn(arg, ext, n, skip, l) for each, the piece being bytes [skip, skip + l)
+ * of ext[0..n) (one call for a string in one entry; one per chunk, in
+ * order, for one in chunks). Stops at fn's first non-zero return and
+ * returns it; -EBADMSG when a chunk is missing or of the wrong length.
+ * Changes nothing: the extents stay valid until the next kv_pass. */
+typedef int (*kv_extents_fn)(void *arg, const struct paste_extent *ext, uint32_t n,
+			     uint64_t skip, uint64_t len);
+int kv_value_each(const struct kv *kv, const struct kv_obj *o, uint64_t from, uint64_t len,
+		  kv_extents_fn fn, void *arg);
 
 /* Collections: a new one's record (its id: the log's last LSN, larger
  * than any collection's before it), and writing a record back. */
@@ -302,8 +335,9 @@ int kv_sys_get(struct kv *kv, const uint8_t *t, uint32_t tlen, void *out, uint32
  * what they can until the reserve and need bytes more are free (true
  * when they are). Never inside a group (a checkpoint would keep half). */
 bool kv_make_room(struct kv *kv, uint64_t need);
-/* Remove key k (found as type, collection id, deadline) whose deadline
- * passed, as DEL would, and count it expired. */
+/* Remove key k (found as type, deadline, and id: a collection's or a
+ * chunked string's, 0 for a string in one entry) whose deadline passed,
+ * as DEL would, and count it expired. */
 void kv_expire_now(struct kv *kv, struct kv_key *k, enum kv_type type, uint64_t id,
 		   int64_t expire_ms);
 
@@ -362,5 +396,80 @@ void kv_expire_step(struct kv *kv, uint32_t budget);
 /* Delete the members of dropped collections and the keys of buried
  * databases, at most `budget` range deletes. */
 void kv_sweep_step(struct kv *kv, uint32_t budget);
+
+/* ---- strings in chunks (kv_big.c) ---- */
+
+/* A string of any length up to kv_max_value, written as it arrives (a
+ * streamed SET, an HTTP PUT) or from bytes in DRAM. One that fits an entry
+ * (paste_body_max: 63 buffers) is gathered whole into body, as a body for
+ * kv_put_body; a longer one is written as it arrives: its id's grave
+ * first, then a chunk entry [0xFF][id]['c'][end] each time 32 buffers'
+ * worth is gathered (held where it landed, zero copy), and at the end the
+ * key's record, in one group with the grave's delete. A write that never
+ * ends (the connection went, a crash) leaves its chunks to the sweeper.
+ * Idle when zeroed (or kv_writer_idle); movable (kv keeps its id, not
+ * its address). */
+struct kv_writer {
+	struct paste_body body;     /* being gathered: the whole value (id 0), or the next chunk */
+	uint64_t len, left;         /* the value's bytes; still to come */
+	uint64_t id;                /* its chunks' id; 0: one entry */
+	uint64_t at;                /* bytes in chunk entries so far */
+	int err;                    /* the first failure: the rest is counted and dropped */
+};
+static inline void kv_writer_idle(struct kv_writer *w)
+{
+	kv_body_idle(&w->body);
+	w->id = w->len = w->left = w->at = 0;
+	w->err = 0;
+}
+/* Start a value of len bytes: 0, -EFBIG (over kv_max_value), -ENOSPC
+ * (more than the whole store could hold, or no room for its grave). */
+int kv_writer_begin(struct kv *kv, struct kv_writer *w, uint64_t len);
+/* Bytes [off, off + len) of DATA event ev (held where they are, as
+ * paste_body_feed), or len bytes at p (copied): 0, or the first failure
+ * (kept in w->err; the rest of the value is then counted and dropped). */
+int kv_writer_feed(struct kv *kv, struct kv_writer *w, struct paste_port *pt,
+		   const struct paste_event *ev, uint32_t off, uint32_t len);
+int kv_writer_copy(struct kv *kv, struct kv_writer *w, const void *p, uint64_t len);
+/* All of it came: key k gets it as a string (as kv_put_body), the writer
+ * is idle again. 0, or a negative errno (the value is not set). */
+int kv_writer_put(struct kv *kv, struct kv_writer *w, struct kv_key *k, int64_t expire_ms,
+		  bool *created);
+/* Give the value up (a connection closed in the middle of it). */
+void kv_writer_drop(struct kv *kv, struct kv_writer *w);
+
+/* Changes of a string in place (APPEND, SETRANGE), for one in chunks as
+ * for one in an entry; its deadline stays. o is k's string as kv_lookup
+ * found it, or NULL for an absent key. append: the string gets
+ * ext[0..n) after its bytes (extents of store buffers holding a
+ * reference of the caller's, which it keeps: zero copy), or len bytes at
+ * p (copied). setrange: bytes [off, off + len) become p[0..len) (p NULL:
+ * zeros), the gap from the end to off zero-filled; only the chunks it
+ * touches are written again (at most 63 buffers of DRAM at a time, never
+ * the whole string). 0, -EFBIG (the result over kv_max_value), -ENOSPC,
+ * or the store's failure; the string is then as it was. */
+int kv_value_append(struct kv *kv, struct kv_key *k, const struct kv_obj *o,
+		    const struct paste_extent *ext, uint32_t n);
+int kv_value_append_bytes(struct kv *kv, struct kv_key *k, const struct kv_obj *o, const void *p,
+			  uint64_t len);
+int kv_value_setrange(struct kv *kv, struct kv_key *k, const struct kv_obj *o, uint64_t off,
+		      const void *p, uint64_t len);
+
+/* For kv_big.c: a fresh id for a collection or a chunked string (never
+ * one handed out before, in this run or an earlier one); key k becomes
+ * the string in chunks id of len bytes, in one group with the delete of
+ * the id's grave (a collection or chunked string k held is dropped); a
+ * string in ext[0..n) too long for one entry with k's name becomes one
+ * in chunks; a tree write of tree key t with tag that makes room once
+ * when it finds none (chunk entries are tagged KV_TAG_BIG); is a write of
+ * chunks id in progress? */
+uint64_t kv_new_id(struct kv *kv);
+int kv_put_big(struct kv *kv, struct kv_key *k, uint64_t id, uint64_t len, int64_t expire_ms,
+	       bool *created);
+int kv_put_chunks(struct kv *kv, struct kv_key *k, const struct paste_extent *ext, uint32_t n,
+		  int64_t expire_ms, bool *created);
+int kv_tree_put(struct kv *kv, const uint8_t *t, uint32_t tlen, const struct paste_extent *ext,
+		uint32_t n, uint8_t tag);
+bool kv_writing(const struct kv *kv, uint64_t id);
 
 #endif

@@ -183,7 +183,7 @@ int kv_flushdb(struct kv *kv, uint32_t db)
 int kv_flushall(struct kv *kv)
 {
 	int r;
-	if (!kv->group_depth) {
+	if (!kv->group_depth && !kv->nwriting) {
 		/* The whole tree in one record: the map goes back to the
 		 * identity and graves go with what they named. */
 		r = paste_btree_clear(kv->tree, NULL);
@@ -201,12 +201,19 @@ int kv_flushall(struct kv *kv)
 		if ((r = kv_layout_mark(kv)) != 0)
 			return r;
 	} else {
-		/* In a transaction (a clear cannot be undone): database by
-		 * database, each one's keys buried. */
-		for (uint32_t d = 0; d < KV_MAX_DBS; d++) {
-			if ((r = remap(kv, d)) != 0)
-				return r;
-			kv->dbkeys[d] = kv->dbexpires[d] = 0;
+		/* In a transaction (a clear cannot be undone), or while a
+		 * string is being written in chunks (a clear would take them):
+		 * database by database, each one's keys buried, in one group. */
+		if ((r = kv_begin(kv)) != 0)
+			return r;
+		for (uint32_t d = 0; d < KV_MAX_DBS && r == 0; d++)
+			if ((r = remap(kv, d)) == 0)
+				kv->dbkeys[d] = kv->dbexpires[d] = 0;
+		if (r == 0)
+			r = kv_commit(kv);
+		if (r) {
+			kv_abort(kv);
+			return r;
 		}
 	}
 	touched_db(kv, KV_ALL_DBS);
@@ -283,8 +290,17 @@ int kv_scan_next(struct kv *kv, struct kv_scan *s, const uint8_t **key, size_t *
 			*key = t + 1;
 			*klen = tlen - 1;
 		}
+		uint32_t raw = a->tag & KV_TAG_TYPE;
+		if (raw == KV_TAG_BIG) {
+			/* A string in chunks: its length is in its record. */
+			uint8_t rec[16] = { 0 };
+			paste_store_read(kv->store, ext, n, len - s->vlen, rec, sizeof(rec));
+			uint64_t l = kv_be64(rec + 8);
+			s->vlen = l < UINT32_MAX ? (uint32_t)l : UINT32_MAX;
+			raw = KV_STRING;
+		}
 		if (type)
-			*type = (enum kv_type)(a->tag & KV_TAG_TYPE);
+			*type = (enum kv_type)raw;
 		if (expire_ms)
 			*expire_ms = exp;
 		return 1;

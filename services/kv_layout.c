@@ -3,7 +3,8 @@
  * conversion of a tree of the first one (kv.h, kv_layout_open).
  *
  * Layout 1 (pkvs before databases and types): every tree key was a
- * client's key as it is, every value a string, every entry tag 0. Layout
+ * client's key as it is, every value a string, every entry tag 0 without
+ * a word. Layout
  * 2 (kv_key.c): [database prefix][key], types, members, the expiry index;
  * the entry [KV_PFX_SYS]"layout" says so, written when a store's tree is
  * first opened empty (and after a clear). pkvs's own entries carry the tag
@@ -22,7 +23,8 @@
  *  2. In groups of up to relayout_batch keys: [P][key] is put with the
  *     key's value (the same extents: nothing is copied; a long key whose
  *     name and value do not fit one entry becomes a string in chunks,
- *     kv_big.c) and the layout-1 key deleted.
+ *     kv_big.c, whose chunk entries are tagged, so the walk tells them
+ *     from layout-1 keys) and the layout-1 key deleted.
  *  3. "layout" is written and "relayout" deleted, in one group.
  *
  * A crash anywhere leaves whole groups: the next open goes on from what
@@ -81,8 +83,9 @@ static int convert_batch(struct kv *kv, uint8_t p, uint32_t max)
 			paste_btree_cursor_init(&c, kv->tree, &after, 1);
 			continue;
 		}
-		if (paste_btree_cursor_attr(&c)->tag == KV_TAG_SYS)
-			continue;
+		const struct paste_btree_attr *a = paste_btree_cursor_attr(&c);
+		if (a->tag || a->has_word)
+			continue;            /* written by this layout: its own, or a chunk */
 		batch[nb].tlen = tlen;
 		memcpy(batch[nb].t, t, tlen);
 		nb++;

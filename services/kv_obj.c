@@ -50,6 +50,26 @@ static void coll_decode(const struct kv *kv, struct kv_obj *o)
 				    (int64_t)kv_be64(b + 24) };
 }
 
+/* A string in chunks: its record {id, length}; to its callers a string
+ * of that length (ext keeps the record, for a write of the key's entry
+ * again: kv_set_expire, a rename). */
+static void big_decode(const struct kv *kv, struct kv_obj *o)
+{
+	uint8_t b[16] = { 0 };
+	paste_store_read(kv->store, o->ext, o->n, 0, b, sizeof(b));
+	o->type = KV_STRING;
+	o->big = kv_be64(b);
+	uint64_t len = kv_be64(b + 8);
+	o->len = len <= UINT32_MAX ? (uint32_t)len : UINT32_MAX;
+	o->coll = (struct kv_coll){ 0 };
+}
+
+/* The tag a key found as o is written back with. */
+static uint8_t obj_tag(const struct kv_obj *o)
+{
+	return o->big ? KV_TAG_BIG : (uint8_t)o->type;
+}
+
 /* ---- a long key's own extent ------------------------------------------- */
 
 /* The entry of a long name (tag KV_TAG_LONG) starts with the name:
@@ -126,6 +146,16 @@ static int tree_put(struct kv *kv, const struct kv_key *k, const struct paste_ex
 	int r = paste_btree_put(kv->tree, k->t, k->tlen, ext, n, a, NULL);
 	if (r == -ENOSPC && kv_make_room(kv, 0))
 		r = paste_btree_put(kv->tree, k->t, k->tlen, ext, n, a, NULL);
+	return r;
+}
+
+int kv_tree_put(struct kv *kv, const uint8_t *t, uint32_t tlen, const struct paste_extent *ext,
+		uint32_t n, uint8_t tag)
+{
+	struct paste_btree_attr a = { .tag = tag };
+	int r = paste_btree_put(kv->tree, t, tlen, ext, n, &a, NULL);
+	if (r == -ENOSPC && kv_make_room(kv, 0))
+		r = paste_btree_put(kv->tree, t, tlen, ext, n, &a, NULL);
 	return r;
 }
 
@@ -385,7 +415,8 @@ static int del_key(struct kv *kv, struct kv_key *k, uint64_t id)
 void kv_expire_now(struct kv *kv, struct kv_key *k, enum kv_type type, uint64_t id,
 		   int64_t expire_ms)
 {
-	int r = del_key(kv, k, kv_is_coll(type) ? id : 0);
+	(void)type;
+	int r = del_key(kv, k, id);
 	if (r == 0) {
 		drop_index(kv, k, expire_ms);
 		kv->n.expired++;
@@ -405,12 +436,22 @@ int kv_lookup(struct kv *kv, struct kv_key *k, struct kv_obj *o, bool read)
 	if (r == 0 && (a.tag & KV_TAG_LONG) && !strip_long(kv, k, o->ext, &o->n, &o->len))
 		r = -ENOENT;
 	if (r == 0) {
-		o->type = (enum kv_type)(a.tag & KV_TAG_TYPE);
+		enum kv_type raw = (enum kv_type)(a.tag & KV_TAG_TYPE);
+		o->type = raw;
 		o->expire_ms = a.has_word ? (int64_t)a.word : KV_NO_TTL;
-		if (kv_is_coll(o->type))
+		o->big = 0;
+		uint64_t id = 0;
+		if (raw == KV_TAG_BIG) {
+			big_decode(kv, o);
+			id = o->big;
+		} else if (kv_is_coll(raw)) {
 			coll_decode(kv, o);
+			id = o->coll.id;
+		} else {
+			o->coll = (struct kv_coll){ 0 };
+		}
 		if (o->expire_ms != KV_NO_TTL && o->expire_ms <= kv->now_ms) {
-			kv_expire_now(kv, k, o->type, kv_is_coll(o->type) ? o->coll.id : 0, o->expire_ms);
+			kv_expire_now(kv, k, raw, id, o->expire_ms);
 			r = -ENOENT;
 		}
 	}
@@ -426,6 +467,11 @@ int kv_lookup(struct kv *kv, struct kv_key *k, struct kv_obj *o, bool read)
 int kv_put(struct kv *kv, struct kv_key *k, enum kv_type type, const struct paste_extent *ext,
 	   uint32_t n, int64_t expire_ms, bool *created)
 {
+	int nr = name_fits(kv, k);
+	if (nr)
+		return nr;
+	if (type == KV_STRING && n + name_extents(kv, k) > PASTE_BTREE_MAX_EXTENTS)
+		return kv_put_chunks(kv, k, ext, n, expire_ms, created);   /* no byte copied */
 	struct old old;
 	probe(kv, k, &old);
 	bool live = old.had && !old.expired;
@@ -443,15 +489,40 @@ int kv_put(struct kv *kv, struct kv_key *k, enum kv_type type, const struct past
 	return 0;
 }
 
+/* A string too long to be copied to the append point for one entry:
+ * written as a body copies, in chunks when it is longer than one. */
+static int put_copied(struct kv *kv, struct kv_key *k, const void *val, size_t len,
+		      int64_t expire_ms, bool *created)
+{
+	struct kv_writer *w = malloc(sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	kv_writer_idle(w);
+	int r = kv_writer_begin(kv, w, len);
+	if (r == 0 && (r = kv_writer_copy(kv, w, val, len)) == 0)
+		r = kv_writer_put(kv, w, k, expire_ms, created);
+	else if (r == 0 || w->len)
+		kv_writer_drop(kv, w);
+	free(w);
+	return r;
+}
+
 int kv_put_bytes(struct kv *kv, struct kv_key *k, enum kv_type type, const void *val, size_t len,
 		 int64_t expire_ms, bool *created)
 {
 	if (len > kv->max_value)
 		return -EFBIG;
+	int r = name_fits(kv, k);
+	if (r)
+		return r;
+	/* (A name that fits takes at most 62 extents: a value of one
+	 * extent always fits beside it, so this does not come back here.) */
+	uint32_t bs = paste_store_geom(kv->store)->buf_size;
+	if (type == KV_STRING && (len + bs - 1) / bs + name_extents(kv, k) > PASTE_BTREE_MAX_EXTENTS)
+		return put_copied(kv, k, val, len, expire_ms, created);
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 	uint32_t n = 0;
-	int r = name_fits(kv, k);
-	if (r == 0 && len)
+	if (len)
 		r = copy_in(kv, val, len, ext, PASTE_BTREE_MAX_EXTENTS - name_extents(kv, k), &n);
 	if (r == 0)
 		r = kv_put(kv, k, type, ext, n, expire_ms, created);
@@ -468,8 +539,6 @@ int kv_put_body(struct kv *kv, struct kv_key *k, struct paste_body *b, int64_t e
 		 * Make room for the next write; this one is refused. */
 		kv_make_room(kv, b->len);
 		r = -ENOSPC;
-	} else if (b->n + name_extents(kv, k) > PASTE_BTREE_MAX_EXTENTS) {
-		r = -EFBIG;              /* the long key and the value do not fit one entry */
 	} else if (b->len <= KV_PACK_MAX && b->n == 1) {
 		/* Small: packed, and the held packet buffer goes back at once
 		 * (a 64-byte value must not pin a receive buffer). */
@@ -480,6 +549,45 @@ int kv_put_body(struct kv *kv, struct kv_key *k, struct paste_body *b, int64_t e
 	}
 	paste_body_release(b, kv->store);
 	return r;
+}
+
+int kv_put_big(struct kv *kv, struct kv_key *k, uint64_t id, uint64_t len, int64_t expire_ms,
+	       bool *created)
+{
+	uint8_t rec[16];
+	be64_out(rec, id);
+	be64_out(rec + 8, len);
+	struct paste_extent ext[1];
+	uint32_t n = 0;
+	int r = copy_in(kv, rec, sizeof(rec), ext, 1, &n);
+	if (r)
+		return r;
+	struct old old;
+	probe(kv, k, &old);
+	bool live = old.had && !old.expired;
+	if (expire_ms == KV_KEEP_TTL)
+		expire_ms = live ? old.expire_ms : KV_NO_TTL;
+	uint64_t drop = old.had && kv_is_coll(old.type) && old.id != id ? old.id : 0;
+	uint8_t g[16];
+	uint32_t glen = kv_grave_key(g, KV_GRAVE_COLL, id);
+	if ((r = kv_begin(kv)) == 0) {
+		r = replace(kv, k, KV_TAG_BIG, ext, n, expire_ms, &old, drop);
+		if (r == 0)
+			r = kv_tree_del(kv, g, glen);
+		if (r == 0 || r == -ENOENT)
+			r = kv_commit(kv);
+		else
+			kv_abort(kv);
+	}
+	drop_refs(kv, ext, n);
+	if (r)
+		return r;
+	kv->n.sets++;
+	count_replace(kv, k->db, &old, expire_ms);
+	if (created)
+		*created = !live;
+	touched(kv, k);
+	return 0;
 }
 
 int kv_remove(struct kv *kv, struct kv_key *k)
@@ -505,7 +613,7 @@ int kv_remove(struct kv *kv, struct kv_key *k)
 int kv_set_expire(struct kv *kv, struct kv_key *k, const struct kv_obj *o, int64_t expire_ms)
 {
 	struct old old = { .had = true, .type = o->type, .expire_ms = o->expire_ms };
-	int r = replace(kv, k, o->type, o->ext, o->n, expire_ms, &old, 0);
+	int r = replace(kv, k, obj_tag(o), o->ext, o->n, expire_ms, &old, 0);
 	if (r == 0) {
 		count_key(kv, k->db, 0, (expire_ms != KV_NO_TTL) - (o->expire_ms != KV_NO_TTL));
 		touched(kv, k);
@@ -513,23 +621,53 @@ int kv_set_expire(struct kv *kv, struct kv_key *k, const struct kv_obj *o, int64
 	return r;
 }
 
+struct read_to {
+	const struct kv *kv;
+	uint8_t *out;
+	size_t got;
+};
+
+static int read_piece(void *arg, const struct paste_extent *ext, uint32_t n, uint64_t skip,
+		      uint64_t len)
+{
+	struct read_to *rt = arg;
+	rt->got += paste_store_read(rt->kv->store, ext, n, skip, rt->out + rt->got, (size_t)len);
+	return 0;
+}
+
 size_t kv_value_read(const struct kv *kv, const struct kv_obj *o, uint64_t from, void *out,
 		     size_t cap)
 {
-	return paste_store_read(kv->store, o->ext, o->n, from, out, cap);
+	if (!o->big)
+		return paste_store_read(kv->store, o->ext, o->n, from, out, cap);
+	if (from >= o->len)
+		return 0;
+	struct read_to rt = { kv, out, 0 };
+	kv_value_each(kv, o, from, cap < o->len - from ? cap : o->len - from, read_piece, &rt);
+	return rt.got;
 }
 
 /* ---- collections ------------------------------------------------------- */
+
+uint64_t kv_new_id(struct kv *kv)
+{
+	/* Past the log's last LSN: a later id is larger (the use of one
+	 * writes a record), so an id is never reused, not even after its
+	 * collection was dropped and swept; and past the last one handed out,
+	 * for two taken before either wrote. 0 is never an id. */
+	uint64_t id = paste_btree_last_lsn(kv->tree) + 1;
+	if (id <= kv->last_id)
+		id = kv->last_id + 1;
+	return kv->last_id = id;
+}
 
 void kv_coll_new(struct kv *kv, struct kv_obj *o, enum kv_type type)
 {
 	o->type = type;
 	o->expire_ms = KV_NO_TTL;
 	o->n = o->len = 0;
-	/* The log's last LSN: a newer collection's is larger (its creation
-	 * writes a record), so an id is never reused, not even after its
-	 * collection was dropped and swept. 0 is never an id. */
-	o->coll = (struct kv_coll){ .id = paste_btree_last_lsn(kv->tree) + 1 };
+	o->big = 0;
+	o->coll = (struct kv_coll){ .id = kv_new_id(kv) };
 }
 
 int kv_coll_save(struct kv *kv, struct kv_key *k, struct kv_obj *o)

@@ -70,8 +70,9 @@ void pkvs_svc_banner(struct server *s, void *state)
 		"%.1f ms (%" PRIu64 " log records replayed after checkpoint LSN %" PRIu64 ")\n",
 		s->cfg.name, bi.keys, bi.height, bi.pages_used, bi.pages_total,
 		(double)bi.recovery_ns / 1e6, bi.replayed, bi.ckpt_lsn);
-	fprintf(stderr, "%s: values up to %" PRIu64 " bytes (%u-byte buffers; --buf-size for more)\n",
-		s->cfg.name, kv->max_value, paste_store_geom(s->store)->buf_size);
+	fprintf(stderr, "%s: values up to %" PRIu64 " bytes (over %" PRIu64 " in chunks), keys up to "
+		"%zu bytes (%u-byte buffers)\n", s->cfg.name, kv->max_value,
+		paste_body_max(&kv->bc, s->store), kv_max_key(kv), paste_store_geom(s->store)->buf_size);
 }
 
 void pkvs_svc_pass(struct worker *w, void *state)

@@ -17,7 +17,9 @@
  * and the listing none but its three: a parameter pkvs does not know is
  * 400, not ignored, so a client asking for what pkvs does not do (an
  * expiry, a misspelt limit) is told. Values over the store's limit
- * (kv_max_value) get 413 at their head.
+ * (kv_max_value) get 413 at their head, and 507 when more than the whole
+ * store could hold; a value over one entry is written in chunks as its
+ * body arrives (kv_big.c) and a GET sends it chunk by chunk.
  *
  * Every reply that depends on the tree is PASTE_SEND_DURABLE, 404s
  * included: it leaves behind the barrier of any change it could reveal
@@ -48,7 +50,7 @@ enum kv_route {
 
 /* Per connection: what finish needs after the head is gone. */
 struct kv_http_conn {
-	struct paste_body body;
+	struct kv_writer body;              /* a PUT's value (in chunks when over one entry) */
 	const char *why;                    /* ROUTE_BAD_REQUEST's word, ROUTE_BAD_METHOD's Allow */
 	uint16_t klen, elen;
 	uint16_t limit;
@@ -152,11 +154,14 @@ static int kv_http_route(struct http_ctx *x, const struct paste_http_req *req)
 		return bad_request(kc, "unknown query parameter");
 	switch (m) {
 	case PASTE_HTTP_PUT:
-		if (req->content_length > kv_max_value(kv) ||
-		    paste_body_begin(&kc->body, &kv->bc, kv->store, req->content_length))
+		switch (kv_writer_begin(kv, &kc->body, req->content_length)) {
+		case 0:
+			return ROUTE_PUT;
+		case -ENOSPC:
+			return -507;
+		default:
 			return -413;
-		kv_admit(kv, req->content_length);
-		return ROUTE_PUT;
+		}
 	case PASTE_HTTP_GET:
 	case PASTE_HTTP_HEAD:
 		return ROUTE_GET;
@@ -174,7 +179,7 @@ static void kv_http_body(struct http_ctx *x, const struct paste_event *ev, uint3
 		return;
 	struct kv_http_conn *kc = x->sc;
 	struct kv *kv = pkvs_kv(x->ss);
-	paste_body_feed(&kc->body, &kv->bc, x->w->port, ev, off, len);
+	kv_writer_feed(kv, &kc->body, x->w->port, ev, off, len);
 }
 
 /* A durable reply, or 503 when the store failed under it. */
@@ -203,12 +208,19 @@ static void finish_put(struct http_ctx *x, struct kv *kv, struct kv_http_conn *k
 	struct kv_key k;
 	kv_key_init(kv, &k, 0, kc->key, kc->klen);
 	kv_clock(kv);
-	int r = kv_put_body(kv, &k, &kc->body, KV_NO_TTL, &created);
+	int r = kv_writer_put(kv, &kc->body, &k, KV_NO_TTL, &created);
 	if (r) {
 		reply_errno(x, r);
 		return;
 	}
 	reply(x, created ? 201 : 204, NULL, NULL, 0);
+}
+
+static int send_piece(void *arg, const struct paste_extent *ext, uint32_t n, uint64_t skip,
+		      uint64_t len)
+{
+	struct http_ctx *x = arg;
+	return paste_port_send_extents(x->w->port, x->conn, ext, n, skip, len, PASTE_SEND_DURABLE);
 }
 
 static void finish_get(struct http_ctx *x, struct kv *kv, struct kv_http_conn *kc)
@@ -225,13 +237,11 @@ static void finish_get(struct http_ctx *x, struct kv *kv, struct kv_http_conn *k
 		reply(x, 409, "text/plain", "not a string\n", 13);
 		return;
 	}
-	const struct paste_extent *ext = o.ext;
-	uint32_t n = o.n, len = o.len;
-	bool failed = http_send_head(x, 200, "application/octet-stream", len, NULL,
+	bool failed = http_send_head(x, 200, "application/octet-stream", o.len, NULL,
 				     PASTE_SEND_DURABLE) == -EIO;
+	/* From the buffers the value lies in, an entry (chunk) at a time. */
 	if (!failed && !x->h->head_only)
-		failed = paste_port_send_extents(x->w->port, x->conn, ext, n, 0, len,
-						 PASTE_SEND_DURABLE) == -EIO;
+		failed = kv_value_each(kv, &o, 0, o.len, send_piece, x) != 0;
 	if (failed)
 		http_reply_failed(x);
 	else if (!x->h->keep_alive)
@@ -370,7 +380,7 @@ static void kv_http_closed(struct http_ctx *x)
 {
 	struct kv_http_conn *kc = x->sc;
 	struct kv *kv = pkvs_kv(x->ss);
-	paste_body_release(&kc->body, kv->store);
+	kv_writer_drop(kv, &kc->body);
 }
 
 static size_t kv_http_stats(struct server *s, void *state, char *out, size_t at, size_t cap)

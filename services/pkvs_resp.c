@@ -10,14 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "pkvs_resp.h"
 
 bool kv_arg_key(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, struct kv_key *k)
 {
-	if (a->len > KV_MAX_KEY) {
-		resp_error(x, "ERR key length %zu is over %u bytes (pkvs's limit)", a->len, KV_MAX_KEY);
+	if (a->len > kv_max_key(kv)) {
+		resp_error(x, "ERR key length %zu is over %zu bytes (pkvs's limit)", a->len,
+			   kv_max_key(kv));
 		return false;
 	}
 	kv_key_init(kv, k, kv_resp_db(x), a->p, a->len);
@@ -50,15 +50,20 @@ void kv_reply_errno(struct resp_ctx *x, int r)
 		resp_error(x, "ERR %s", strerror(-r));
 }
 
+static int send_piece(void *arg, const struct paste_extent *ext, uint32_t n, uint64_t skip,
+		      uint64_t len)
+{
+	struct resp_ctx *x = arg;
+	return paste_port_send_extents(x->w->port, x->conn, ext, n, skip, len, PASTE_SEND_DURABLE);
+}
+
 int kv_reply_value(struct resp_ctx *x, struct kv *kv, const struct kv_obj *o, uint64_t from,
 		   uint64_t len)
 {
-	(void)kv;
-	if (x->r->reply_off || x->r->skip)
-		return 0;                        /* CLIENT REPLY OFF / SKIP */
 	if (resp_bulk_head(x, len))
 		return -EIO;
-	if (paste_port_send_extents(x->w->port, x->conn, o->ext, o->n, from, len, PASTE_SEND_DURABLE)) {
+	/* From the buffers the value lies in, an entry (chunk) at a time. */
+	if (kv_value_each(kv, o, from, len, send_piece, x)) {
 		resp_reply_failed(x);
 		return -EIO;
 	}
@@ -97,12 +102,8 @@ static uint32_t parse_flags(const char *f)
 		{ "admin", KV_CMD_ADMIN }, { "pubsub", KV_CMD_PUBSUB }, { "noscript", KV_CMD_NOSCRIPT },
 		{ "blocking", KV_CMD_BLOCKING }, { "loading", KV_CMD_LOADING }, { "stale", KV_CMD_STALE },
 		{ "no_auth", KV_CMD_NO_AUTH }, { "no_multi", KV_CMD_NO_MULTI }, { "fast", KV_CMD_FAST },
-		{ "allow_busy", KV_CMD_ALLOW_BUSY }, { "skip_monitor", KV_CMD_SKIP_MONITOR },
-		{ "skip_slowlog", KV_CMD_SKIP_SLOWLOG }, { "asking", KV_CMD_ASKING },
-		{ "no_mandatory_keys", KV_CMD_NO_MANDATORY_KEYS },
-		{ "no_async_loading", KV_CMD_NO_ASYNC_LOADING }, { "movablekeys", KV_CMD_MOVABLE_KEYS },
+		{ "allow_busy", KV_CMD_ALLOW_BUSY },
 	};
-
 	uint32_t fl = 0;
 	for (const char *p = f; *p;) {
 		size_t len = strcspn(p, " ");
@@ -116,25 +117,6 @@ static uint32_t parse_flags(const char *f)
 	return fl;
 }
 
-static int meta_cmp(const void *key, const void *m)
-{
-	return strcmp(key, ((const struct kv_cmd_meta *)m)->name);
-}
-
-static struct kv_cmd_rt *lookup(const char *p, size_t n)
-{
-	for (uint32_t h = name_hash(p, n);; h++) {
-		uint16_t s = slots[h % CMD_SLOTS];
-		if (!s)
-			return NULL;
-		const char *name = cmds[s - 1].c->name;
-		if (strlen(name) == n && !strncasecmp(name, p, n))
-			return &cmds[s - 1];
-	}
-}
-
-/* Rows "name|sub" follow their container's row: its subcommands are a
- * run of cmds[] (a table that breaks the run is a bug: abort at start). */
 static void cmds_init(void)
 {
 	if (ncmds)
@@ -143,22 +125,7 @@ static void cmds_init(void)
 		for (const struct kv_cmd *c = families[f]; c->name; c++) {
 			if (ncmds == CMD_MAX)
 				abort();                      /* a table too large: CMD_MAX */
-			struct kv_cmd_rt *rt = &cmds[ncmds];
-			*rt = (struct kv_cmd_rt){ .c = c, .fl = parse_flags(c->flags) };
-			rt->meta = bsearch(c->name, kv_cmd_metas, kv_cmd_nmetas, sizeof(kv_cmd_metas[0]),
-					   meta_cmp);
-			if (rt->meta && rt->meta->movable)
-				rt->fl |= KV_CMD_MOVABLE_KEYS;
-			const char *bar = strchr(c->name, '|');
-			if (bar) {
-				struct kv_cmd_rt *parent = lookup(c->name, (size_t)(bar - c->name));
-				if (!parent || (parent->nsubs && parent->sub0 + parent->nsubs != ncmds))
-					abort();              /* "a|b" not right after "a" and its subs */
-				if (!parent->nsubs)
-					parent->sub0 = (uint16_t)ncmds;
-				parent->nsubs++;
-				rt->parent = parent;
-			}
+			cmds[ncmds] = (struct kv_cmd_rt){ .c = c, .fl = parse_flags(c->flags) };
 			uint32_t h = name_hash(c->name, strlen(c->name));
 			while (slots[h % CMD_SLOTS])
 				h++;
@@ -181,8 +148,6 @@ struct kv_cmd_rt *kv_cmd_at(uint32_t i)
 struct kv_cmd_rt *kv_cmd_find(const struct paste_resp_arg *name)
 {
 	cmds_init();
-	if (memchr(name->p, '|', name->len))
-		return NULL;                     /* "config|get" is no command name */
 	for (uint32_t h = name_hash(name->p, name->len);; h++) {
 		uint16_t s = slots[h % CMD_SLOTS];
 		if (!s)
@@ -190,22 +155,6 @@ struct kv_cmd_rt *kv_cmd_find(const struct paste_resp_arg *name)
 		if (paste_resp_arg_eq(name, cmds[s - 1].c->name))
 			return &cmds[s - 1];
 	}
-}
-
-struct kv_cmd_rt *kv_cmd_lookup(const char *p, size_t len)
-{
-	cmds_init();
-	return lookup(p, len);
-}
-
-struct kv_cmd_rt *kv_cmd_sub(struct kv_cmd_rt *rt, const struct paste_resp_arg *a)
-{
-	for (uint32_t i = 0; i < rt->nsubs; i++) {
-		const char *name = strchr(cmds[rt->sub0 + i].c->name, '|') + 1;
-		if (paste_resp_arg_eq(a, name))
-			return &cmds[rt->sub0 + i];
-	}
-	return NULL;
 }
 
 static void unknown_command(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc)
@@ -227,36 +176,13 @@ static void unknown_command(struct resp_ctx *x, const struct paste_resp_arg *arg
 	resp_error(x, "ERR unknown command '%s', with args beginning with: %s", name, args);
 }
 
-/* "ERR unknown subcommand 'x'. Try CONFIG HELP." */
-static void unknown_subcommand(struct resp_ctx *x, const struct kv_cmd_rt *rt,
-			       const struct paste_resp_arg *a)
-{
-	char sub[132], up[40];
-	size_t k = 0;
-	for (size_t j = 0; j < a->len && k < 128; j++)
-		sub[k++] = a->p[j] >= 0x20 && a->p[j] < 0x7f ? a->p[j] : '?';
-	sub[k] = 0;
-	for (k = 0; rt->c->name[k] && k + 1 < sizeof(up); k++)
-		up[k] = (char)(rt->c->name[k] >= 'a' && rt->c->name[k] <= 'z' ? rt->c->name[k] - 32
-									     : rt->c->name[k]);
-	up[k] = 0;
-	resp_error(x, "ERR unknown subcommand '%s'. Try %s HELP.", sub, up);
-}
-
 void kv_run(struct resp_ctx *x, struct kv *kv, struct kv_cmd_rt *rt,
 	    const struct paste_resp_arg *argv, uint32_t argc)
 {
 	if (!kv->group_depth)
 		kv_clock(kv);                   /* a transaction sees one time */
-	/* INFO commandstats: two monotonic clock reads (vDSO) per command
-	 * (docs/results.md, "Command statistics"); an error reply while it
-	 * ran makes it a failed call. */
-	uint32_t errors = x->r->errors;
-	uint64_t t0 = paste_clock_ns();
+	rt->calls++;
 	rt->c->fn(x, kv, argv, argc);
-	rt->ns += paste_clock_ns() - t0;
-	rt->calls++;                             /* after: CONFIG RESETSTAT counts itself */
-	rt->failed += x->r->errors != errors;
 }
 
 /* A command: found, allowed (AUTH), its arity checked, queued inside
@@ -265,32 +191,19 @@ static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, ui
 {
 	struct kv *kv = pkvs_kv(x->ss);
 	struct kv_cmd_rt *rt = kv_cmd_find(&argv[0]);
-	if (rt && rt->nsubs && argc >= 2) {
-		struct kv_cmd_rt *sub = kv_cmd_sub(rt, &argv[1]);
-		if (!sub) {
-			kv_multi_reject(x);
-			unknown_subcommand(x, rt, &argv[1]);
-			return;
-		}
-		rt = sub;
-	}
-	if (!rt || (!rt->c->fn && !rt->nsubs)) {
+	if (!rt || !rt->c->fn) {
 		kv_multi_reject(x);
 		unknown_command(x, argv, argc);
 		return;
 	}
-	/* Redis's order: unknown, arity, then authentication. */
+	if (!kv_conn_allowed(x, rt))
+		return;                          /* replied (NOAUTH) */
 	int arity = rt->c->arity;
 	if ((arity > 0 && argc != (uint32_t)arity) || (arity < 0 && argc < (uint32_t)-arity)) {
 		rt->rejected++;
 		kv_multi_reject(x);
-		resp_error(x, "ERR wrong number of arguments for '%s' command", rt->c->name);
+		resp_arity_error(x, &argv[0]);
 		return;
-	}
-	if (!kv_conn_allowed(x, rt)) {
-		rt->rejected++;
-		kv_multi_reject(x);
-		return;                          /* replied (NOAUTH) */
 	}
 	if (kv_multi_queue(x, rt, argv, argc))
 		return;                          /* queued: "+QUEUED" */
@@ -308,16 +221,31 @@ static int kv_stream_begin(struct resp_ctx *x, const struct paste_resp_arg *argv
 		*why = "only SET key value may carry a value this large (or split it)";
 		return -EINVAL;
 	}
-	if (argv[1].len > KV_MAX_KEY) {
-		*why = "key length is over 1048576 bytes (pkvs's limit)";
+	if (argv[1].len > kv_max_key(kv)) {
+		static char msg[80];
+		snprintf(msg, sizeof(msg), "key length is over %zu bytes (pkvs's limit)", kv_max_key(kv));
+		*why = msg;
 		return -EINVAL;
 	}
-	if (argv[2].len > kv_max_value(kv) ||
-	    paste_body_begin(&kc->body, &kv->bc, kv->store, argv[2].len)) {
-		*why = "value too large (pkvs's limit: see INFO max_value; --buf-size sets it)";
+	uint64_t len = argv[2].len;
+	if (len > kv_max_value(kv)) {
+		*why = "value too large (pkvs's limit: see INFO max_value)";
 		return -EFBIG;
 	}
-	kv_admit(kv, argv[2].len);
+	if (len > paste_body_max(&kv->bc, kv->store)) {
+		/* Over one entry: written in chunks as it arrives. */
+		int r = kv_writer_begin(kv, &kc->big, len);
+		if (r) {
+			*why = r == -ENOSPC ? "value too large for the store's room (see INFO max_value)"
+					    : "value too large (pkvs's limit: see INFO max_value)";
+			return r;
+		}
+	} else if (paste_body_begin(&kc->body, &kv->bc, kv->store, len)) {
+		*why = "value too large (pkvs's limit: see INFO max_value)";
+		return -EFBIG;
+	} else {
+		kv_admit(kv, len);
+	}
 	/* The key must outlive the command's bytes: a long one is copied. */
 	free(kc->name);
 	kc->name = NULL;
@@ -325,6 +253,7 @@ static int kv_stream_begin(struct resp_ctx *x, const struct paste_resp_arg *argv
 	if (argv[1].len > KV_INLINE) {
 		if (!(kc->name = malloc(argv[1].len))) {
 			paste_body_release(&kc->body, kv->store);
+			kv_writer_drop(kv, &kc->big);
 			*why = "out of memory";
 			return -ENOMEM;
 		}
@@ -332,7 +261,23 @@ static int kv_stream_begin(struct resp_ctx *x, const struct paste_resp_arg *argv
 		name = kc->name;
 	}
 	kv_key_init(kv, &kc->key, kc->db, name, argv[1].len);
+	if (!kc->key.longkey)
+		kc->key.p = kc->key.t + 1;       /* not the command's bytes, gone by the end */
 	return 0;
+}
+
+/* The streamed key named again at the value's end: the database map may
+ * have changed meanwhile (SWAPDB, FLUSHDB on other connections). */
+static void stream_key(struct kv *kv, struct kv_resp_conn *kc)
+{
+	struct kv_key *k = &kc->key;
+	uint8_t b[KV_INLINE];
+	size_t len = k->len;
+	if (!k->longkey)
+		memcpy(b, k->t + 1, len);
+	kv_key_init(kv, k, kc->db, k->longkey ? (const void *)kc->name : b, len);
+	if (!k->longkey)
+		k->p = k->t + 1;
 }
 
 /* A SET whose value (over KV_PACK_MAX bytes, so held where it lands, not
@@ -350,15 +295,20 @@ static void kv_stream_data(struct resp_ctx *x, const struct paste_event *ev, uin
 {
 	struct kv *kv = pkvs_kv(x->ss);
 	struct kv_resp_conn *kc = x->sc;
-	paste_body_feed(&kc->body, &kv->bc, x->w->port, ev, off, len);
+	if (kc->big.id)
+		kv_writer_feed(kv, &kc->big, x->w->port, ev, off, len);
+	else
+		paste_body_feed(&kc->body, &kv->bc, x->w->port, ev, off, len);
 }
 
 static void kv_stream_end(struct resp_ctx *x)
 {
 	struct kv *kv = pkvs_kv(x->ss);
 	struct kv_resp_conn *kc = x->sc;
+	stream_key(kv, kc);
 	kv_clock(kv);
-	int r = kv_put_body(kv, &kc->key, &kc->body, KV_NO_TTL, NULL);
+	int r = kc->big.id ? kv_writer_put(kv, &kc->big, &kc->key, KV_NO_TTL, NULL)   /* in chunks */
+			   : kv_put_body(kv, &kc->key, &kc->body, KV_NO_TTL, NULL);
 	free(kc->name);
 	kc->name = NULL;
 	if (r)
@@ -372,6 +322,7 @@ static void kv_resp_closed(struct resp_ctx *x)
 	struct kv *kv = pkvs_kv(x->ss);
 	struct kv_resp_conn *kc = x->sc;
 	paste_body_release(&kc->body, kv->store);
+	kv_writer_drop(kv, &kc->big);
 	free(kc->name);
 	kc->name = NULL;
 }

@@ -274,9 +274,27 @@ def test_large_values_and_keys(pkvs, engine):
         assert r.get(key) == key[:10]
     with pytest.raises(redis.ResponseError, match="key length"):
         r.set(b"x" * ((1 << 20) + 1), "v")
+    # Over one entry's 63 buffers a value lies in chunks: to Redis's 512
+    # MiB (INFO max_value), within the store's room.
+    assert r.info()["max_value"] == 512 << 20
+    huge = os.urandom(63 * 32768 + 1)
+    assert r.set("huge", huge) is True
+    assert r.get("huge") == huge
+    assert r.strlen("huge") == len(huge)
     with pytest.raises(redis.ResponseError, match="too large"):
-        r.set("huge", os.urandom(63 * 32768 + 1))
+        r.set("huger", b"\0" * (257 << 20))          # more than the whole store
+    assert r.get("huger") is None
     assert r.get("big") == big
+    r.close()
+    # --max-value lowers the limit.
+    srv.stop()
+    srv = pkvs.start(ENGINE_ARGS[engine] + ["--max-value", "200000"], store_size="64M")
+    r = client(srv)
+    assert r.info()["max_value"] == 200000
+    assert r.set("ok", b"v" * 200000) is True
+    with pytest.raises(redis.ResponseError, match="too large"):
+        r.set("big", b"v" * 200001)
+    assert r.get("big") is None and r.strlen("ok") == 200000
     r.close()
 
 

@@ -47,7 +47,7 @@ static void make_raws(bool every_byte)
 	add_raw("\x01one", 4, 5);
 	add_raw("\xfb\x00\x00\x00\x00\x00\x00\x00\x01\x00x", 11, 7);   /* an index entry's shape */
 	add_raw("\xfc", 1, 3);
-	add_raw("\xfd" "dbmap", 6, KV_MAX_DBS);   /* a map's shape: pat() bytes are all < 250? no matter */
+	add_raw("\xfd" "dbmap", 6, KV_MAX_DBS);                 /* a map's name and length */
 	add_raw("\xfd" "layout", 7, 1);
 	add_raw("\xfd" "relayout", 9, 1);
 	add_raw("\xfe" "c\x00\x00\x00\x00\x00\x00\x00\x05", 10, 9);    /* a grave's */
@@ -58,7 +58,7 @@ static void make_raws(bool every_byte)
 	longk[0] = 'L';
 	add_raw(longk, PASTE_BTREE_MAX_KEY, 300);                  /* the longest tree key */
 	longk[0] = 'M';
-	add_raw(longk, 450, 60 * 2048);                            /* long, with 60 extents */
+	add_raw(longk, 450, PASTE_BTREE_MAX_EXTENTS * 2048);       /* long, with 63 extents */
 	add_raw("full", 4, PASTE_BTREE_MAX_EXTENTS * 2048);         /* 63 extents */
 	if (every_byte) {
 		/* Keys beginning with every byte a database prefix could be. */
