@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "pkvs_resp.h"
 
@@ -60,6 +61,8 @@ static int send_piece(void *arg, const struct paste_extent *ext, uint32_t n, uin
 int kv_reply_value(struct resp_ctx *x, struct kv *kv, const struct kv_obj *o, uint64_t from,
 		   uint64_t len)
 {
+	if (x->r->reply_off || x->r->skip)
+		return 0;                        /* CLIENT REPLY OFF / SKIP */
 	if (resp_bulk_head(x, len))
 		return -EIO;
 	/* From the buffers the value lies in, an entry (chunk) at a time. */
@@ -102,8 +105,12 @@ static uint32_t parse_flags(const char *f)
 		{ "admin", KV_CMD_ADMIN }, { "pubsub", KV_CMD_PUBSUB }, { "noscript", KV_CMD_NOSCRIPT },
 		{ "blocking", KV_CMD_BLOCKING }, { "loading", KV_CMD_LOADING }, { "stale", KV_CMD_STALE },
 		{ "no_auth", KV_CMD_NO_AUTH }, { "no_multi", KV_CMD_NO_MULTI }, { "fast", KV_CMD_FAST },
-		{ "allow_busy", KV_CMD_ALLOW_BUSY },
+		{ "allow_busy", KV_CMD_ALLOW_BUSY }, { "skip_monitor", KV_CMD_SKIP_MONITOR },
+		{ "skip_slowlog", KV_CMD_SKIP_SLOWLOG }, { "asking", KV_CMD_ASKING },
+		{ "no_mandatory_keys", KV_CMD_NO_MANDATORY_KEYS },
+		{ "no_async_loading", KV_CMD_NO_ASYNC_LOADING }, { "movablekeys", KV_CMD_MOVABLE_KEYS },
 	};
+
 	uint32_t fl = 0;
 	for (const char *p = f; *p;) {
 		size_t len = strcspn(p, " ");
@@ -117,6 +124,25 @@ static uint32_t parse_flags(const char *f)
 	return fl;
 }
 
+static int meta_cmp(const void *key, const void *m)
+{
+	return strcmp(key, ((const struct kv_cmd_meta *)m)->name);
+}
+
+static struct kv_cmd_rt *lookup(const char *p, size_t n)
+{
+	for (uint32_t h = name_hash(p, n);; h++) {
+		uint16_t s = slots[h % CMD_SLOTS];
+		if (!s)
+			return NULL;
+		const char *name = cmds[s - 1].c->name;
+		if (strlen(name) == n && !strncasecmp(name, p, n))
+			return &cmds[s - 1];
+	}
+}
+
+/* Rows "name|sub" follow their container's row: its subcommands are a
+ * run of cmds[] (a table that breaks the run is a bug: abort at start). */
 static void cmds_init(void)
 {
 	if (ncmds)
@@ -125,7 +151,22 @@ static void cmds_init(void)
 		for (const struct kv_cmd *c = families[f]; c->name; c++) {
 			if (ncmds == CMD_MAX)
 				abort();                      /* a table too large: CMD_MAX */
-			cmds[ncmds] = (struct kv_cmd_rt){ .c = c, .fl = parse_flags(c->flags) };
+			struct kv_cmd_rt *rt = &cmds[ncmds];
+			*rt = (struct kv_cmd_rt){ .c = c, .fl = parse_flags(c->flags) };
+			rt->meta = bsearch(c->name, kv_cmd_metas, kv_cmd_nmetas, sizeof(kv_cmd_metas[0]),
+					   meta_cmp);
+			if (rt->meta && rt->meta->movable)
+				rt->fl |= KV_CMD_MOVABLE_KEYS;
+			const char *bar = strchr(c->name, '|');
+			if (bar) {
+				struct kv_cmd_rt *parent = lookup(c->name, (size_t)(bar - c->name));
+				if (!parent || (parent->nsubs && parent->sub0 + parent->nsubs != ncmds))
+					abort();              /* "a|b" not right after "a" and its subs */
+				if (!parent->nsubs)
+					parent->sub0 = (uint16_t)ncmds;
+				parent->nsubs++;
+				rt->parent = parent;
+			}
 			uint32_t h = name_hash(c->name, strlen(c->name));
 			while (slots[h % CMD_SLOTS])
 				h++;
@@ -148,6 +189,8 @@ struct kv_cmd_rt *kv_cmd_at(uint32_t i)
 struct kv_cmd_rt *kv_cmd_find(const struct paste_resp_arg *name)
 {
 	cmds_init();
+	if (memchr(name->p, '|', name->len))
+		return NULL;                     /* "config|get" is no command name */
 	for (uint32_t h = name_hash(name->p, name->len);; h++) {
 		uint16_t s = slots[h % CMD_SLOTS];
 		if (!s)
@@ -155,6 +198,22 @@ struct kv_cmd_rt *kv_cmd_find(const struct paste_resp_arg *name)
 		if (paste_resp_arg_eq(name, cmds[s - 1].c->name))
 			return &cmds[s - 1];
 	}
+}
+
+struct kv_cmd_rt *kv_cmd_lookup(const char *p, size_t len)
+{
+	cmds_init();
+	return lookup(p, len);
+}
+
+struct kv_cmd_rt *kv_cmd_sub(struct kv_cmd_rt *rt, const struct paste_resp_arg *a)
+{
+	for (uint32_t i = 0; i < rt->nsubs; i++) {
+		const char *name = strchr(cmds[rt->sub0 + i].c->name, '|') + 1;
+		if (paste_resp_arg_eq(a, name))
+			return &cmds[rt->sub0 + i];
+	}
+	return NULL;
 }
 
 static void unknown_command(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc)
@@ -176,13 +235,36 @@ static void unknown_command(struct resp_ctx *x, const struct paste_resp_arg *arg
 	resp_error(x, "ERR unknown command '%s', with args beginning with: %s", name, args);
 }
 
+/* "ERR unknown subcommand 'x'. Try CONFIG HELP." */
+static void unknown_subcommand(struct resp_ctx *x, const struct kv_cmd_rt *rt,
+			       const struct paste_resp_arg *a)
+{
+	char sub[132], up[40];
+	size_t k = 0;
+	for (size_t j = 0; j < a->len && k < 128; j++)
+		sub[k++] = a->p[j] >= 0x20 && a->p[j] < 0x7f ? a->p[j] : '?';
+	sub[k] = 0;
+	for (k = 0; rt->c->name[k] && k + 1 < sizeof(up); k++)
+		up[k] = (char)(rt->c->name[k] >= 'a' && rt->c->name[k] <= 'z' ? rt->c->name[k] - 32
+									     : rt->c->name[k]);
+	up[k] = 0;
+	resp_error(x, "ERR unknown subcommand '%s'. Try %s HELP.", sub, up);
+}
+
 void kv_run(struct resp_ctx *x, struct kv *kv, struct kv_cmd_rt *rt,
 	    const struct paste_resp_arg *argv, uint32_t argc)
 {
 	if (!kv->group_depth)
 		kv_clock(kv);                   /* a transaction sees one time */
-	rt->calls++;
+	/* INFO commandstats: two monotonic clock reads (vDSO) per command
+	 * (docs/results.md, "Command statistics"); an error reply while it
+	 * ran makes it a failed call. */
+	uint32_t errors = x->r->errors;
+	uint64_t t0 = paste_clock_ns();
 	rt->c->fn(x, kv, argv, argc);
+	rt->ns += paste_clock_ns() - t0;
+	rt->calls++;                             /* after: CONFIG RESETSTAT counts itself */
+	rt->failed += x->r->errors != errors;
 }
 
 /* A command: found, allowed (AUTH), its arity checked, queued inside
@@ -191,19 +273,32 @@ static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, ui
 {
 	struct kv *kv = pkvs_kv(x->ss);
 	struct kv_cmd_rt *rt = kv_cmd_find(&argv[0]);
-	if (!rt || !rt->c->fn) {
+	if (rt && rt->nsubs && argc >= 2) {
+		struct kv_cmd_rt *sub = kv_cmd_sub(rt, &argv[1]);
+		if (!sub) {
+			kv_multi_reject(x);
+			unknown_subcommand(x, rt, &argv[1]);
+			return;
+		}
+		rt = sub;
+	}
+	if (!rt || (!rt->c->fn && !rt->nsubs)) {
 		kv_multi_reject(x);
 		unknown_command(x, argv, argc);
 		return;
 	}
-	if (!kv_conn_allowed(x, rt))
-		return;                          /* replied (NOAUTH) */
+	/* Redis's order: unknown, arity, then authentication. */
 	int arity = rt->c->arity;
 	if ((arity > 0 && argc != (uint32_t)arity) || (arity < 0 && argc < (uint32_t)-arity)) {
 		rt->rejected++;
 		kv_multi_reject(x);
-		resp_arity_error(x, &argv[0]);
+		resp_error(x, "ERR wrong number of arguments for '%s' command", rt->c->name);
 		return;
+	}
+	if (!kv_conn_allowed(x, rt)) {
+		rt->rejected++;
+		kv_multi_reject(x);
+		return;                          /* replied (NOAUTH) */
 	}
 	if (kv_multi_queue(x, rt, argv, argc))
 		return;                          /* queued: "+QUEUED" */

@@ -32,7 +32,9 @@ struct kv_cmd {
 	const char *flags;     /* Redis's command flags, space-separated, for COMMAND */
 	const char *group;     /* for COMMAND DOCS */
 	const char *summary;
-	kv_cmd_fn fn;          /* NULL: the protocol's own (HELLO, QUIT) */
+	kv_cmd_fn fn;          /* NULL: the protocol's own (HELLO, QUIT), or a container
+				* whose subcommands are the rows "name|sub" right after it */
+
 	/* Redis's legacy key positions (COMMAND INFO, GETKEYS): the first
 	 * key's argument index (0: no keys), the last's (negative: counted
 	 * from the end, -1 the last argument) and the step between keys. */
@@ -46,14 +48,66 @@ enum {
 	KV_CMD_BLOCKING = 1u << 6, KV_CMD_LOADING = 1u << 7, KV_CMD_STALE = 1u << 8,
 	KV_CMD_NO_AUTH = 1u << 9, KV_CMD_NO_MULTI = 1u << 10, KV_CMD_FAST = 1u << 11,
 	KV_CMD_ALLOW_BUSY = 1u << 12,
+	KV_CMD_SKIP_MONITOR = 1u << 13, KV_CMD_SKIP_SLOWLOG = 1u << 14, KV_CMD_ASKING = 1u << 15,
+	KV_CMD_NO_MANDATORY_KEYS = 1u << 16, KV_CMD_NO_ASYNC_LOADING = 1u << 17,
+	KV_CMD_MOVABLE_KEYS = 1u << 18,
 };
+
+/* Redis's key specifications (COMMAND INFO, GETKEYS, GETKEYSANDFLAGS):
+ * where a command's keys begin (an argument index, or after a keyword)
+ * and how many follow (a range, or a count argument), with what the
+ * command does to them. cmd_meta.c has Redis's for its commands; a
+ * command it does not list gets one spec from its row's first_key,
+ * last_key and key_step. */
+enum {
+	KV_KEY_RO = 1u << 0, KV_KEY_RW = 1u << 1, KV_KEY_OW = 1u << 2, KV_KEY_RM = 1u << 3,
+	KV_KEY_ACCESS = 1u << 4, KV_KEY_UPDATE = 1u << 5, KV_KEY_INSERT = 1u << 6,
+	KV_KEY_DELETE = 1u << 7, KV_KEY_NOT_KEY = 1u << 8, KV_KEY_INCOMPLETE = 1u << 9,
+	KV_KEY_VARIABLE_FLAGS = 1u << 10,
+};
+enum { KV_BS_UNKNOWN = 0, KV_BS_INDEX, KV_BS_KEYWORD };
+enum { KV_FK_UNKNOWN = 0, KV_FK_RANGE, KV_FK_KEYNUM };
+struct kv_keyspec {
+	uint16_t flags;                /* KV_KEY_* */
+	uint8_t bs;                    /* KV_BS_*: */
+	int16_t pos;                   /* INDEX: the index; KEYWORD: where the search starts */
+	const char *keyword;           /* KEYWORD */
+	uint8_t fk;                    /* KV_FK_*: RANGE (lastkey, keystep, limit) or */
+	int16_t a, b, c;               /* KEYNUM (keynumidx, firstkey, keystep) */
+	const char *notes;
+};
+/* What Redis's reference says of a command beyond its row (cmd_meta.c,
+ * sorted by name): ACL categories (bit i: kv_acl_names[i]), key specs,
+ * tips ('\n'-separated), and its COMMAND DOCS map's pairs but
+ * "subcommands" (ndocs pairs, RESP3, turned into RESP2 when asked). */
+struct kv_cmd_meta {
+	const char *name;
+	uint32_t acl;
+	uint8_t nspecs;
+	const struct kv_keyspec *specs;
+	bool movable;
+	const char *tips;
+	uint8_t ndocs;
+	uint32_t docs_len;
+	const char *docs;
+};
+extern const struct kv_cmd_meta kv_cmd_metas[];
+extern const uint32_t kv_cmd_nmetas;
+
 
 /* A command at run time: its row, flags, and INFO commandstats. */
 struct kv_cmd_rt {
 	const struct kv_cmd *c;
 	uint32_t fl;
-	uint64_t calls, usec, rejected, failed;
+	uint64_t calls, ns, rejected, failed;   /* ns: time in the handler */
+	/* COMMAND's view: Redis's reference (NULL: derived from the row);
+	 * a subcommand's container ("config|get" -> "config"); a
+	 * container's subcommands, cmds[sub0 .. sub0 + nsubs). */
+	const struct kv_cmd_meta *meta;
+	struct kv_cmd_rt *parent;
+	uint16_t sub0, nsubs;
 };
+
 
 /* The families (pkvs_resp.c lists them). */
 extern const struct kv_cmd kv_cmds_string[], kv_cmds_keyspace[], kv_cmds_expire[],
@@ -63,6 +117,11 @@ extern const struct kv_cmd kv_cmds_string[], kv_cmds_keyspace[], kv_cmds_expire[
 uint32_t kv_cmd_count(void);
 struct kv_cmd_rt *kv_cmd_at(uint32_t i);
 struct kv_cmd_rt *kv_cmd_find(const struct paste_resp_arg *name);
+/* A command or subcommand by its full name ("config|get"), any case:
+ * COMMAND INFO and DOCS (dispatch never runs a name with '|'). */
+struct kv_cmd_rt *kv_cmd_lookup(const char *p, size_t len);
+/* Container rt's subcommand named by a (NULL: none). */
+struct kv_cmd_rt *kv_cmd_sub(struct kv_cmd_rt *rt, const struct paste_resp_arg *a);
 /* Run a command whose arity was checked (dispatch, EXEC). */
 void kv_run(struct resp_ctx *x, struct kv *kv, struct kv_cmd_rt *rt,
 	    const struct paste_resp_arg *argv, uint32_t argc);
@@ -85,6 +144,7 @@ struct kv_resp_conn {
 	struct kv_writer big;
 	struct kv_key key;
 	uint8_t *name;
+	const struct kv_cmd *last;     /* the last command run (CLIENT LIST cmd=) */
 };
 
 static inline uint32_t kv_resp_db(const struct resp_ctx *x)
@@ -132,13 +192,19 @@ void cmd_scan(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 void cmd_keys(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
 
 /* cmd_server.c */
-void cmd_ping(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
-void cmd_echo(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
-void cmd_select(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
 void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
-void cmd_config(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
 void cmd_command(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
-void cmd_client(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
+/* ACL categories: names (bit i of a command's mask), and a command's. */
+extern const char *const kv_acl_names[];
+uint32_t kv_cmd_acl(const struct kv_cmd_rt *rt);
+/* A HELP reply: an array of simple strings. */
+void kv_reply_help(struct resp_ctx *x, const char *const *lines, uint32_t n);
+/* CONFIG SET maxmemory is set and the store's used bytes exceed it: a
+ * denyoom command is refused (Redis's OOM error). */
+bool kv_over_maxmemory(struct resp_ctx *x);
+/* The --config file (INFO config_file), NULL: none; apps/pkvs.c sets it. */
+extern const char *kv_config_file;
+
 
 extern const struct resp_service pkvs_resp_service;
 
