@@ -208,13 +208,15 @@ int kv_writer_copy(struct kv *kv, struct kv_writer *w, const void *p, uint64_t l
 int kv_writer_put(struct kv *kv, struct kv_writer *w, struct kv_key *k, int64_t expire_ms,
 		  bool *created)
 {
-	int r;
+	int r = w->err ? w->err : w->left ? -EINVAL : 0;
 	if (!w->id) {
-		r = w->left ? -EINVAL : kv_put_body(kv, k, &w->body, expire_ms, created);
+		if (r == 0)
+			r = kv_put_body(kv, k, &w->body, expire_ms, created);
+		else
+			paste_body_release(&w->body, kv->store);
 		kv_writer_idle(w);
 		return r;
 	}
-	r = w->err ? w->err : w->left ? -EINVAL : 0;
 	if (r == 0)
 		r = kv_put_big(kv, k, w->id, w->len, expire_ms, created);
 	paste_body_release(&w->body, kv->store);

@@ -395,6 +395,22 @@ static void test_in_progress(void)
 	CHECK_EQ(all_chunks(), 0);
 	CHECK(free_now() + 8 >= base);
 	CHECK_EQ(write_big(0, "fits", 4, 1u << 20, 3, 65536, KV_NO_TTL), 0);
+	/* Below the reserve a value of one entry is refused too, and the key
+	 * keeps what it had. */
+	uint32_t n = paste_store_nfree(E.st);
+	uint32_t *hoard = malloc(sizeof(*hoard) * n);
+	CHECK_EQ(paste_store_alloc(E.st, hoard, n), n);
+	kv_writer_idle(&w);                   /* as the front ends: put at the end */
+	uint8_t small[5000];
+	fill(small, sizeof(small), 4);
+	CHECK_EQ(kv_writer_begin(E.kv, &w, sizeof(small)), 0);
+	CHECK_EQ(kv_writer_copy(E.kv, &w, small, sizeof(small)), -ENOSPC);
+	key_of(&E, &k, 0, "fits");
+	CHECK_EQ(kv_writer_put(E.kv, &w, &k, KV_NO_TTL, NULL), -ENOSPC);
+	for (uint32_t i = 0; i < n; i++)
+		paste_store_unref(E.st, hoard[i], false);
+	free(hoard);
+	CHECK(same_model(0, "fits", 1u << 20, 3));
 	free(v);
 	kenv_finish(&E);
 }
@@ -496,6 +512,15 @@ static void test_append_setrange(void)
 	CHECK_EQ(setrange_model("z", &z, &zlen, 3u << 20, "end", 3), 0);
 	CHECK(same_value(0, "z", 1, z, zlen));
 	CHECK(chunks_of("z") > 0);
+	/* One in one entry grows past it: its extents become chunks. */
+	uint8_t *g = NULL;
+	uint64_t glen = 0;
+	CHECK_EQ(setrange_model("g", &g, &glen, 0, src, 100000), 0);
+	CHECK_EQ(chunks_of("g"), 0);
+	CHECK_EQ(setrange_model("g", &g, &glen, 99990, src + 9, 200000), 0);
+	CHECK(chunks_of("g") > 0);
+	CHECK(same_value(0, "g", 1, g, glen));
+	free(g);
 	/* A small one stays one entry. */
 	uint8_t *s = NULL;
 	uint64_t slen = 0;
@@ -509,7 +534,7 @@ static void test_append_setrange(void)
 	sweep_all();
 	CHECK_EQ(count_byte(&E, KV_PFX_GRAVE), 0);
 	/* Every chunk belongs to a key. */
-	CHECK_EQ(all_chunks(), chunks_of("a") + chunks_of("z"));
+	CHECK_EQ(all_chunks(), chunks_of("a") + chunks_of("z") + chunks_of("g"));
 	check_counts(&E);
 	free(m);
 	free(z);
