@@ -95,6 +95,8 @@ int main(int argc, char **argv)
 		OPT_NUM_("pm-latency", "NS", &sc.pm_latency_ns, 0, 1000000000,
 			 "emulated PM: busy wait per fence (the paper: 10000)"),
 		OPT_FLAG_("copy", &kvh.cfg.copy, "copy values into fresh buffers instead of holding them"),
+		OPT_NUM_("databases", "N", &kvh.cfg.databases, 1, KV_MAX_DBS,
+			 "databases for SELECT, SWAPDB and MOVE (default 16, at most 64)"),
 		OPT_SIZE_("max-value", "SIZE", &max_value, 1ull << 40,
 			  "largest value (default and cap: 512M, Redis's proto-max-bulk-len)"),
 		OPT_NUM_("checkpoint-records", "N", &kvh.cfg.tree.ckpt_records, 0, 1u << 30,

@@ -439,6 +439,7 @@ static void cmd_reset(struct resp_ctx *x, struct kv *kv, const struct paste_resp
 {
 	(void)kv, (void)a, (void)n;
 	struct resp_conn *r = x->r;
+	kv_multi_reset(x);
 	((struct kv_resp_conn *)x->sc)->db = 0;
 	r->proto = 2;
 	const struct srv_auth *au = resp_auth(x);

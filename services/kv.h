@@ -276,6 +276,12 @@ int kv_put_body(struct kv *kv, struct kv_key *k, struct paste_body *b, int64_t e
  * and sent, so a command may remove a key and then reply with its old
  * value): 1, 0 (absent), or a negative errno. */
 int kv_remove(struct kv *kv, struct kv_key *k);
+/* Key src (found as o by kv_lookup) becomes dst, of the same or another
+ * database (RENAME, MOVE), with its value, type and deadline, in one
+ * group; what dst held is replaced (a collection there dropped). A
+ * collection keeps its id and members: O(1) whatever its size. src and
+ * dst must differ. 0, or as kv_put. */
+int kv_rename(struct kv *kv, struct kv_key *src, const struct kv_obj *o, struct kv_key *dst);
 /* Give a key found as o another deadline (KV_NO_TTL: none). */
 int kv_set_expire(struct kv *kv, struct kv_key *k, const struct kv_obj *o, int64_t expire_ms);
 /* Copy bytes [from, from + cap) of a string's value (o as kv_lookup found

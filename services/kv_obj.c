@@ -610,6 +610,40 @@ int kv_remove(struct kv *kv, struct kv_key *k)
 	return 1;
 }
 
+int kv_rename(struct kv *kv, struct kv_key *src, const struct kv_obj *o, struct kv_key *dst)
+{
+	struct old old;
+	probe(kv, dst, &old);
+	bool live = old.had && !old.expired;
+	/* What dst held goes; a collection under src keeps its id, so its
+	 * members (not under the key) need not move. */
+	uint64_t drop = old.had && kv_is_coll(old.type) &&
+			!(kv_is_coll(o->type) && old.id == o->coll.id) ? old.id : 0;
+	int r = kv_begin(kv);
+	if (r < 0)
+		return r;
+	r = replace(kv, dst, obj_tag(o), o->ext, o->n, o->expire_ms, &old, drop);
+	if (r == 0)
+		r = kv_tree_del(kv, src->t, src->tlen);
+	if (r == 0)
+		r = kv_commit(kv);
+	else
+		kv_abort(kv);
+	if (r)
+		return r;
+	drop_index(kv, src, o->expire_ms);
+	bool exp = o->expire_ms != KV_NO_TTL;
+	count_key(kv, src->db, -1, -exp);
+	if (!live)
+		count_key(kv, dst->db, old.had ? 0 : 1, 0);
+	count_key(kv, dst->db, 0, exp - (live && old.expire_ms != KV_NO_TTL) - (old.had && old.expired));
+	if (old.had && old.expired)
+		kv->n.expired++;
+	touched(kv, src);
+	touched(kv, dst);
+	return 0;
+}
+
 int kv_set_expire(struct kv *kv, struct kv_key *k, const struct kv_obj *o, int64_t expire_ms)
 {
 	struct old old = { .had = true, .type = o->type, .expire_ms = o->expire_ms };

@@ -41,14 +41,16 @@ void kv_reply_errno(struct resp_ctx *x, int r)
 {
 	if (server_store_failed(x->w))
 		resp_reply_failed(x);
-	else if (r == -ENOSPC)
+	else if (r == -ENOSPC) {
 		/* Redis's words: clients and proxies know them (a write
 		 * refused, reads and deletes go on). */
+		kv_multi_nospace(x);
 		resp_error(x, "OOM command not allowed when used memory > 'maxmemory'.");
-	else if (r == -EFBIG)
+	} else if (r == -EFBIG) {
 		resp_error(x, "ERR value too large (pkvs's limit: see INFO max_value)");
-	else
+	} else {
 		resp_error(x, "ERR %s", strerror(-r));
+	}
 }
 
 static int send_piece(void *arg, const struct paste_extent *ext, uint32_t n, uint64_t skip,
@@ -65,6 +67,17 @@ int kv_reply_value(struct resp_ctx *x, struct kv *kv, const struct kv_obj *o, ui
 		return 0;                        /* CLIENT REPLY OFF / SKIP */
 	if (resp_bulk_head(x, len))
 		return -EIO;
+	if (x->capture) {                /* EXEC gathers replies: a copy */
+		char b[4096];
+		for (uint64_t at = 0; at < len;) {
+			size_t k = kv_value_read(kv, o, from + at, b, len - at < sizeof(b) ? len - at : sizeof(b));
+			if (!k)
+				break;
+			resp_send(x, b, k);
+			at += k;
+		}
+		return resp_bulk_end(x);
+	}
 	/* From the buffers the value lies in, an entry (chunk) at a time. */
 	if (kv_value_each(kv, o, from, len, send_piece, x)) {
 		resp_reply_failed(x);
@@ -78,7 +91,7 @@ int kv_reply_value(struct resp_ctx *x, struct kv *kv, const struct kv_obj *o, ui
 /* The families, one table each (cmd_*.c). */
 static const struct kv_cmd *const families[] = {
 	kv_cmds_string, kv_cmds_keyspace, kv_cmds_expire, kv_cmds_hash,
-	kv_cmds_multi, kv_cmds_conn, kv_cmds_server,
+	kv_cmds_multi, kv_cmds_conn, kv_cmds_server, kv_cmds_db,
 };
 
 /* Every command once, and an open-addressing hash of their names (lower
@@ -291,6 +304,8 @@ static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, ui
 	int arity = rt->c->arity;
 	if ((arity > 0 && argc != (uint32_t)arity) || (arity < 0 && argc < (uint32_t)-arity)) {
 		rt->rejected++;
+		if (kv_multi_exec_arity(x, rt))
+			return;                  /* EXEC inside MULTI: EXECABORT */
 		kv_multi_reject(x);
 		resp_error(x, "ERR wrong number of arguments for '%s' command", rt->c->name);
 		return;
@@ -307,8 +322,8 @@ static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, ui
 
 /* ------------------------------------------------- streamed values */
 
-static int kv_stream_begin(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc,
-			   const char **why)
+static int stream_begin(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc,
+			const char **why)
 {
 	struct kv *kv = pkvs_kv(x->ss);
 	struct kv_resp_conn *kc = x->sc;
@@ -328,7 +343,8 @@ static int kv_stream_begin(struct resp_ctx *x, const struct paste_resp_arg *argv
 		return -EFBIG;
 	}
 	if (len > paste_body_max(&kv->bc, kv->store)) {
-		/* Over one entry: written in chunks as it arrives. */
+		/* Over one entry: written in chunks as it arrives (inside
+		 * MULTI too: the key's record is written at EXEC). */
 		int r = kv_writer_begin(kv, &kc->big, len);
 		if (r) {
 			*why = r == -ENOSPC ? "value too large for the store's room (see INFO max_value)"
@@ -385,6 +401,15 @@ static bool kv_stream_split(const struct paste_resp_arg *argv, uint32_t argc)
 	return argc == 3 && argv[2].len > KV_PACK_MAX && paste_resp_arg_eq(&argv[0], "SET");
 }
 
+static int kv_stream_begin(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc,
+			   const char **why)
+{
+	int r = stream_begin(x, argv, argc, why);
+	if (r)
+		kv_multi_reject(x);             /* refused inside MULTI: EXECABORT */
+	return r;
+}
+
 static void kv_stream_data(struct resp_ctx *x, const struct paste_event *ev, uint32_t off,
 			   uint32_t len)
 {
@@ -401,9 +426,24 @@ static void kv_stream_end(struct resp_ctx *x)
 	struct kv *kv = pkvs_kv(x->ss);
 	struct kv_resp_conn *kc = x->sc;
 	stream_key(kv, kc);
+	if (kv_multi_stream_end(x)) {           /* inside MULTI: queued */
+		free(kc->name);
+		kc->name = NULL;
+		return;
+	}
+	if (kc->big.id) {                       /* in chunks */
+		kv_clock(kv);
+		int r = kv_writer_put(kv, &kc->big, &kc->key, KV_NO_TTL, NULL);
+		free(kc->name);
+		kc->name = NULL;
+		if (r)
+			kv_reply_errno(x, r);
+		else
+			resp_ok(x);
+		return;
+	}
 	kv_clock(kv);
-	int r = kc->big.id ? kv_writer_put(kv, &kc->big, &kc->key, KV_NO_TTL, NULL)   /* in chunks */
-			   : kv_put_body(kv, &kc->key, &kc->body, KV_NO_TTL, NULL);
+	int r = kv_put_body(kv, &kc->key, &kc->body, KV_NO_TTL, NULL);
 	free(kc->name);
 	kc->name = NULL;
 	if (r)
@@ -420,6 +460,7 @@ static void kv_resp_closed(struct resp_ctx *x)
 	kv_writer_drop(kv, &kc->big);
 	free(kc->name);
 	kc->name = NULL;
+	kv_multi_closed(x);
 }
 
 /* The next command's key: its point-index slot, ~1 us before the lookup. */

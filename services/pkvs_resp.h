@@ -108,10 +108,11 @@ struct kv_cmd_rt {
 	uint16_t sub0, nsubs;
 };
 
-
 /* The families (pkvs_resp.c lists them). */
 extern const struct kv_cmd kv_cmds_string[], kv_cmds_keyspace[], kv_cmds_expire[],
 	kv_cmds_hash[], kv_cmds_multi[], kv_cmds_conn[], kv_cmds_server[];
+/* cmd_db.c: SELECT, SWAPDB, MOVE. */
+extern const struct kv_cmd kv_cmds_db[];
 
 /* Every command: count, the i-th, and by name (any case; NULL: unknown). */
 uint32_t kv_cmd_count(void);
@@ -132,6 +133,19 @@ void kv_run(struct resp_ctx *x, struct kv *kv, struct kv_cmd_rt *rt,
 bool kv_multi_queue(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct paste_resp_arg *argv,
 		    uint32_t argc);
 void kv_multi_reject(struct resp_ctx *x);
+/* EXEC of the wrong arity inside MULTI: Redis answers EXECABORT and
+ * discards the transaction (true: replied). */
+bool kv_multi_exec_arity(struct resp_ctx *x, const struct kv_cmd_rt *rt);
+/* A streamed SET's value is in (kv_resp_conn's body and key): inside
+ * MULTI it is queued, its buffers held, and QUEUED replied (true). */
+bool kv_multi_stream_end(struct resp_ctx *x);
+/* A write of the running EXEC found no room (kv_reply_errno): its group
+ * is aborted. */
+void kv_multi_nospace(struct resp_ctx *x);
+/* The connection ends (closed hook), or RESET: out of MULTI, nothing
+ * queued or watched. */
+void kv_multi_closed(struct resp_ctx *x);
+void kv_multi_reset(struct resp_ctx *x);
 /* cmd_conn.c: may this connection run rt (AUTH)? false: replied. */
 bool kv_conn_allowed(struct resp_ctx *x, struct kv_cmd_rt *rt);
 
@@ -144,6 +158,7 @@ struct kv_resp_conn {
 	struct kv_writer big;
 	struct kv_key key;
 	uint8_t *name;
+	struct kv_multi *multi;        /* MULTI's queue, WATCH (cmd_multi.c); NULL: none yet */
 	const struct kv_cmd *last;     /* the last command run (CLIENT LIST cmd=) */
 };
 
