@@ -259,16 +259,21 @@ int kv_lookup(struct kv *kv, struct kv_key *k, struct kv_obj *o, bool read);
 /* Set key to a value of type `type` held in ext[0..n) (a string's bytes,
  * or a collection's record), with deadline expire_ms (KV_NO_TTL,
  * KV_KEEP_TTL, or ms). The tree takes its own references; the caller
- * keeps (and drops) its own. A collection the key held is dropped (its
- * members swept later). *created (if non-NULL): the key was absent.
- * -ENOSPC when no room could be made, -EFBIG, or the store's failure. */
+ * keeps (and drops) its own. A collection or string in chunks the key
+ * held is dropped (swept later). A string whose extents do not fit one
+ * entry beside a long key's name is stored in chunks of them (no byte
+ * copied). *created (if non-NULL): the key was absent. -ENOSPC when no
+ * room could be made, -EFBIG, -ENAMETOOLONG (a key over kv_max_key), or
+ * the store's failure. */
 int kv_put(struct kv *kv, struct kv_key *k, enum kv_type type, const struct paste_extent *ext,
 	   uint32_t n, int64_t expire_ms, bool *created);
-/* The same from bytes in DRAM: copied to the append point first. */
+/* The same from bytes in DRAM: copied to the append point first (a
+ * string over one entry's worth: to fresh buffers, in chunks). */
 int kv_put_bytes(struct kv *kv, struct kv_key *k, enum kv_type type, const void *val,
 		 size_t len, int64_t expire_ms, bool *created);
 /* A string from a gathered body (released here: the tree took its own
- * references); small ones are packed. */
+ * references); small ones are packed. A body that failed (b->error) is
+ * refused -ENOSPC after making room for the next write. */
 int kv_put_body(struct kv *kv, struct kv_key *k, struct paste_body *b, int64_t expire_ms,
 		bool *created);
 /* Remove key (a collection's members, a string's chunks, are swept

@@ -280,6 +280,10 @@ int kv_put_chunks(struct kv *kv, struct kv_key *k, const struct paste_extent *ex
 int kv_value_each(const struct kv *kv, const struct kv_obj *o, uint64_t from, uint64_t len,
 		  kv_extents_fn fn, void *arg)
 {
+	if (from >= o->len)
+		return 0;
+	if (len > o->len - from)
+		len = o->len - from;
 	if (!len)
 		return 0;
 	if (!o->big)
