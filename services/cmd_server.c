@@ -710,6 +710,10 @@ static const struct cfg_param params[] = {
 	{ "replica-serve-stale-data", "slave-serve-stale-data", CFG_KEPT, T_BOOL, "yes", NULL },
 	{ "min-replicas-to-write", "min-slaves-to-write", CFG_KEPT, T_INT, "0", NULL },
 	{ "min-replicas-max-lag", "min-slaves-max-lag", CFG_KEPT, T_INT, "10", NULL },
+	{ "slave-read-only", "replica-read-only", CFG_KEPT, T_BOOL, "yes", NULL },
+	{ "slave-serve-stale-data", "replica-serve-stale-data", CFG_KEPT, T_BOOL, "yes", NULL },
+	{ "min-slaves-to-write", "min-replicas-to-write", CFG_KEPT, T_INT, "0", NULL },
+	{ "min-slaves-max-lag", "min-replicas-max-lag", CFG_KEPT, T_INT, "10", NULL },
 	{ "aof-use-rdb-preamble", NULL, CFG_KEPT, T_BOOL, "yes", NULL },
 	{ "rdbcompression", NULL, CFG_KEPT, T_BOOL, "yes", NULL },
 	{ "rdbchecksum", NULL, CFG_KEPT, T_BOOL, "yes", NULL },
@@ -982,8 +986,10 @@ static int param_set(struct resp_ctx *x, const struct cfg_param *p, const struct
 	conf.kept[p - params] = copy;
 	if (p->alias) {                          /* both names read back the last value */
 		const struct cfg_param *o = param_find(p->alias, strlen(p->alias));
-		free(conf.kept[o - params]);
-		conf.kept[o - params] = NULL;
+		if (o) {
+			free(conf.kept[o - params]);
+			conf.kept[o - params] = NULL;
+		}
 	}
 	return 0;
 }

@@ -226,6 +226,23 @@ def test_config_get_set_as_redis(pkvs_srv, redis_peer, proto):
     p.close()
 
 
+def test_config_set_under_either_name(pkvs_srv, redis_peer):
+    """A setting with two names (Redis's replica/slave pairs among them) is
+    set under one and read back under both, and the server stays up."""
+    p = Peers(pkvs_srv.resp_port, redis_peer.resp_port, 2)
+    for a, b, v in (("min-replicas-to-write", "min-slaves-to-write", "2"),
+                    ("min-slaves-max-lag", "min-replicas-max-lag", "20"),
+                    ("replica-read-only", "slave-read-only", "no"),
+                    ("slave-serve-stale-data", "replica-serve-stale-data", "no")):
+        p.same("CONFIG", "SET", a, v)
+        same_map(p, "CONFIG", "GET", a)
+        same_map(p, "CONFIG", "GET", b)
+    p.same("CONFIG", "SET", "min-replicas-to-write", "0", "min-slaves-max-lag", "10",
+           "replica-read-only", "yes", "slave-serve-stale-data", "yes")
+    p.same("PING")
+    p.close()
+
+
 def test_config_applied(pkvs_srv):
     r = pyr(pkvs_srv.resp_port)
     c = RespConn(pkvs_srv.resp_port)
