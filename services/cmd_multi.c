@@ -33,10 +33,10 @@
  * nothing of it is kept (docs/compat.md, "Transactions and databases").
  *
  * WATCH. A per-process hash table maps (database, key) to the
- * connections watching it; kv->touched (called after every change to a
- * key) marks them dirty, and EXEC then answers a null array. The hook is
- * installed only while someone watches: otherwise a change costs the
- * one branch on kv->touched. As in Redis, a key that did not exist at
+ * connections watching it; a listener of changes (kv_touch_add, called
+ * after every change to a key) marks them dirty, and EXEC then answers a
+ * null array. It listens only while someone watches: otherwise a change
+ * costs WATCH nothing. As in Redis, a key that did not exist at
  * WATCH and does not exist after a change (an expired key removed, a
  * database flushed or swapped in without it) is no change; a watched key
  * whose deadline passed before EXEC breaks the transaction.
@@ -167,17 +167,17 @@ static bool key_live(struct kv *kv, const struct wkey *wk)
 	return !a.has_word || (int64_t)a.word > kv->now_ms;
 }
 
-static void touched(void *arg, const struct kv_key *k);
+static void touched(void *arg, const struct kv_key *k, enum kv_touch what);
 
-/* The hook is on while the table holds a key. */
+/* The listener is on while the table holds a key. */
 static void hook(struct kv *kv)
 {
-	if (wt.nkeys && !kv->touched) {
-		kv->touched = touched;
-		kv->touched_arg = kv;
-	} else if (!wt.nkeys && kv->touched == touched) {
-		kv->touched = NULL;
-		kv->touched_arg = NULL;
+	static bool on;
+	if (wt.nkeys && !on)
+		on = kv_touch_add(kv, touched, kv) == 0;
+	else if (!wt.nkeys && on) {
+		kv_touch_remove(kv, touched, kv);
+		on = false;
 	}
 }
 
@@ -221,9 +221,10 @@ static void mark(struct kv *kv, struct wkey *wk)
 	}
 }
 
-static void touched(void *arg, const struct kv_key *k)
+static void touched(void *arg, const struct kv_key *k, enum kv_touch what)
 {
 	struct kv *kv = arg;
+	(void)what;
 	if (!k->p && !k->tlen) {
 		/* A database (or all): FLUSHDB, FLUSHALL, SWAPDB. Only marked:
 		 * the watches go at EXEC, DISCARD, UNWATCH or the close. */

@@ -169,6 +169,52 @@ bool kv_make_room(struct kv *kv, uint64_t need)
 	return r >= 0 && (uint64_t)r >= want;
 }
 
+/* ---- listeners of changes ------------------------------------------------ */
+
+int kv_touch_add(struct kv *kv, kv_touch_fn fn, void *arg)
+{
+	for (uint32_t i = 0; i < kv->ntouch; i++)
+		if (kv->touch[i].fn == fn && kv->touch[i].arg == arg)
+			return -EEXIST;
+	if (kv->ntouch == KV_TOUCH_MAX)
+		return -ENOSPC;
+	kv->touch[kv->ntouch++] = (struct kv_listener){ fn, arg };
+	return 0;
+}
+
+static void touch_compact(struct kv *kv)
+{
+	uint32_t j = 0;
+	for (uint32_t i = 0; i < kv->ntouch; i++)
+		if (kv->touch[i].fn)
+			kv->touch[j++] = kv->touch[i];
+	kv->ntouch = j;
+	kv->touch_holes = false;
+}
+
+void kv_touch_remove(struct kv *kv, kv_touch_fn fn, void *arg)
+{
+	for (uint32_t i = 0; i < kv->ntouch; i++)
+		if (kv->touch[i].fn == fn && kv->touch[i].arg == arg) {
+			/* During a call the slots stay where the loop sees them. */
+			kv->touch[i].fn = NULL;
+			kv->touch_holes = true;
+			if (!kv->touch_depth)
+				touch_compact(kv);
+			return;
+		}
+}
+
+void kv_touch_call(struct kv *kv, const struct kv_key *k, enum kv_touch what)
+{
+	kv->touch_depth++;
+	for (uint32_t i = 0; i < kv->ntouch; i++)
+		if (kv->touch[i].fn)
+			kv->touch[i].fn(kv->touch[i].arg, k, what);
+	if (--kv->touch_depth == 0 && kv->touch_holes)
+		touch_compact(kv);
+}
+
 void kv_admit(struct kv *kv, uint64_t len)
 {
 	uint32_t bs = paste_store_geom(kv->store)->buf_size;

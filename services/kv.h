@@ -51,7 +51,7 @@
 #define KV_PFX_GRAVE 0xFEu
 #define KV_PFX_MEMBER 0xFFu
 #define KV_GRAVE_COLL 'c'
-#define KV_ALL_DBS UINT32_MAX   /* touched: every database */
+#define KV_ALL_DBS UINT32_MAX   /* kv_touched: every database */
 #define KV_GRAVE_DB 'd'
 
 /* Keys and members up to KV_INLINE bytes are tree keys as they are;
@@ -147,6 +147,28 @@ struct kv_obj {
 	uint64_t big;
 };
 
+/* What happened to a key (kv_touched). A listener that needs more (the
+ * command's own event name, for keyspace notifications) hears it from the
+ * command; the core knows only these. */
+enum kv_touch {
+	KV_TOUCH_WRITTEN,               /* set, its value, type, members or deadline changed */
+	KV_TOUCH_DELETED,               /* removed (DEL, a rename's source, FLUSHDB) */
+	KV_TOUCH_EXPIRED,               /* removed because its deadline passed (active expiry,
+					 * a lookup, a write over it) */
+};
+/* A listener: k is the key as the change named it (k->p may point at
+ * bytes gone by now; a short key's bytes are k->t + 1 .. k->t + k->tlen,
+ * a long key's k->p[0..len)); a key with p NULL and tlen 0 stands for
+ * every key of database db (FLUSHDB: deleted, SWAPDB: written), or of all
+ * of them (db KV_ALL_DBS, FLUSHALL). It runs inside the change (in a
+ * group, before its commit): it may look at the tree, not write it. */
+typedef void (*kv_touch_fn)(void *arg, const struct kv_key *k, enum kv_touch what);
+struct kv_listener {
+	kv_touch_fn fn;
+	void *arg;
+};
+#define KV_TOUCH_MAX 8u
+
 struct kv {
 	struct paste_store *store;
 	struct paste_wal *wal;
@@ -177,12 +199,27 @@ struct kv {
 	 * for the write's end, not for the sweeper. */
 	uint64_t *writing;
 	uint32_t nwriting, capwriting;
-	/* Called after every change to a key (WATCH, notifications); a key
-	 * with p NULL stands for every key of database db (FLUSHDB, SWAPDB),
-	 * or of all of them (db KV_ALL_DBS). */
-	void (*touched)(void *arg, const struct kv_key *k);
-	void *touched_arg;
+	/* Who hears of every change to a key (kv_touch_add). */
+	struct kv_listener touch[KV_TOUCH_MAX];
+	uint32_t ntouch;                /* slots in use (0: kv_touched is one branch) */
+	uint32_t touch_depth;           /* kv_touched calls under way */
+	bool touch_holes;               /* slots emptied during a call, compacted after it */
 };
+
+/* Listeners of every change (WATCH, blocked pops, keyspace
+ * notifications): at most KV_TOUCH_MAX, called in the order added. add:
+ * 0, -EEXIST (fn and arg listen already), -ENOSPC (full). remove: gone
+ * from now on, also from a kv_touched under way (a listener may remove
+ * itself or another, or add one, while it is called). kv_touched: the
+ * kv files call it after each change; one branch when nobody listens. */
+int kv_touch_add(struct kv *kv, kv_touch_fn fn, void *arg);
+void kv_touch_remove(struct kv *kv, kv_touch_fn fn, void *arg);
+void kv_touch_call(struct kv *kv, const struct kv_key *k, enum kv_touch what);
+static inline void kv_touched(struct kv *kv, const struct kv_key *k, enum kv_touch what)
+{
+	if (kv->ntouch)
+		kv_touch_call(kv, k, what);
+}
 
 /* Buffers a write leaves free: the bodies' reserve (paste_body_config). */
 static inline uint32_t kv_reserve(const struct kv *kv)

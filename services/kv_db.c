@@ -57,12 +57,12 @@ int kv_db_save(struct kv *kv)
 	return kv_sys_put(kv, map_key, sizeof(map_key), kv->dbmap, sizeof(kv->dbmap));
 }
 
-static void touched_db(struct kv *kv, uint32_t db)
+static void touched_db(struct kv *kv, uint32_t db, enum kv_touch what)
 {
-	if (!kv->touched)
+	if (!kv->ntouch)
 		return;
 	struct kv_key k = { .db = db };
-	kv->touched(kv->touched_arg, &k);
+	kv_touch_call(kv, &k, what);
 }
 
 bool kv_prefix_used(struct kv *kv, uint8_t p)
@@ -176,7 +176,7 @@ int kv_flushdb(struct kv *kv, uint32_t db)
 	if (r)
 		return r;
 	kv->dbkeys[db] = kv->dbexpires[db] = 0;
-	touched_db(kv, db);
+	touched_db(kv, db, KV_TOUCH_DELETED);
 	return 0;
 }
 
@@ -216,7 +216,7 @@ int kv_flushall(struct kv *kv)
 			return r;
 		}
 	}
-	touched_db(kv, KV_ALL_DBS);
+	touched_db(kv, KV_ALL_DBS, KV_TOUCH_DELETED);
 	return 0;
 }
 
@@ -238,8 +238,8 @@ int kv_swapdb(struct kv *kv, uint32_t a, uint32_t b)
 	kv->dbexpires[a] = kv->dbexpires[b];
 	kv->dbkeys[b] = k;
 	kv->dbexpires[b] = e;
-	touched_db(kv, a);
-	touched_db(kv, b);
+	touched_db(kv, a, KV_TOUCH_WRITTEN);
+	touched_db(kv, b, KV_TOUCH_WRITTEN);
 	return 0;
 }
 

@@ -98,12 +98,6 @@ static void count_key(struct kv *kv, uint32_t db, int keys, int expires)
 		kv->dbexpires[db] += (uint64_t)(int64_t)expires;
 }
 
-static void touched(struct kv *kv, const struct kv_key *k)
-{
-	if (kv->touched)
-		kv->touched(kv->touched_arg, k);
-}
-
 /* ---- groups ------------------------------------------------------------ */
 
 int kv_begin(struct kv *kv)
@@ -368,6 +362,16 @@ static void count_replace(struct kv *kv, uint32_t db, const struct old *old, int
 		kv->n.expired++;
 }
 
+/* A write over key k as probe found it: an expired key it replaced went
+ * by expiry first (as Redis's lookup for the write removes it), then the
+ * key was written. */
+static void touched_over(struct kv *kv, const struct kv_key *k, const struct old *old)
+{
+	if (old->had && old->expired)
+		kv_touched(kv, k, KV_TOUCH_EXPIRED);
+	kv_touched(kv, k, KV_TOUCH_WRITTEN);
+}
+
 /* Write key's entry replacing what `old` says it was; drop_id: the
  * collection it held dies (0: keep). One group when two entries change. */
 static int replace(struct kv *kv, struct kv_key *k, enum kv_type type, const struct paste_extent *ext,
@@ -421,7 +425,7 @@ void kv_expire_now(struct kv *kv, struct kv_key *k, enum kv_type type, uint64_t 
 		drop_index(kv, k, expire_ms);
 		kv->n.expired++;
 		count_key(kv, k->db, -1, -1);
-		touched(kv, k);
+		kv_touched(kv, k, KV_TOUCH_EXPIRED);
 	}
 }
 
@@ -485,7 +489,7 @@ int kv_put(struct kv *kv, struct kv_key *k, enum kv_type type, const struct past
 	count_replace(kv, k->db, &old, expire_ms);
 	if (created)
 		*created = !live;
-	touched(kv, k);
+	touched_over(kv, k, &old);
 	return 0;
 }
 
@@ -586,7 +590,7 @@ int kv_put_big(struct kv *kv, struct kv_key *k, uint64_t id, uint64_t len, int64
 	count_replace(kv, k->db, &old, expire_ms);
 	if (created)
 		*created = !live;
-	touched(kv, k);
+	touched_over(kv, k, &old);
 	return 0;
 }
 
@@ -601,7 +605,7 @@ int kv_remove(struct kv *kv, struct kv_key *k)
 		return r;
 	drop_index(kv, k, old.expire_ms);
 	count_key(kv, k->db, -1, -(old.expire_ms != KV_NO_TTL));
-	touched(kv, k);
+	kv_touched(kv, k, old.expired ? KV_TOUCH_EXPIRED : KV_TOUCH_DELETED);
 	if (old.expired) {
 		kv->n.expired++;
 		return 0;            /* it was gone already for every reader */
@@ -639,8 +643,8 @@ int kv_rename(struct kv *kv, struct kv_key *src, const struct kv_obj *o, struct 
 	count_key(kv, dst->db, 0, exp - (live && old.expire_ms != KV_NO_TTL) - (old.had && old.expired));
 	if (old.had && old.expired)
 		kv->n.expired++;
-	touched(kv, src);
-	touched(kv, dst);
+	kv_touched(kv, src, KV_TOUCH_DELETED);
+	touched_over(kv, dst, &old);
 	return 0;
 }
 
@@ -650,7 +654,7 @@ int kv_set_expire(struct kv *kv, struct kv_key *k, const struct kv_obj *o, int64
 	int r = replace(kv, k, obj_tag(o), o->ext, o->n, expire_ms, &old, 0);
 	if (r == 0) {
 		count_key(kv, k->db, 0, (expire_ms != KV_NO_TTL) - (o->expire_ms != KV_NO_TTL));
-		touched(kv, k);
+		kv_touched(kv, k, KV_TOUCH_WRITTEN);
 	}
 	return r;
 }
@@ -725,7 +729,7 @@ int kv_coll_save(struct kv *kv, struct kv_key *k, struct kv_obj *o)
 	if (r == 0) {
 		o->expire_ms = exp;
 		count_replace(kv, k->db, &old, exp);
-		touched(kv, k);
+		touched_over(kv, k, &old);
 	}
 	return r;
 }

@@ -647,6 +647,114 @@ static void test_groups(void)
 	kenv_finish(&E);
 }
 
+/* ---- listeners of changes (kv_touch_add) -------------------------------- */
+
+struct heard {
+	int n;
+	enum kv_touch what[16];
+	uint32_t db[16];
+	char key[16][8];
+	bool remove_self, add_other;
+};
+
+static void hear(void *arg, const struct kv_key *k, enum kv_touch what)
+{
+	struct heard *h = arg;
+	if (h->n < 16) {
+		h->what[h->n] = what;
+		h->db[h->n] = k->db;
+		size_t l = k->p ? k->tlen - 1u : 0;      /* short keys: their tree key's bytes */
+		memcpy(h->key[h->n], k->t + 1, l < 7 ? l : 7);
+		h->key[h->n][l < 7 ? l : 7] = 0;
+	}
+	h->n++;
+}
+
+static struct heard *other_heard;
+static void hear_and_leave(void *arg, const struct kv_key *k, enum kv_touch what)
+{
+	struct heard *h = arg;
+	hear(arg, k, what);
+	if (h->remove_self)
+		kv_touch_remove(E.kv, hear_and_leave, arg);
+	if (h->add_other)
+		kv_touch_add(E.kv, hear, other_heard);
+}
+
+static bool heard_is(const struct heard *h, int i, enum kv_touch what, const char *key)
+{
+	return i < h->n && h->what[i] == what && !strcmp(h->key[i], key);
+}
+
+static void test_touch(void)
+{
+	kenv_start(&E, "touch", 16u << 20, 2048);
+	struct heard a = { 0 }, b = { 0 };
+	/* Nobody listening: nothing called. */
+	CHECK_EQ(put_str(&E, 0, "k", "v", KV_NO_TTL), 0);
+	CHECK_EQ(kv_touch_add(E.kv, hear, &a), 0);
+	CHECK_EQ(kv_touch_add(E.kv, hear, &a), -EEXIST);
+	CHECK_EQ(kv_touch_add(E.kv, hear, &b), 0);
+	/* Written, deleted, expired (by a lookup, and written over). */
+	int64_t now = E.kv->now_ms;
+	CHECK_EQ(put_str(&E, 0, "k", "w", now + 10), 0);
+	struct kv_key k;
+	key_of(&E, &k, 0, "k");
+	CHECK_EQ(kv_remove(E.kv, &k), 1);
+	CHECK_EQ(put_str(&E, 0, "t", "v", now + 10), 0);
+	CHECK_EQ(put_str(&E, 0, "u", "v", now + 10), 0);
+	E.kv->now_ms = now + 10;
+	CHECK(absent(&E, 0, "t"));
+	CHECK_EQ(put_str(&E, 0, "u", "again", KV_NO_TTL), 0);
+	CHECK_EQ(a.n, 7);
+	CHECK(heard_is(&a, 0, KV_TOUCH_WRITTEN, "k") && heard_is(&a, 1, KV_TOUCH_DELETED, "k"));
+	CHECK(heard_is(&a, 2, KV_TOUCH_WRITTEN, "t") && heard_is(&a, 3, KV_TOUCH_WRITTEN, "u"));
+	CHECK(heard_is(&a, 4, KV_TOUCH_EXPIRED, "t"));
+	CHECK(heard_is(&a, 5, KV_TOUCH_EXPIRED, "u") && heard_is(&a, 6, KV_TOUCH_WRITTEN, "u"));
+	CHECK_EQ(b.n, 7);
+	/* A database at once: p NULL. */
+	a.n = b.n = 0;
+	CHECK_EQ(kv_flushdb(E.kv, 3), 0);
+	CHECK_EQ(a.n, 1);
+	CHECK(a.what[0] == KV_TOUCH_DELETED && a.db[0] == 3 && !a.key[0][0]);
+	/* Removed: heard no more; the other still hears. */
+	kv_touch_remove(E.kv, hear, &a);
+	kv_touch_remove(E.kv, hear, &a);           /* not there: nothing */
+	a.n = b.n = 0;
+	CHECK_EQ(put_str(&E, 0, "k", "v", KV_NO_TTL), 0);
+	CHECK_EQ(a.n, 0);
+	CHECK_EQ(b.n, 1);
+	/* A listener that leaves while called, and adds another: the one
+	 * after it in the list is still called, the one added hears the
+	 * rest of this change and later ones. */
+	struct heard c = { .remove_self = true, .add_other = true };
+	kv_touch_remove(E.kv, hear, &b);
+	CHECK_EQ(E.kv->ntouch, 0);
+	CHECK_EQ(kv_touch_add(E.kv, hear_and_leave, &c), 0);
+	CHECK_EQ(kv_touch_add(E.kv, hear, &b), 0);
+	other_heard = &a;
+	a.n = b.n = 0;
+	CHECK_EQ(put_str(&E, 0, "k", "w", KV_NO_TTL), 0);
+	CHECK_EQ(c.n, 1);
+	CHECK_EQ(b.n, 1);
+	CHECK_EQ(a.n, 1);
+	CHECK_EQ(E.kv->ntouch, 2);                 /* compacted after the call */
+	CHECK_EQ(put_str(&E, 0, "k", "x", KV_NO_TTL), 0);
+	CHECK_EQ(c.n, 1);
+	CHECK(b.n == 2 && a.n == 2);
+	/* Full. */
+	kv_touch_remove(E.kv, hear, &a);
+	kv_touch_remove(E.kv, hear, &b);
+	struct heard many[KV_TOUCH_MAX] = { { 0 } };
+	for (uint32_t i = 0; i < KV_TOUCH_MAX; i++)
+		CHECK_EQ(kv_touch_add(E.kv, hear, &many[i]), 0);
+	CHECK_EQ(kv_touch_add(E.kv, hear, &a), -ENOSPC);
+	for (uint32_t i = 0; i < KV_TOUCH_MAX; i++)
+		kv_touch_remove(E.kv, hear, &many[i]);
+	CHECK_EQ(E.kv->ntouch, 0);
+	kenv_finish(&E);
+}
+
 int main(void)
 {
 	kv_make_dir("kv");
@@ -660,6 +768,7 @@ int main(void)
 	test_collections();
 	test_drop_and_sweep();
 	test_groups();
+	test_touch();
 	rmdir(kv_dir);
 	return check_done();
 }
