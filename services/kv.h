@@ -151,7 +151,10 @@ struct kv_obj {
  * command's own event name, for keyspace notifications) hears it from the
  * command; the core knows only these. */
 enum kv_touch {
-	KV_TOUCH_WRITTEN,               /* set, its value, type, members or deadline changed */
+	KV_TOUCH_WRITTEN,               /* its value, type, members or deadline changed */
+	KV_TOUCH_CREATED,               /* written, and it was not there (or had expired): a
+					 * new key (Redis's "new" event); a rename's or
+					 * move's destination is always one, as in Redis */
 	KV_TOUCH_DELETED,               /* removed (DEL, a rename's source, FLUSHDB) */
 	KV_TOUCH_EXPIRED,               /* removed because its deadline passed (active expiry,
 					 * a lookup, a write over it) */

@@ -364,12 +364,14 @@ static void count_replace(struct kv *kv, uint32_t db, const struct old *old, int
 
 /* A write over key k as probe found it: an expired key it replaced went
  * by expiry first (as Redis's lookup for the write removes it), then the
- * key was written. */
-static void touched_over(struct kv *kv, const struct kv_key *k, const struct old *old)
+ * key was written, or created when it was not there. */
+static void touched_over(struct kv *kv, const struct kv_key *k, const struct old *old,
+			 bool created)
 {
 	if (old->had && old->expired)
 		kv_touched(kv, k, KV_TOUCH_EXPIRED);
-	kv_touched(kv, k, KV_TOUCH_WRITTEN);
+	kv_touched(kv, k, created || !old->had || old->expired ? KV_TOUCH_CREATED
+							     : KV_TOUCH_WRITTEN);
 }
 
 /* Write key's entry replacing what `old` says it was; drop_id: the
@@ -489,7 +491,7 @@ int kv_put(struct kv *kv, struct kv_key *k, enum kv_type type, const struct past
 	count_replace(kv, k->db, &old, expire_ms);
 	if (created)
 		*created = !live;
-	touched_over(kv, k, &old);
+	touched_over(kv, k, &old, false);
 	return 0;
 }
 
@@ -590,7 +592,7 @@ int kv_put_big(struct kv *kv, struct kv_key *k, uint64_t id, uint64_t len, int64
 	count_replace(kv, k->db, &old, expire_ms);
 	if (created)
 		*created = !live;
-	touched_over(kv, k, &old);
+	touched_over(kv, k, &old, false);
 	return 0;
 }
 
@@ -644,7 +646,7 @@ int kv_rename(struct kv *kv, struct kv_key *src, const struct kv_obj *o, struct 
 	if (old.had && old.expired)
 		kv->n.expired++;
 	kv_touched(kv, src, KV_TOUCH_DELETED);
-	touched_over(kv, dst, &old);
+	touched_over(kv, dst, &old, true);
 	return 0;
 }
 
@@ -729,7 +731,7 @@ int kv_coll_save(struct kv *kv, struct kv_key *k, struct kv_obj *o)
 	if (r == 0) {
 		o->expire_ms = exp;
 		count_replace(kv, k->db, &old, exp);
-		touched_over(kv, k, &old);
+		touched_over(kv, k, &old, false);
 	}
 	return r;
 }

@@ -708,10 +708,20 @@ static void test_touch(void)
 	CHECK_EQ(put_str(&E, 0, "u", "again", KV_NO_TTL), 0);
 	CHECK_EQ(a.n, 7);
 	CHECK(heard_is(&a, 0, KV_TOUCH_WRITTEN, "k") && heard_is(&a, 1, KV_TOUCH_DELETED, "k"));
-	CHECK(heard_is(&a, 2, KV_TOUCH_WRITTEN, "t") && heard_is(&a, 3, KV_TOUCH_WRITTEN, "u"));
+	CHECK(heard_is(&a, 2, KV_TOUCH_CREATED, "t") && heard_is(&a, 3, KV_TOUCH_CREATED, "u"));
 	CHECK(heard_is(&a, 4, KV_TOUCH_EXPIRED, "t"));
-	CHECK(heard_is(&a, 5, KV_TOUCH_EXPIRED, "u") && heard_is(&a, 6, KV_TOUCH_WRITTEN, "u"));
+	CHECK(heard_is(&a, 5, KV_TOUCH_EXPIRED, "u") && heard_is(&a, 6, KV_TOUCH_CREATED, "u"));
 	CHECK_EQ(b.n, 7);
+	/* A rename: the source deleted, the destination new (as Redis adds it
+	 * after deleting what was there). */
+	a.n = 0;
+	struct kv_key src, dst;
+	struct kv_obj o;
+	key_of(&E, &src, 0, "u");
+	key_of(&E, &dst, 0, "t");
+	CHECK_EQ(kv_lookup(E.kv, &src, &o, false), 0);
+	CHECK_EQ(kv_rename(E.kv, &src, &o, &dst), 0);
+	CHECK(a.n == 2 && heard_is(&a, 0, KV_TOUCH_DELETED, "u") && heard_is(&a, 1, KV_TOUCH_CREATED, "t"));
 	/* A database at once: p NULL. */
 	a.n = b.n = 0;
 	CHECK_EQ(kv_flushdb(E.kv, 3), 0);
