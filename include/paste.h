@@ -825,6 +825,7 @@ struct paste_btree_cursor {
 	uint32_t page[PASTE_BTREE_MAX_HEIGHT];
 	uint16_t idx[PASTE_BTREE_MAX_HEIGHT];
 	bool positioned, have_key, done;
+	bool back;                      /* positioned for cursor_prev */
 	uint32_t klen;
 	uint8_t key[PASTE_BTREE_MAX_KEY];
 	struct paste_btree_attr attr;   /* of the last key returned (paste_btree_cursor_attr) */
@@ -839,7 +840,23 @@ void paste_btree_cursor_init(struct paste_btree_cursor *c, struct paste_btree *t
  * paste_btree_keycmp says the key is past its end. */
 int paste_btree_cursor_next(struct paste_btree_cursor *c, const uint8_t **key, uint32_t *klen,
 			    struct paste_extent *ext, uint32_t *n, uint32_t *len);
-/* The tag, word and CRC of the key cursor_next last returned. */
+/* The previous key in order: the greatest key below the last one
+ * returned (by next or prev), or below start when none was (start NULL
+ * or slen 0: the last key of the tree); as cursor_next otherwise. Steps
+ * that keep one direction cost as next's; a change of direction re-seeks
+ * (one descent). */
+int paste_btree_cursor_prev(struct paste_btree_cursor *c, const uint8_t **key, uint32_t *klen,
+			    struct paste_extent *ext, uint32_t *n, uint32_t *len);
+/* Go forward past at most n keys, stopping before the first key >= end
+ * (end NULL: no bound), as that many cursor_next calls would but a leaf
+ * at a time: a whole leaf costs one compare with its last key, the leaf
+ * where it stops a binary search. Returns how many keys it passed; the
+ * next cursor_next returns the key after them. O(log N + passed / keys
+ * per leaf): a count of a key range (init at its start, skip to its end)
+ * or a seek to the i-th key of one. cursor_attr is not of a key passed. */
+uint64_t paste_btree_cursor_skip(struct paste_btree_cursor *c, uint64_t n, const void *end,
+				 uint32_t elen);
+/* The tag, word and CRC of the key cursor_next or cursor_prev last returned. */
 const struct paste_btree_attr *paste_btree_cursor_attr(const struct paste_btree_cursor *c);
 
 /* Once per event-loop pass, after the barrier: drop the references whose

@@ -313,6 +313,7 @@ static void cursor_seek(struct paste_btree_cursor *c)
 {
 	struct paste_btree *t = c->t;
 	c->positioned = true;
+	c->back = false;
 	c->mods = t->mods;
 	c->done = !t->root;
 	if (c->done)
@@ -332,7 +333,7 @@ void paste_btree_cursor_init(struct paste_btree_cursor *c, struct paste_btree *t
 			     const void *start, uint32_t slen)
 {
 	c->t = t;
-	c->positioned = c->have_key = c->done = false;
+	c->positioned = c->have_key = c->done = c->back = false;
 	c->depth = 0;
 	c->klen = start ? (slen < PASTE_BTREE_MAX_KEY ? slen : PASTE_BTREE_MAX_KEY) : 0;
 	if (c->klen)
@@ -344,7 +345,7 @@ int paste_btree_cursor_next(struct paste_btree_cursor *c, const uint8_t **key, u
 {
 	if (!c || !c->t)
 		return -EINVAL;
-	if (!c->positioned || c->mods != c->t->mods)
+	if (!c->positioned || c->mods != c->t->mods || c->back)
 		cursor_seek(c);
 	if (c->done)
 		return 0;
@@ -361,6 +362,147 @@ int paste_btree_cursor_next(struct paste_btree_cursor *c, const uint8_t **key, u
 	if (++c->idx[d] >= bt_h(bt_pg(c->t, c->page[d]))->nkeys)
 		cursor_next_leaf(c);
 	return 1;
+}
+
+/* Backwards: the path names the entry cursor_prev returns next. From a
+ * leaf's first entry to the previous leaf's last one, or done: up to the
+ * first ancestor with a child to the left, then down its rightmost path. */
+static void cursor_prev_leaf(struct paste_btree_cursor *c)
+{
+	struct paste_btree *t = c->t;
+	uint32_t d = c->depth - 1;
+	for (;;) {
+		if (d == 0) {
+			c->done = true;
+			return;
+		}
+		d--;
+		if (c->idx[d] > 0) {
+			c->idx[d]--;
+			break;
+		}
+	}
+	for (; d + 1 < c->depth; d++) {
+		c->page[d + 1] = bt_child(bt_pg(t, c->page[d]), c->idx[d]);
+		const struct bt_hdr *h = bt_h(bt_pg(t, c->page[d + 1]));
+		c->idx[d + 1] = (uint16_t)(h->type == BT_LEAF ? h->nkeys - 1u : h->nkeys);
+	}
+}
+
+/* Before the last key returned, or before the start key, or at the last
+ * key of the tree. */
+static void cursor_seek_back(struct paste_btree_cursor *c)
+{
+	struct paste_btree *t = c->t;
+	c->positioned = true;
+	c->back = true;
+	c->mods = t->mods;
+	c->done = !t->root;
+	if (c->done)
+		return;
+	if (c->klen) {
+		struct bt_path path;
+		bt_descend(t, c->key, c->klen, &path);
+		c->depth = path.depth;
+		memcpy(c->page, path.page, sizeof(path.page[0]) * path.depth);
+		memcpy(c->idx, path.idx, sizeof(path.idx[0]) * path.depth);
+		if (c->idx[c->depth - 1] == 0)
+			cursor_prev_leaf(c);     /* every key of this leaf is >= it */
+		else
+			c->idx[c->depth - 1]--;
+		return;
+	}
+	uint32_t no = t->root, d = 0;
+	for (;; d++) {
+		const struct bt_hdr *h = bt_h(bt_pg(t, no));
+		c->page[d] = no;
+		if (h->type == BT_LEAF) {
+			c->idx[d] = (uint16_t)(h->nkeys - 1u);
+			break;
+		}
+		c->idx[d] = h->nkeys;
+		no = bt_child(bt_pg(t, no), h->nkeys);
+	}
+	c->depth = d + 1;
+}
+
+int paste_btree_cursor_prev(struct paste_btree_cursor *c, const uint8_t **key, uint32_t *klen,
+			    struct paste_extent *ext, uint32_t *n, uint32_t *len)
+{
+	if (!c || !c->t)
+		return -EINVAL;
+	if (!c->positioned || c->mods != c->t->mods || !c->back)
+		cursor_seek_back(c);
+	if (c->done)
+		return 0;
+	uint32_t d = c->depth - 1;
+	uint8_t *e = bt_entry(bt_pg(c->t, c->page[d]), c->idx[d]);
+	c->klen = ld16(e);
+	memcpy(c->key, bt_ekey(BT_LEAF, e), c->klen);
+	c->have_key = true;
+	value_out(e, ext, n, len, &c->attr);
+	if (key)
+		*key = c->key;
+	if (klen)
+		*klen = c->klen;
+	if (c->idx[d] == 0)
+		cursor_prev_leaf(c);
+	else
+		c->idx[d]--;
+	return 1;
+}
+
+uint64_t paste_btree_cursor_skip(struct paste_btree_cursor *c, uint64_t n, const void *end,
+				 uint32_t elen)
+{
+	if (!c || !c->t)
+		return 0;
+	if (!c->positioned || c->mods != c->t->mods || c->back)
+		cursor_seek(c);
+	uint64_t passed = 0;
+	const uint8_t *last = NULL;
+	while (!c->done && passed < n) {
+		uint32_t d = c->depth - 1, i = c->idx[d];
+		uint8_t *pg = bt_pg(c->t, c->page[d]);
+		uint32_t nk = bt_h(pg)->nkeys, take = nk - i;
+		if (take > n - passed)
+			take = (uint32_t)(n - passed);
+		bool stop = false;
+		const uint8_t *e = bt_entry(pg, i + take - 1);
+		if (end && bt_keycmp(bt_ekey(BT_LEAF, e), ld16(e), end, elen) >= 0) {
+			uint32_t lo = i, hi = i + take - 1;    /* the first key >= end is in [lo, hi] */
+			while (lo < hi) {
+				uint32_t mid = lo + (hi - lo) / 2;
+				const uint8_t *m = bt_entry(pg, mid);
+				if (bt_keycmp(bt_ekey(BT_LEAF, m), ld16(m), end, elen) >= 0)
+					hi = mid;
+				else
+					lo = mid + 1;
+			}
+			take = lo - i;
+			stop = true;
+		}
+		if (take)
+			last = bt_entry(pg, i + take - 1);
+		passed += take;
+		c->idx[d] = (uint16_t)(i + take);
+		if (stop)
+			break;
+		if (c->idx[d] >= nk) {
+			cursor_next_leaf(c);
+			/* The path changed: read it again. GCC 12's -O2 (its
+			 * interprocedural mod/ref summary of cursor_next_leaf)
+			 * kept the leaf's page and count from before the call
+			 * and skipped whole leaves uncounted without this. */
+			__asm__ volatile("" ::: "memory");
+		}
+	}
+	if (last) {
+		c->klen = ld16(last);
+		memcpy(c->key, bt_ekey(BT_LEAF, last), c->klen);
+		c->have_key = true;
+	}
+	return passed;
 }
 
 const struct paste_btree_attr *paste_btree_cursor_attr(const struct paste_btree_cursor *c)

@@ -383,6 +383,97 @@ static void test_cursors(void)
 	tenv_finish(&E);
 }
 
+/* Backwards (cursor_prev) and counted skips (cursor_skip) against the
+ * forward order: every key from every start, both directions mixed, a
+ * count of every range, and changes between steps. */
+static void test_cursor_prev_skip(void)
+{
+	setup("cursor_prev", PASTE_DUR_NONE);
+	struct paste_btree_cursor c;
+	const uint8_t *key;
+	uint32_t klen;
+	paste_btree_cursor_init(&c, E.t, NULL, 0);
+	CHECK_EQ(paste_btree_cursor_prev(&c, &key, &klen, NULL, NULL, NULL), 0);   /* empty tree */
+	CHECK_EQ(paste_btree_cursor_skip(&c, 5, NULL, 0), 0);
+	enum { N = 3000 };                         /* keys k00000, k00002, ... (several leaves deep) */
+	static char keys[N][16];
+	for (uint32_t i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%05u", 2 * i);
+		struct paste_extent v = val(i, 0, 4);
+		CHECK_EQ(set_str(E.t, keys[i], &v, 1), 0);
+	}
+	/* From the end, all of them backwards. */
+	uint32_t i = N, bad = 0;
+	paste_btree_cursor_init(&c, E.t, NULL, 0);
+	while (paste_btree_cursor_prev(&c, &key, &klen, NULL, NULL, NULL) == 1) {
+		i--;
+		bad += klen != 6 || memcmp(key, keys[i], 6) != 0;
+	}
+	CHECK_EQ(i, 0);
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(paste_btree_cursor_prev(&c, &key, &klen, NULL, NULL, NULL), 0);
+	/* Below a start key, present or absent; then forward again. */
+	for (uint32_t j = 0; j < N; j += 97) {
+		char k[16];
+		snprintf(k, sizeof(k), "k%05u", 2 * j + 1);          /* absent, after keys[j] */
+		paste_btree_cursor_init(&c, E.t, k, 6);
+		CHECK_EQ(paste_btree_cursor_prev(&c, &key, &klen, NULL, NULL, NULL), 1);
+		CHECK(memcmp(key, keys[j], 6) == 0);
+		paste_btree_cursor_init(&c, E.t, keys[j], 6);       /* present: the one before */
+		int got = paste_btree_cursor_prev(&c, &key, &klen, NULL, NULL, NULL);
+		CHECK_EQ(got, j ? 1 : 0);
+		if (j) {
+			CHECK(memcmp(key, keys[j - 1], 6) == 0);
+			CHECK_EQ(paste_btree_cursor_next(&c, &key, &klen, NULL, NULL, NULL), 1);
+			CHECK(memcmp(key, keys[j], 6) == 0);         /* the direction turns */
+			CHECK_EQ(paste_btree_cursor_prev(&c, &key, &klen, NULL, NULL, NULL), 1);
+			CHECK(memcmp(key, keys[j - 1], 6) == 0);
+		}
+	}
+	/* Skips: to the i-th key, and counts of ranges [a, b). */
+	uint64_t s = 42;
+	for (int round = 0; round < 300; round++) {
+		uint32_t a = (uint32_t)(rnd(&s) % N), b = (uint32_t)(rnd(&s) % (N + 1)), n = (uint32_t)(rnd(&s) % (N + 5));
+		paste_btree_cursor_init(&c, E.t, keys[a], 6);
+		uint32_t want = n < N - a ? n : N - a;
+		CHECK_EQ(paste_btree_cursor_skip(&c, n, NULL, 0), want);
+		int got = paste_btree_cursor_next(&c, &key, &klen, NULL, NULL, NULL);
+		CHECK_EQ(got, a + want < N);
+		if (got == 1)
+			CHECK(memcmp(key, keys[a + want], 6) == 0);
+		paste_btree_cursor_init(&c, E.t, keys[a], 6);
+		uint64_t cnt = b < N ? paste_btree_cursor_skip(&c, UINT64_MAX, keys[b], 6)
+				     : paste_btree_cursor_skip(&c, UINT64_MAX, "l", 1);
+		CHECK_EQ(cnt, b > a ? b - a : 0);
+		if (b > a && b < N) {
+			CHECK_EQ(paste_btree_cursor_next(&c, &key, &klen, NULL, NULL, NULL), 1);
+			CHECK(memcmp(key, keys[b], 6) == 0);
+			CHECK_EQ(paste_btree_cursor_prev(&c, &key, &klen, NULL, NULL, NULL), 1);
+			CHECK(memcmp(key, keys[b - 1], 6) == 0);
+		}
+	}
+	/* Changes between backward steps: a re-seek below the last key. */
+	paste_btree_cursor_init(&c, E.t, NULL, 0);
+	uint32_t seen = 0;
+	char prev[16] = "zzzzzz";
+	bad = 0;
+	while (paste_btree_cursor_prev(&c, &key, &klen, NULL, NULL, NULL) == 1) {
+		char cur[16];
+		memcpy(cur, key, klen);
+		cur[klen] = 0;
+		bad += strcmp(cur, prev) >= 0;
+		strcpy(prev, cur);
+		seen++;
+		unsigned x = (unsigned)atoi(cur + 1);
+		if (x >= 8 && x % 8 == 0)
+			paste_btree_del(E.t, keys[x / 2 - 2], 6, NULL);   /* two keys below */
+	}
+	CHECK_EQ(bad, 0);
+	CHECK(seen > N / 2 && seen < N);
+	CHECK_EQ(tree_check(E.t), 0);
+	tenv_finish(&E);
+}
+
 /* The old value's references go only once the change is durable: with
  * emulated PM, after the barrier and maintain. */
 static void test_release_when_durable(void)
@@ -689,6 +780,7 @@ int main(void)
 	test_key_bytes();
 	test_splits_merges();
 	test_cursors();
+	test_cursor_prev_skip();
 	test_release_when_durable();
 	test_fsync_commit_in_flight();
 	test_fsync_private_pages();
