@@ -1,15 +1,28 @@
 #!/usr/bin/env python3
-"""Write services/cmd_meta.c: what Redis 7.0.15's command reference
-(src/commands/*.json of the redis/redis repository at that tag) says of
-each command in the groups pkvs answers for (strings, bits, keys,
-hashes, transactions, connection, server, cluster), for COMMAND INFO, DOCS,
-GETKEYS and LIST: ACL categories, key specifications, tips, and the
-DOCS map (summary, since, group, complexity, doc flags, history,
-arguments). Dispatch (arity, flags, handlers) stays in the cmd_*.c rows.
+"""Write services/cmd_meta.c: the interface facts Redis 7.0.15's command
+reference (src/commands/*.json of the redis/redis repository at that tag)
+gives of each command in the groups pkvs answers for (GROUPS below), for
+COMMAND INFO, DOCS, GETKEYS and LIST FILTERBY ACLCAT:
+
+- ACL categories (the reference's and those its flags imply), tips, key
+  specifications (begin_search and find_keys numbers, key flags);
+- the COMMAND DOCS map but its summary: since (a version), group, doc
+  flags, deprecated_since (a version), replaced_by (the replacing
+  commands' names only) and the arguments (name, type, key_spec_index,
+  token, since, deprecated_since, flags, nested arguments).
+
+No prose is carried: summaries, complexity, history and key-spec notes
+are left out. COMMAND DOCS takes each command's summary from its row
+(struct kv_cmd.summary, in pkvs's words) and gives no complexity or
+history. Dispatch (arity, flags, handlers) stays in the cmd_*.c rows.
 
     python3 scripts/gen_cmd_meta.py /path/to/redis-git-dir > services/cmd_meta.c
+
+A family of commands is added by putting its group (the reference's
+"group" name) in GROUPS and regenerating.
 """
 import json
+import re
 import subprocess
 import sys
 
@@ -45,8 +58,6 @@ def args_blob(args):
             pairs.append(bulk("key_spec_index") + b":%d\r\n" % a["key_spec_index"])
         if "token" in a:
             pairs.append(bulk("token") + bulk(a["token"].upper()))
-        if "summary" in a:
-            pairs.append(bulk("summary") + bulk(a["summary"]))
         if "since" in a:
             pairs.append(bulk("since") + bulk(a["since"]))
         if "deprecated_since" in a:
@@ -60,16 +71,22 @@ def args_blob(args):
     return out
 
 
+def replaced_by(text):
+    """The names of the commands text names as replacements (in
+    backquotes, before any " with ..." that names their arguments)."""
+    names = re.findall(r"`([^`]+)`", text.split(" with ")[0])
+    if not names:
+        sys.exit("replaced_by names no command: %r" % text)
+    return ", ".join("`%s`" % n for n in names)
+
+
 def docs_blob(d):
-    """The DOCS map's pairs but "subcommands" (added at run time)."""
+    """The DOCS map's pairs but "summary" (the row's) and "subcommands"
+    (both added at run time)."""
     pairs = []
-    if "summary" in d:
-        pairs.append(bulk("summary") + bulk(d["summary"]))
     if "since" in d:
         pairs.append(bulk("since") + bulk(d["since"]))
-    pairs.append(bulk("group") + bulk(d["group"]))
-    if "complexity" in d:
-        pairs.append(bulk("complexity") + bulk(d["complexity"]))
+    pairs.append(bulk("group") + bulk(d["group"].replace("_", "-")))
     docfl = [b"+%s\r\n" % w.encode() for w in ("deprecated", "syscmd")
              if w.upper() in d.get("doc_flags", [])]
     if docfl:
@@ -77,10 +94,7 @@ def docs_blob(d):
     if "deprecated_since" in d:
         pairs.append(bulk("deprecated_since") + bulk(d["deprecated_since"]))
     if "replaced_by" in d:
-        pairs.append(bulk("replaced_by") + bulk(d["replaced_by"]))
-    if d.get("history"):
-        pairs.append(bulk("history") + resp_set(
-            [b"*2\r\n" + bulk(s) + bulk(c) for s, c in d["history"]]))
+        pairs.append(bulk("replaced_by") + bulk(replaced_by(d["replaced_by"])))
     if d.get("arguments"):
         pairs.append(bulk("arguments") + args_blob(d["arguments"]))
     return len(pairs), b"".join(pairs)
@@ -140,8 +154,7 @@ def spec_code(s):
         f = "KV_FK_KEYNUM, %d, %d, %d" % (r["keynumidx"], r["firstkey"], r["step"])
     else:
         f = "KV_FK_UNKNOWN, 0, 0, 0"
-    notes = c_str(s["notes"].encode()) if "notes" in s else "NULL"
-    return "{ %s, %s, %s, %s }" % (fl, b, f, notes)
+    return "{ %s, %s, %s }" % (fl, b, f)
 
 
 def movable(d):
@@ -191,11 +204,13 @@ def main():
         if cmds.get(top, d)["group"] not in GROUPS:
             continue
         rows.append((full, d))
-    print("/*\n * cmd_meta.c - what Redis %s's command reference says of the commands\n"
-          " * pkvs may answer (COMMAND INFO, DOCS, GETKEYS, LIST FILTERBY ACLCAT):\n"
-          " * ACL categories, key specifications, tips and the DOCS map. Written by\n"
-          " * scripts/gen_cmd_meta.py from the reference; do not edit by hand.\n"
-          " * Dispatch (arity, flags, handlers) is in the cmd_*.c rows.\n */\n"
+    print("/*\n * cmd_meta.c - the interface facts Redis %s's command reference gives\n"
+          " * of the commands pkvs may answer (COMMAND INFO, DOCS, GETKEYS, LIST\n"
+          " * FILTERBY ACLCAT): ACL categories, key specifications, tips, and the\n"
+          " * DOCS map but its summary (since, group, doc flags, deprecation,\n"
+          " * arguments). No prose: summaries are the cmd_*.c rows' own; complexity,\n"
+          " * history and key-spec notes are not kept. Written by\n"
+          " * scripts/gen_cmd_meta.py; do not edit by hand.\n */\n"
           "#include \"pkvs_resp.h\"\n" % TAG)
     for full, d in rows:
         if d.get("key_specs"):

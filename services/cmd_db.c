@@ -106,8 +106,8 @@ static void cmd_move(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 
 /* name, arity, flags, group, summary, handler, first key, last key, step */
 const struct kv_cmd kv_cmds_db[] = {
-	{ "select", 2, "loading stale fast", "connection", "Changes the selected database.", cmd_select, 0, 0, 0 },
-	{ "swapdb", 3, "write fast", "server", "Swaps two Redis databases.", cmd_swapdb, 0, 0, 0 },
-	{ "move", 3, "write fast", "generic", "Moves a key to another database.", cmd_move, 1, 1, 1 },
+	{ "select", 2, "loading stale fast", "connection", "Makes another database this connection's current one.", cmd_select, 0, 0, 0 },
+	{ "swapdb", 3, "write fast", "server", "Exchanges the keys of two databases.", cmd_swapdb, 0, 0, 0 },
+	{ "move", 3, "write fast", "generic", "Moves a key from the current database to another that lacks it.", cmd_move, 1, 1, 1 },
 	{ 0 }
 };

@@ -295,14 +295,14 @@ void cmd_flushall(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg
 
 /* name, arity, flags, group, summary, handler, first key, last key, step */
 const struct kv_cmd kv_cmds_keyspace[] = {
-	{ "del", -2, "write", "generic", "Deletes one or more keys.", cmd_del, 1, -1, 1 },
-	{ "unlink", -2, "write fast", "generic", "Deletes one or more keys.", cmd_del, 1, -1, 1 },
-	{ "exists", -2, "readonly fast", "generic", "Determines whether one or more keys exist.", cmd_exists, 1, -1, 1 },
-	{ "type", 2, "readonly fast", "generic", "Determines the type of value stored at a key.", cmd_type, 1, 1, 1 },
-	{ "dbsize", 1, "readonly fast", "server", "Returns the number of keys in the database.", cmd_dbsize, 0, 0, 0 },
-	{ "flushall", -1, "write", "server", "Removes all keys from all databases.", cmd_flushall, 0, 0, 0 },
-	{ "flushdb", -1, "write", "server", "Removes all keys from the current database.", cmd_flushall, 0, 0, 0 },
-	{ "scan", -2, "readonly", "generic", "Iterates over the key names in the database.", cmd_scan, 0, 0, 0 },
-	{ "keys", 2, "readonly", "generic", "Returns all key names that match a pattern.", cmd_keys, 0, 0, 0 },
+	{ "del", -2, "write", "generic", "Removes keys of any type; answers how many there were.", cmd_del, 1, -1, 1 },
+	{ "unlink", -2, "write fast", "generic", "Removes keys as DEL does; answers how many there were.", cmd_del, 1, -1, 1 },
+	{ "exists", -2, "readonly fast", "generic", "Counts the named keys that exist (a key named twice counts twice).", cmd_exists, 1, -1, 1 },
+	{ "type", 2, "readonly fast", "generic", "Names the type of a key's value: string, hash, ..., or none.", cmd_type, 1, 1, 1 },
+	{ "dbsize", 1, "readonly fast", "server", "How many keys the current database has.", cmd_dbsize, 0, 0, 0 },
+	{ "flushall", -1, "write", "server", "Empties every database.", cmd_flushall, 0, 0, 0 },
+	{ "flushdb", -1, "write", "server", "Empties the current database.", cmd_flushall, 0, 0, 0 },
+	{ "scan", -2, "readonly", "generic", "Walks the current database's key names with a cursor, a batch per call (MATCH, COUNT, TYPE).", cmd_scan, 0, 0, 0 },
+	{ "keys", 2, "readonly", "generic", "Every key name of the current database that matches a glob pattern.", cmd_keys, 0, 0, 0 },
 	{ 0 }
 };

@@ -1,253 +1,251 @@
 /*
- * cmd_meta.c - what Redis 7.0.15's command reference says of the commands
- * pkvs may answer (COMMAND INFO, DOCS, GETKEYS, LIST FILTERBY ACLCAT):
- * ACL categories, key specifications, tips and the DOCS map. Written by
- * scripts/gen_cmd_meta.py from the reference; do not edit by hand.
- * Dispatch (arity, flags, handlers) is in the cmd_*.c rows.
+ * cmd_meta.c - the interface facts Redis 7.0.15's command reference gives
+ * of the commands pkvs may answer (COMMAND INFO, DOCS, GETKEYS, LIST
+ * FILTERBY ACLCAT): ACL categories, key specifications, tips, and the
+ * DOCS map but its summary (since, group, doc flags, deprecation,
+ * arguments). No prose: summaries are the cmd_*.c rows' own; complexity,
+ * history and key-spec notes are not kept. Written by
+ * scripts/gen_cmd_meta.py; do not edit by hand.
  */
 #include "pkvs_resp.h"
 
 static const struct kv_keyspec ks_append[] = {
-	{ KV_KEY_RW | KV_KEY_INSERT, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_INSERT, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_bitcount[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_bitfield[] = {
-	{ KV_KEY_RW | KV_KEY_UPDATE | KV_KEY_ACCESS | KV_KEY_VARIABLE_FLAGS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, "This command allows both access and modification of the key" },
+	{ KV_KEY_RW | KV_KEY_UPDATE | KV_KEY_ACCESS | KV_KEY_VARIABLE_FLAGS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_bitfield_ro[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_bitop[] = {
-	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 3, NULL, KV_FK_RANGE, -1, 1, 0, NULL },
+	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0 },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 3, NULL, KV_FK_RANGE, -1, 1, 0 },
 };
 static const struct kv_keyspec ks_bitpos[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_copy[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
-	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
+	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_decr[] = {
-	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_decrby[] = {
-	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_del[] = {
-	{ KV_KEY_RM | KV_KEY_DELETE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, -1, 1, 0, NULL },
+	{ KV_KEY_RM | KV_KEY_DELETE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, -1, 1, 0 },
 };
 static const struct kv_keyspec ks_dump[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_exists[] = {
-	{ KV_KEY_RO, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, -1, 1, 0, NULL },
+	{ KV_KEY_RO, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, -1, 1, 0 },
 };
 static const struct kv_keyspec ks_expire[] = {
-	{ KV_KEY_RW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_expireat[] = {
-	{ KV_KEY_RW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_expiretime[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_get[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_getbit[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_getdel[] = {
-	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_DELETE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_DELETE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_getex[] = {
-	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, "RW and UPDATE because it changes the TTL" },
+	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_getrange[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_getset[] = {
-	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_hdel[] = {
-	{ KV_KEY_RW | KV_KEY_DELETE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_DELETE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_hexists[] = {
-	{ KV_KEY_RO, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_hget[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_hgetall[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_hincrby[] = {
-	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_hincrbyfloat[] = {
-	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_hkeys[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_hlen[] = {
-	{ KV_KEY_RO, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_hmget[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_hmset[] = {
-	{ KV_KEY_RW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_hrandfield[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_hscan[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_hset[] = {
-	{ KV_KEY_RW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_hsetnx[] = {
-	{ KV_KEY_RW | KV_KEY_INSERT, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_INSERT, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_hstrlen[] = {
-	{ KV_KEY_RO, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_hvals[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_incr[] = {
-	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_incrby[] = {
-	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_incrbyfloat[] = {
-	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_lcs[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 1, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 1, 1, 0 },
 };
 static const struct kv_keyspec ks_memory_usage[] = {
-	{ KV_KEY_RO, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_mget[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, -1, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, -1, 1, 0 },
 };
 static const struct kv_keyspec ks_migrate[] = {
-	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_DELETE, KV_BS_INDEX, 3, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
-	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_DELETE | KV_KEY_INCOMPLETE, KV_BS_KEYWORD, -2, "KEYS", KV_FK_RANGE, -1, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_DELETE, KV_BS_INDEX, 3, NULL, KV_FK_RANGE, 0, 1, 0 },
+	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_DELETE | KV_KEY_INCOMPLETE, KV_BS_KEYWORD, -2, "KEYS", KV_FK_RANGE, -1, 1, 0 },
 };
 static const struct kv_keyspec ks_move[] = {
-	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_mset[] = {
-	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, -1, 2, 0, NULL },
+	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, -1, 2, 0 },
 };
 static const struct kv_keyspec ks_msetnx[] = {
-	{ KV_KEY_OW | KV_KEY_INSERT, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, -1, 2, 0, NULL },
+	{ KV_KEY_OW | KV_KEY_INSERT, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, -1, 2, 0 },
 };
 static const struct kv_keyspec ks_object_encoding[] = {
-	{ KV_KEY_RO, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_object_freq[] = {
-	{ KV_KEY_RO, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_object_idletime[] = {
-	{ KV_KEY_RO, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_object_refcount[] = {
-	{ KV_KEY_RO, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_persist[] = {
-	{ KV_KEY_RW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_pexpire[] = {
-	{ KV_KEY_RW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_pexpireat[] = {
-	{ KV_KEY_RW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_pexpiretime[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_psetex[] = {
-	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_pttl[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_rename[] = {
-	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_DELETE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
-	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_DELETE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
+	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_renamenx[] = {
-	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_DELETE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
-	{ KV_KEY_OW | KV_KEY_INSERT, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_DELETE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
+	{ KV_KEY_OW | KV_KEY_INSERT, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_restore[] = {
-	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_restore_asking[] = {
-	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_set[] = {
-	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE | KV_KEY_VARIABLE_FLAGS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, "RW and ACCESS due to the optional `GET` argument" },
+	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE | KV_KEY_VARIABLE_FLAGS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_setbit[] = {
-	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_setex[] = {
-	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_setnx[] = {
-	{ KV_KEY_OW | KV_KEY_INSERT, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_OW | KV_KEY_INSERT, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_setrange[] = {
-	{ KV_KEY_RW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_sort[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_UNKNOWN, 0, NULL, KV_FK_UNKNOWN, 0, 0, 0, "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort" },
-	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_UNKNOWN, 0, NULL, KV_FK_UNKNOWN, 0, 0, 0, "For the optional STORE keyword. It is marked 'unknown' because the keyword can appear anywhere in the argument array" },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_UNKNOWN, 0, NULL, KV_FK_UNKNOWN, 0, 0, 0 },
+	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_UNKNOWN, 0, NULL, KV_FK_UNKNOWN, 0, 0, 0 },
 };
 static const struct kv_keyspec ks_sort_ro[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_UNKNOWN, 0, NULL, KV_FK_UNKNOWN, 0, 0, 0, "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort" },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_UNKNOWN, 0, NULL, KV_FK_UNKNOWN, 0, 0, 0 },
 };
 static const struct kv_keyspec ks_strlen[] = {
-	{ KV_KEY_RO, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_substr[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_touch[] = {
-	{ KV_KEY_RO, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, -1, 1, 0, NULL },
+	{ KV_KEY_RO, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, -1, 1, 0 },
 };
 static const struct kv_keyspec ks_ttl[] = {
-	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_type[] = {
-	{ KV_KEY_RO, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0, NULL },
+	{ KV_KEY_RO, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
 static const struct kv_keyspec ks_unlink[] = {
-	{ KV_KEY_RM | KV_KEY_DELETE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, -1, 1, 0, NULL },
+	{ KV_KEY_RM | KV_KEY_DELETE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, -1, 1, 0 },
 };
 static const struct kv_keyspec ks_watch[] = {
-	{ KV_KEY_RO, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, -1, 1, 0, NULL },
+	{ KV_KEY_RO, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, -1, 1, 0 },
 };
 
 const struct kv_cmd_meta kv_cmd_metas[] = {
-	{ "acl", 0x8000, 0, NULL, false, "", 4, 156,
-	  "$7\r\n"
-	"summary\r\n"
-	"$45\r\n"
-	"A container for Access List Control commands \r\n"
-	"$5\r\n"
+	{ "acl", 0x8000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
@@ -255,17 +253,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$22\r\n"
-	"Depends on subcommand.\r\n"
 	"" },
-	{ "acl|cat", 0x8000, 0, NULL, false, "", 5, 301,
-	  "$7\r\n"
-	"summary\r\n"
-	"$57\r\n"
-	"List the ACL categories or the commands inside a category\r\n"
-	"$5\r\n"
+	{ "acl|cat", 0x8000, 0, NULL, false, "", 3, 145,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
@@ -273,10 +263,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$55\r\n"
-	"O(1) since the categories and commands are a fixed set.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -294,12 +280,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "acl|deluser", 0x2a000, 0, NULL, false, "", 5, 288,
-	  "$7\r\n"
-	"summary\r\n"
-	"$55\r\n"
-	"Remove the specified ACL users and the associated rules\r\n"
-	"$5\r\n"
+	{ "acl|deluser", 0x2a000, 0, NULL, false, "", 3, 140,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
@@ -307,10 +289,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$49\r\n"
-	"O(1) amortized time considering the typical user.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -328,12 +306,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "acl|dryrun", 0x2a000, 0, NULL, false, "", 5, 378,
-	  "$7\r\n"
-	"summary\r\n"
-	"$85\r\n"
-	"Returns whether the user can execute the given command without executing the command.\r\n"
-	"$5\r\n"
+	{ "acl|dryrun", 0x2a000, 0, NULL, false, "", 3, 245,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"7.0.0\r\n"
@@ -341,10 +315,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$5\r\n"
-	"O(1).\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*3\r\n"
@@ -381,12 +351,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"+optional\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "acl|genpass", 0x8000, 0, NULL, false, "", 5, 244,
-	  "$7\r\n"
-	"summary\r\n"
-	"$60\r\n"
-	"Generate a pseudorandom secure password to use for ACL users\r\n"
-	"$5\r\n"
+	{ "acl|genpass", 0x8000, 0, NULL, false, "", 3, 137,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
@@ -394,10 +360,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -415,12 +377,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "acl|getuser", 0x2a000, 0, NULL, false, "", 6, 481,
-	  "$7\r\n"
-	"summary\r\n"
-	"$37\r\n"
-	"Get the rules for a specific ACL user\r\n"
-	"$5\r\n"
+	{ "acl|getuser", 0x2a000, 0, NULL, false, "", 3, 114,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
@@ -428,23 +386,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$85\r\n"
-	"O(N). Where N is the number of password, command and pattern rules that the user has.\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~2\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"6.2.0\r\n"
-	"$31\r\n"
-	"Added Pub/Sub channel patterns.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"7.0.0\r\n"
-	"$108\r\n"
-	"Added selectors and changed the format of key and channel patterns from a list to their rule representation.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -458,12 +399,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "acl|help", 0x8000, 0, NULL, false, "", 4, 141,
-	  "$7\r\n"
-	"summary\r\n"
-	"$49\r\n"
-	"Show helpful text about the different subcommands\r\n"
-	"$5\r\n"
+	{ "acl|help", 0x8000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
@@ -471,17 +408,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "acl|list", 0x2a000, 0, NULL, false, "", 4, 189,
-	  "$7\r\n"
-	"summary\r\n"
-	"$52\r\n"
-	"List the current ACL rules in ACL config file format\r\n"
-	"$5\r\n"
+	{ "acl|list", 0x2a000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
@@ -489,17 +418,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$48\r\n"
-	"O(N). Where N is the number of configured users.\r\n"
 	"" },
-	{ "acl|load", 0x2a000, 0, NULL, false, "", 4, 181,
-	  "$7\r\n"
-	"summary\r\n"
-	"$44\r\n"
-	"Reload the ACLs from the configured ACL file\r\n"
-	"$5\r\n"
+	{ "acl|load", 0x2a000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
@@ -507,17 +428,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$48\r\n"
-	"O(N). Where N is the number of configured users.\r\n"
 	"" },
-	{ "acl|log", 0x2a000, 0, NULL, false, "", 5, 421,
-	  "$7\r\n"
-	"summary\r\n"
-	"$50\r\n"
-	"List latest events denied because of ACLs in place\r\n"
-	"$5\r\n"
+	{ "acl|log", 0x2a000, 0, NULL, false, "", 3, 281,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
@@ -525,10 +438,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$46\r\n"
-	"O(N) with N being the number of entries shown.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -571,12 +480,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$5\r\n"
 	"RESET\r\n"
 	"" },
-	{ "acl|save", 0x2a000, 0, NULL, false, "", 4, 190,
-	  "$7\r\n"
-	"summary\r\n"
-	"$53\r\n"
-	"Save the current ACL rules in the configured ACL file\r\n"
-	"$5\r\n"
+	{ "acl|save", 0x2a000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
@@ -584,17 +489,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$48\r\n"
-	"O(N). Where N is the number of configured users.\r\n"
 	"" },
-	{ "acl|setuser", 0x2a000, 0, NULL, false, "", 6, 471,
-	  "$7\r\n"
-	"summary\r\n"
-	"$50\r\n"
-	"Modify or create the rules for a specific ACL user\r\n"
-	"$5\r\n"
+	{ "acl|setuser", 0x2a000, 0, NULL, false, "", 3, 197,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
@@ -602,23 +499,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$46\r\n"
-	"O(N). Where N is the number of rules provided.\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~2\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"6.2.0\r\n"
-	"$31\r\n"
-	"Added Pub/Sub channel patterns.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"7.0.0\r\n"
-	"$42\r\n"
-	"Added selectors and key based permissions.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -646,12 +526,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"+optional\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "acl|users", 0x2a000, 0, NULL, false, "", 4, 186,
-	  "$7\r\n"
-	"summary\r\n"
-	"$49\r\n"
-	"List the username of all the configured ACL rules\r\n"
-	"$5\r\n"
+	{ "acl|users", 0x2a000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
@@ -659,17 +535,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$48\r\n"
-	"O(N). Where N is the number of configured users.\r\n"
 	"" },
-	{ "acl|whoami", 0x8000, 0, NULL, false, "", 4, 156,
-	  "$7\r\n"
-	"summary\r\n"
-	"$64\r\n"
-	"Return the name of the user associated to the current connection\r\n"
-	"$5\r\n"
+	{ "acl|whoami", 0x8000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
@@ -677,17 +545,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "append", 0x4084, 1, ks_append, false, "", 5, 479,
-	  "$7\r\n"
-	"summary\r\n"
-	"$23\r\n"
-	"Append a value to a key\r\n"
-	"$5\r\n"
+	{ "append", 0x4084, 1, ks_append, false, "", 3, 178,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -695,10 +555,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$233\r\n"
-	"O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -724,12 +580,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "asking", 0x44000, 0, NULL, false, "", 4, 139,
-	  "$7\r\n"
-	"summary\r\n"
-	"$46\r\n"
-	"Sent by cluster clients after an -ASK redirect\r\n"
-	"$5\r\n"
+	{ "asking", 0x44000, 0, NULL, false, "", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -737,17 +589,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "auth", 0x44000, 0, NULL, false, "", 6, 426,
-	  "$7\r\n"
-	"summary\r\n"
-	"$26\r\n"
-	"Authenticate to the server\r\n"
-	"$5\r\n"
+	{ "auth", 0x44000, 0, NULL, false, "", 3, 217,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -755,18 +599,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$60\r\n"
-	"O(N) where N is the number of passwords defined for the user\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"6.0.0\r\n"
-	"$40\r\n"
-	"Added ACL style (username and password).\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -797,12 +629,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "bgrewriteaof", 0x2a000, 0, NULL, false, "", 4, 135,
-	  "$7\r\n"
-	"summary\r\n"
-	"$43\r\n"
-	"Asynchronously rewrite the append-only file\r\n"
-	"$5\r\n"
+	{ "bgrewriteaof", 0x2a000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -810,17 +638,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "bgsave", 0x2a000, 0, NULL, false, "", 6, 345,
-	  "$7\r\n"
-	"summary\r\n"
-	"$39\r\n"
-	"Asynchronously save the dataset to disk\r\n"
-	"$5\r\n"
+	{ "bgsave", 0x2a000, 0, NULL, false, "", 3, 192,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -828,18 +648,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"3.2.2\r\n"
-	"$28\r\n"
-	"Added the `SCHEDULE` option.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -865,12 +673,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "bitcount", 0x8102, 1, ks_bitcount, false, "", 6, 717,
-	  "$7\r\n"
-	"summary\r\n"
-	"$26\r\n"
-	"Count set bits in a string\r\n"
-	"$5\r\n"
+	{ "bitcount", 0x8102, 1, ks_bitcount, false, "", 3, 577,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.6.0\r\n"
@@ -878,18 +682,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"bitmap\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(N)\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"7.0.0\r\n"
-	"$28\r\n"
-	"Added the `BYTE|BIT` option.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -986,12 +778,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$3\r\n"
 	"BIT\r\n"
 	"" },
-	{ "bitfield", 0x8104, 1, ks_bitfield, false, "", 5, 1555,
-	  "$7\r\n"
-	"summary\r\n"
-	"$56\r\n"
-	"Perform arbitrary bitfield integer operations on strings\r\n"
-	"$5\r\n"
+	{ "bitfield", 0x8104, 1, ks_bitfield, false, "", 3, 1421,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.2.0\r\n"
@@ -999,10 +787,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"bitmap\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$34\r\n"
-	"O(1) for each subcommand specified\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -1239,12 +1023,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "bitfield_ro", 0x4102, 1, ks_bitfield_ro, false, "", 5, 545,
-	  "$7\r\n"
-	"summary\r\n"
-	"$87\r\n"
-	"Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD\r\n"
-	"$5\r\n"
+	{ "bitfield_ro", 0x4102, 1, ks_bitfield_ro, false, "", 3, 380,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
@@ -1252,10 +1032,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"bitmap\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$34\r\n"
-	"O(1) for each subcommand specified\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -1312,12 +1088,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "bitop", 0x8104, 2, ks_bitop, false, "", 5, 368,
-	  "$7\r\n"
-	"summary\r\n"
-	"$42\r\n"
-	"Perform bitwise operations between strings\r\n"
-	"$5\r\n"
+	{ "bitop", 0x8104, 2, ks_bitop, false, "", 3, 279,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.6.0\r\n"
@@ -1325,10 +1097,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"bitmap\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(N)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*3\r\n"
@@ -1370,12 +1138,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "bitpos", 0x8102, 1, ks_bitpos, false, "", 6, 871,
-	  "$7\r\n"
-	"summary\r\n"
-	"$39\r\n"
-	"Find first bit set or clear in a string\r\n"
-	"$5\r\n"
+	{ "bitpos", 0x8102, 1, ks_bitpos, false, "", 3, 718,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.8.7\r\n"
@@ -1383,18 +1147,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"bitmap\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(N)\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"7.0.0\r\n"
-	"$28\r\n"
-	"Added the `BYTE|BIT` option.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*3\r\n"
@@ -1516,12 +1268,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$3\r\n"
 	"BIT\r\n"
 	"" },
-	{ "client", 0x8000, 0, NULL, false, "", 4, 158,
-	  "$7\r\n"
-	"summary\r\n"
-	"$42\r\n"
-	"A container for client connection commands\r\n"
-	"$5\r\n"
+	{ "client", 0x8000, 0, NULL, false, "", 2, 50,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.4.0\r\n"
@@ -1529,17 +1277,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$22\r\n"
-	"Depends on subcommand.\r\n"
 	"" },
-	{ "client|caching", 0x48000, 0, NULL, false, "", 5, 384,
-	  "$7\r\n"
-	"summary\r\n"
-	"$66\r\n"
-	"Instruct the server about tracking or not keys in the next request\r\n"
-	"$5\r\n"
+	{ "client|caching", 0x48000, 0, NULL, false, "", 3, 271,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
@@ -1547,10 +1287,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -1593,12 +1329,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$2\r\n"
 	"NO\r\n"
 	"" },
-	{ "client|getname", 0x48000, 0, NULL, false, "", 4, 128,
-	  "$7\r\n"
-	"summary\r\n"
-	"$31\r\n"
-	"Get the current connection name\r\n"
-	"$5\r\n"
+	{ "client|getname", 0x48000, 0, NULL, false, "", 2, 50,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.6.9\r\n"
@@ -1606,17 +1338,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "client|getredir", 0x48000, 0, NULL, false, "", 4, 152,
-	  "$7\r\n"
-	"summary\r\n"
-	"$55\r\n"
-	"Get tracking notifications redirection client ID if any\r\n"
-	"$5\r\n"
+	{ "client|getredir", 0x48000, 0, NULL, false, "", 2, 50,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
@@ -1624,17 +1348,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "client|help", 0x48000, 0, NULL, false, "", 4, 146,
-	  "$7\r\n"
-	"summary\r\n"
-	"$49\r\n"
-	"Show helpful text about the different subcommands\r\n"
-	"$5\r\n"
+	{ "client|help", 0x48000, 0, NULL, false, "", 2, 50,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"5.0.0\r\n"
@@ -1642,17 +1358,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "client|id", 0x48000, 0, NULL, false, "", 4, 145,
-	  "$7\r\n"
-	"summary\r\n"
-	"$48\r\n"
-	"Returns the client ID for the current connection\r\n"
-	"$5\r\n"
+	{ "client|id", 0x48000, 0, NULL, false, "", 2, 50,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"5.0.0\r\n"
@@ -1660,17 +1368,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "client|info", 0x48000, 0, NULL, false, "nondeterministic_output", 4, 153,
-	  "$7\r\n"
-	"summary\r\n"
-	"$56\r\n"
-	"Returns information about the current client connection.\r\n"
-	"$5\r\n"
+	{ "client|info", 0x48000, 0, NULL, false, "nondeterministic_output", 2, 50,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.2.0\r\n"
@@ -1678,17 +1378,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "client|kill", 0x6a000, 0, NULL, false, "", 6, 1861,
-	  "$7\r\n"
-	"summary\r\n"
-	"$31\r\n"
-	"Kill the connection of a client\r\n"
-	"$5\r\n"
+	{ "client|kill", 0x6a000, 0, NULL, false, "", 3, 1426,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.4.0\r\n"
@@ -1696,38 +1388,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$48\r\n"
-	"O(N) where N is the number of client connections\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~5\r\n"
-	"*2\r\n"
-	"$6\r\n"
-	"2.8.12\r\n"
-	"$24\r\n"
-	"Added new filter format.\r\n"
-	"*2\r\n"
-	"$6\r\n"
-	"2.8.12\r\n"
-	"$12\r\n"
-	"`ID` option.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"3.2.0\r\n"
-	"$41\r\n"
-	"Added `master` type in for `TYPE` option.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"5.0.0\r\n"
-	"$91\r\n"
-	"Replaced `slave` `TYPE` with `replica`. `slave` still supported for backward compatibility.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"6.2.0\r\n"
-	"$15\r\n"
-	"`LADDR` option.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -1963,12 +1623,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "client|list", 0x6a000, 0, NULL, false, "nondeterministic_output", 6, 1249,
-	  "$7\r\n"
-	"summary\r\n"
-	"$34\r\n"
-	"Get the list of client connections\r\n"
-	"$5\r\n"
+	{ "client|list", 0x6a000, 0, NULL, false, "nondeterministic_output", 3, 740,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.4.0\r\n"
@@ -1976,43 +1632,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$48\r\n"
-	"O(N) where N is the number of client connections\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~6\r\n"
-	"*2\r\n"
-	"$6\r\n"
-	"2.8.12\r\n"
-	"$31\r\n"
-	"Added unique client `id` field.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"5.0.0\r\n"
-	"$29\r\n"
-	"Added optional `TYPE` filter.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"6.0.0\r\n"
-	"$19\r\n"
-	"Added `user` field.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"6.2.0\r\n"
-	"$85\r\n"
-	"Added `argv-mem`, `tot-mem`, `laddr` and `redir` fields and the optional `ID` filter.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"7.0.0\r\n"
-	"$50\r\n"
-	"Added `resp`, `multi-mem`, `rbs` and `rbp` fields.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"7.0.3\r\n"
-	"$19\r\n"
-	"Added `ssub` field.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -2130,12 +1749,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "client|no-evict", 0x6a000, 0, NULL, false, "", 5, 372,
-	  "$7\r\n"
-	"summary\r\n"
-	"$51\r\n"
-	"Set client eviction mode for the current connection\r\n"
-	"$5\r\n"
+	{ "client|no-evict", 0x6a000, 0, NULL, false, "", 3, 274,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"7.0.0\r\n"
@@ -2143,10 +1758,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -2189,12 +1800,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$3\r\n"
 	"OFF\r\n"
 	"" },
-	{ "client|pause", 0x6a000, 0, NULL, false, "", 6, 574,
-	  "$7\r\n"
-	"summary\r\n"
-	"$51\r\n"
-	"Stop processing commands from clients for some time\r\n"
-	"$5\r\n"
+	{ "client|pause", 0x6a000, 0, NULL, false, "", 3, 376,
+	  "$5\r\n"
 	"since\r\n"
 	"$6\r\n"
 	"2.9.50\r\n"
@@ -2202,18 +1809,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"6.2.0\r\n"
-	"$61\r\n"
-	"`CLIENT PAUSE WRITE` mode added along with the `mode` option.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -2273,12 +1868,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$3\r\n"
 	"ALL\r\n"
 	"" },
-	{ "client|reply", 0x48000, 0, NULL, false, "", 5, 446,
-	  "$7\r\n"
-	"summary\r\n"
-	"$48\r\n"
-	"Instruct the server whether to reply to commands\r\n"
-	"$5\r\n"
+	{ "client|reply", 0x48000, 0, NULL, false, "", 3, 351,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.2.0\r\n"
@@ -2286,10 +1877,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -2345,12 +1932,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$4\r\n"
 	"SKIP\r\n"
 	"" },
-	{ "client|setname", 0x48000, 0, NULL, false, "", 5, 205,
-	  "$7\r\n"
-	"summary\r\n"
-	"$31\r\n"
-	"Set the current connection name\r\n"
-	"$5\r\n"
+	{ "client|setname", 0x48000, 0, NULL, false, "", 3, 127,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.6.9\r\n"
@@ -2358,10 +1941,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -2375,12 +1954,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "client|tracking", 0x48000, 0, NULL, false, "", 5, 1065,
-	  "$7\r\n"
-	"summary\r\n"
-	"$61\r\n"
-	"Enable or disable server assisted client side caching support\r\n"
-	"$5\r\n"
+	{ "client|tracking", 0x48000, 0, NULL, false, "", 3, 905,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
@@ -2388,10 +1963,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$55\r\n"
-	"O(1). Some options may introduce additional complexity.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*7\r\n"
@@ -2538,12 +2109,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "client|trackinginfo", 0x48000, 0, NULL, false, "", 4, 184,
-	  "$7\r\n"
-	"summary\r\n"
-	"$87\r\n"
-	"Return information about server assisted client side caching for the current connection\r\n"
-	"$5\r\n"
+	{ "client|trackinginfo", 0x48000, 0, NULL, false, "", 2, 50,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.2.0\r\n"
@@ -2551,17 +2118,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "client|unblock", 0x6a000, 0, NULL, false, "", 5, 543,
-	  "$7\r\n"
-	"summary\r\n"
-	"$74\r\n"
-	"Unblock a client blocked in a blocking command from a different connection\r\n"
-	"$5\r\n"
+	{ "client|unblock", 0x6a000, 0, NULL, false, "", 3, 373,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"5.0.0\r\n"
@@ -2569,10 +2128,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$52\r\n"
-	"O(log N) where N is the number of client connections\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -2628,12 +2183,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$5\r\n"
 	"ERROR\r\n"
 	"" },
-	{ "client|unpause", 0x6a000, 0, NULL, false, "", 4, 183,
-	  "$7\r\n"
-	"summary\r\n"
-	"$45\r\n"
-	"Resume processing of clients that were paused\r\n"
-	"$5\r\n"
+	{ "client|unpause", 0x6a000, 0, NULL, false, "", 2, 50,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.2.0\r\n"
@@ -2641,17 +2192,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$44\r\n"
-	"O(N) Where N is the number of paused clients\r\n"
 	"" },
-	{ "cluster", 0x8000, 0, NULL, false, "", 4, 144,
-	  "$7\r\n"
-	"summary\r\n"
-	"$32\r\n"
-	"A container for cluster commands\r\n"
-	"$5\r\n"
+	{ "cluster", 0x8000, 0, NULL, false, "", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -2659,17 +2202,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$22\r\n"
-	"Depends on subcommand.\r\n"
 	"" },
-	{ "cluster|addslots", 0x2a000, 0, NULL, false, "", 5, 276,
-	  "$7\r\n"
-	"summary\r\n"
-	"$39\r\n"
-	"Assign new hash slots to receiving node\r\n"
-	"$5\r\n"
+	{ "cluster|addslots", 0x2a000, 0, NULL, false, "", 3, 138,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -2677,10 +2212,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$55\r\n"
-	"O(N) where N is the total number of hash slot arguments\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -2698,12 +2229,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "cluster|addslotsrange", 0x2a000, 0, NULL, false, "", 5, 451,
-	  "$7\r\n"
-	"summary\r\n"
-	"$39\r\n"
-	"Assign new hash slots to receiving node\r\n"
-	"$5\r\n"
+	{ "cluster|addslotsrange", 0x2a000, 0, NULL, false, "", 3, 276,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"7.0.0\r\n"
@@ -2711,10 +2238,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$92\r\n"
-	"O(N) where N is the total number of the slots between the start slot and end slot arguments.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -2753,12 +2276,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "cluster|bumpepoch", 0x2a000, 0, NULL, false, "nondeterministic_output", 4, 125,
-	  "$7\r\n"
-	"summary\r\n"
-	"$32\r\n"
-	"Advance the cluster config epoch\r\n"
-	"$5\r\n"
+	{ "cluster|bumpepoch", 0x2a000, 0, NULL, false, "nondeterministic_output", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -2766,17 +2285,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "cluster|count-failure-reports", 0x2a000, 0, NULL, false, "nondeterministic_output", 5, 263,
-	  "$7\r\n"
-	"summary\r\n"
-	"$60\r\n"
-	"Return the number of failure reports active for a given node\r\n"
-	"$5\r\n"
+	{ "cluster|count-failure-reports", 0x2a000, 0, NULL, false, "nondeterministic_output", 3, 114,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -2784,10 +2295,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$45\r\n"
-	"O(N) where N is the number of failure reports\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -2801,12 +2308,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "cluster|countkeysinslot", 0x8000, 0, NULL, false, "", 5, 217,
-	  "$7\r\n"
-	"summary\r\n"
-	"$58\r\n"
-	"Return the number of local keys in the specified hash slot\r\n"
-	"$5\r\n"
+	{ "cluster|countkeysinslot", 0x8000, 0, NULL, false, "", 3, 112,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -2814,10 +2317,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -2831,12 +2330,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "cluster|delslots", 0x2a000, 0, NULL, false, "", 5, 280,
-	  "$7\r\n"
-	"summary\r\n"
-	"$43\r\n"
-	"Set hash slots as unbound in receiving node\r\n"
-	"$5\r\n"
+	{ "cluster|delslots", 0x2a000, 0, NULL, false, "", 3, 138,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -2844,10 +2339,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$55\r\n"
-	"O(N) where N is the total number of hash slot arguments\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -2865,12 +2356,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "cluster|delslotsrange", 0x2a000, 0, NULL, false, "", 5, 455,
-	  "$7\r\n"
-	"summary\r\n"
-	"$43\r\n"
-	"Set hash slots as unbound in receiving node\r\n"
-	"$5\r\n"
+	{ "cluster|delslotsrange", 0x2a000, 0, NULL, false, "", 3, 276,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"7.0.0\r\n"
@@ -2878,10 +2365,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$92\r\n"
-	"O(N) where N is the total number of the slots between the start slot and end slot arguments.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -2920,12 +2403,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "cluster|failover", 0x2a000, 0, NULL, false, "", 5, 419,
-	  "$7\r\n"
-	"summary\r\n"
-	"$60\r\n"
-	"Forces a replica to perform a manual failover of its master.\r\n"
-	"$5\r\n"
+	{ "cluster|failover", 0x2a000, 0, NULL, false, "", 3, 312,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -2933,10 +2412,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -2983,12 +2458,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$8\r\n"
 	"TAKEOVER\r\n"
 	"" },
-	{ "cluster|flushslots", 0x2a000, 0, NULL, false, "", 4, 130,
-	  "$7\r\n"
-	"summary\r\n"
-	"$37\r\n"
-	"Delete a node's own slots information\r\n"
-	"$5\r\n"
+	{ "cluster|flushslots", 0x2a000, 0, NULL, false, "", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -2996,17 +2467,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "cluster|forget", 0x2a000, 0, NULL, false, "", 5, 195,
-	  "$7\r\n"
-	"summary\r\n"
-	"$34\r\n"
-	"Remove a node from the nodes table\r\n"
-	"$5\r\n"
+	{ "cluster|forget", 0x2a000, 0, NULL, false, "", 3, 114,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -3014,10 +2477,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -3031,12 +2490,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "cluster|getkeysinslot", 0x8000, 0, NULL, false, "nondeterministic_output", 5, 302,
-	  "$7\r\n"
-	"summary\r\n"
-	"$49\r\n"
-	"Return local key names in the specified hash slot\r\n"
-	"$5\r\n"
+	{ "cluster|getkeysinslot", 0x8000, 0, NULL, false, "nondeterministic_output", 3, 160,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -3044,10 +2499,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$49\r\n"
-	"O(log(N)) where N is the number of requested keys\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -3070,12 +2521,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "cluster|help", 0x8000, 0, NULL, false, "", 4, 142,
-	  "$7\r\n"
-	"summary\r\n"
-	"$49\r\n"
-	"Show helpful text about the different subcommands\r\n"
-	"$5\r\n"
+	{ "cluster|help", 0x8000, 0, NULL, false, "", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"5.0.0\r\n"
@@ -3083,17 +2530,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "cluster|info", 0x8000, 0, NULL, false, "nondeterministic_output", 4, 137,
-	  "$7\r\n"
-	"summary\r\n"
-	"$44\r\n"
-	"Provides info about Redis Cluster node state\r\n"
-	"$5\r\n"
+	{ "cluster|info", 0x8000, 0, NULL, false, "nondeterministic_output", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -3101,17 +2540,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "cluster|keyslot", 0x8000, 0, NULL, false, "", 5, 242,
-	  "$7\r\n"
-	"summary\r\n"
-	"$42\r\n"
-	"Returns the hash slot of the specified key\r\n"
-	"$5\r\n"
+	{ "cluster|keyslot", 0x8000, 0, NULL, false, "", 3, 110,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -3119,10 +2550,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$46\r\n"
-	"O(N) where N is the number of bytes in the key\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -3136,12 +2563,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "cluster|links", 0x8000, 0, NULL, false, "nondeterministic_output", 4, 204,
-	  "$7\r\n"
-	"summary\r\n"
-	"$65\r\n"
-	"Returns a list of all TCP links to and from peer nodes in cluster\r\n"
-	"$5\r\n"
+	{ "cluster|links", 0x8000, 0, NULL, false, "nondeterministic_output", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"7.0.0\r\n"
@@ -3149,17 +2572,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$49\r\n"
-	"O(N) where N is the total number of Cluster nodes\r\n"
 	"" },
-	{ "cluster|meet", 0x2a000, 0, NULL, false, "", 6, 448,
-	  "$7\r\n"
-	"summary\r\n"
-	"$51\r\n"
-	"Force a node cluster to handshake with another node\r\n"
-	"$5\r\n"
+	{ "cluster|meet", 0x2a000, 0, NULL, false, "", 3, 264,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -3167,18 +2582,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"4.0.0\r\n"
-	"$47\r\n"
-	"Added the optional `cluster_bus_port` argument.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*3\r\n"
@@ -3218,12 +2621,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "cluster|myid", 0x8000, 0, NULL, false, "", 4, 111,
-	  "$7\r\n"
-	"summary\r\n"
-	"$18\r\n"
-	"Return the node id\r\n"
-	"$5\r\n"
+	{ "cluster|myid", 0x8000, 0, NULL, false, "", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -3231,17 +2630,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "cluster|nodes", 0x8000, 0, NULL, false, "nondeterministic_output", 4, 170,
-	  "$7\r\n"
-	"summary\r\n"
-	"$31\r\n"
-	"Get Cluster config for the node\r\n"
-	"$5\r\n"
+	{ "cluster|nodes", 0x8000, 0, NULL, false, "nondeterministic_output", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -3249,17 +2640,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$49\r\n"
-	"O(N) where N is the total number of Cluster nodes\r\n"
 	"" },
-	{ "cluster|replicas", 0x2a000, 0, NULL, false, "nondeterministic_output", 5, 208,
-	  "$7\r\n"
-	"summary\r\n"
-	"$47\r\n"
-	"List replica nodes of the specified master node\r\n"
-	"$5\r\n"
+	{ "cluster|replicas", 0x2a000, 0, NULL, false, "nondeterministic_output", 3, 114,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"5.0.0\r\n"
@@ -3267,10 +2650,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -3284,12 +2663,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "cluster|replicate", 0x2a000, 0, NULL, false, "", 5, 221,
-	  "$7\r\n"
-	"summary\r\n"
-	"$60\r\n"
-	"Reconfigure a node as a replica of the specified master node\r\n"
-	"$5\r\n"
+	{ "cluster|replicate", 0x2a000, 0, NULL, false, "", 3, 114,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -3297,10 +2672,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -3314,12 +2685,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "cluster|reset", 0x2a000, 0, NULL, false, "", 5, 469,
-	  "$7\r\n"
-	"summary\r\n"
-	"$26\r\n"
-	"Reset a Redis Cluster node\r\n"
-	"$5\r\n"
+	{ "cluster|reset", 0x2a000, 0, NULL, false, "", 3, 304,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -3327,10 +2694,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$95\r\n"
-	"O(N) where N is the number of known nodes. The command may execute a FLUSHALL as a side effect.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -3377,12 +2740,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$4\r\n"
 	"SOFT\r\n"
 	"" },
-	{ "cluster|saveconfig", 0x2a000, 0, NULL, false, "", 4, 138,
-	  "$7\r\n"
-	"summary\r\n"
-	"$45\r\n"
-	"Forces the node to save cluster state on disk\r\n"
-	"$5\r\n"
+	{ "cluster|saveconfig", 0x2a000, 0, NULL, false, "", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -3390,17 +2749,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "cluster|set-config-epoch", 0x2a000, 0, NULL, false, "", 5, 209,
-	  "$7\r\n"
-	"summary\r\n"
-	"$41\r\n"
-	"Set the configuration epoch in a new node\r\n"
-	"$5\r\n"
+	{ "cluster|set-config-epoch", 0x2a000, 0, NULL, false, "", 3, 121,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -3408,10 +2759,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -3425,12 +2772,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "cluster|setslot", 0x2a000, 0, NULL, false, "", 5, 561,
-	  "$7\r\n"
-	"summary\r\n"
-	"$35\r\n"
-	"Bind a hash slot to a specific node\r\n"
-	"$5\r\n"
+	{ "cluster|setslot", 0x2a000, 0, NULL, false, "", 3, 479,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -3438,10 +2781,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -3519,12 +2858,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"STABLE\r\n"
 	"" },
-	{ "cluster|shards", 0x8000, 0, NULL, false, "nondeterministic_output", 4, 182,
-	  "$7\r\n"
-	"summary\r\n"
-	"$43\r\n"
-	"Get array of cluster slots to node mappings\r\n"
-	"$5\r\n"
+	{ "cluster|shards", 0x8000, 0, NULL, false, "nondeterministic_output", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"7.0.0\r\n"
@@ -3532,17 +2867,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$49\r\n"
-	"O(N) where N is the total number of cluster nodes\r\n"
 	"" },
-	{ "cluster|slaves", 0x2a000, 0, NULL, false, "nondeterministic_output", 8, 317,
-	  "$7\r\n"
-	"summary\r\n"
-	"$47\r\n"
-	"List replica nodes of the specified master node\r\n"
-	"$5\r\n"
+	{ "cluster|slaves", 0x2a000, 0, NULL, false, "nondeterministic_output", 6, 223,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -3550,10 +2877,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"doc_flags\r\n"
 	"~1\r\n"
@@ -3579,12 +2902,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "cluster|slots", 0x8000, 0, NULL, false, "nondeterministic_output", 8, 407,
-	  "$7\r\n"
-	"summary\r\n"
-	"$42\r\n"
-	"Get array of Cluster slot to node mappings\r\n"
-	"$5\r\n"
+	{ "cluster|slots", 0x8000, 0, NULL, false, "nondeterministic_output", 5, 153,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -3592,10 +2911,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$49\r\n"
-	"O(N) where N is the total number of Cluster nodes\r\n"
 	"$9\r\n"
 	"doc_flags\r\n"
 	"~1\r\n"
@@ -3608,26 +2923,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"replaced_by\r\n"
 	"$16\r\n"
 	"`CLUSTER SHARDS`\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~2\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"4.0.0\r\n"
-	"$15\r\n"
-	"Added node IDs.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"7.0.0\r\n"
-	"$43\r\n"
-	"Added additional networking metadata field.\r\n"
 	"" },
-	{ "command", 0x48000, 0, NULL, false, "nondeterministic_output_order", 4, 174,
-	  "$7\r\n"
-	"summary\r\n"
-	"$34\r\n"
-	"Get array of Redis command details\r\n"
-	"$5\r\n"
+	{ "command", 0x48000, 0, NULL, false, "nondeterministic_output_order", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$6\r\n"
 	"2.8.13\r\n"
@@ -3635,17 +2933,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$50\r\n"
-	"O(N) where N is the total number of Redis commands\r\n"
 	"" },
-	{ "command|count", 0x48000, 0, NULL, false, "", 4, 127,
-	  "$7\r\n"
-	"summary\r\n"
-	"$34\r\n"
-	"Get total number of Redis commands\r\n"
-	"$5\r\n"
+	{ "command|count", 0x48000, 0, NULL, false, "", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$6\r\n"
 	"2.8.13\r\n"
@@ -3653,17 +2943,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "command|docs", 0x48000, 0, NULL, false, "nondeterministic_output_order", 5, 298,
-	  "$7\r\n"
-	"summary\r\n"
-	"$49\r\n"
-	"Get array of specific Redis command documentation\r\n"
-	"$5\r\n"
+	{ "command|docs", 0x48000, 0, NULL, false, "nondeterministic_output_order", 3, 156,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"7.0.0\r\n"
@@ -3671,10 +2953,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$49\r\n"
-	"O(N) where N is the number of commands to look up\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -3693,12 +2971,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"+optional\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "command|getkeys", 0x48000, 0, NULL, false, "", 4, 183,
-	  "$7\r\n"
-	"summary\r\n"
-	"$39\r\n"
-	"Extract keys given a full Redis command\r\n"
-	"$5\r\n"
+	{ "command|getkeys", 0x48000, 0, NULL, false, "", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$6\r\n"
 	"2.8.13\r\n"
@@ -3706,17 +2980,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$54\r\n"
-	"O(N) where N is the number of arguments to the command\r\n"
 	"" },
-	{ "command|getkeysandflags", 0x48000, 0, NULL, false, "", 4, 199,
-	  "$7\r\n"
-	"summary\r\n"
-	"$56\r\n"
-	"Extract keys and access flags given a full Redis command\r\n"
-	"$5\r\n"
+	{ "command|getkeysandflags", 0x48000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"7.0.0\r\n"
@@ -3724,17 +2990,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$54\r\n"
-	"O(N) where N is the number of arguments to the command\r\n"
 	"" },
-	{ "command|help", 0x48000, 0, NULL, false, "", 4, 141,
-	  "$7\r\n"
-	"summary\r\n"
-	"$49\r\n"
-	"Show helpful text about the different subcommands\r\n"
-	"$5\r\n"
+	{ "command|help", 0x48000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"5.0.0\r\n"
@@ -3742,17 +3000,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "command|info", 0x48000, 0, NULL, false, "nondeterministic_output_order", 6, 433,
-	  "$7\r\n"
-	"summary\r\n"
-	"$78\r\n"
-	"Get array of specific Redis command details, or all when no argument is given.\r\n"
-	"$5\r\n"
+	{ "command|info", 0x48000, 0, NULL, false, "nondeterministic_output_order", 3, 157,
+	  "$5\r\n"
 	"since\r\n"
 	"$6\r\n"
 	"2.8.13\r\n"
@@ -3760,18 +3010,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$49\r\n"
-	"O(N) where N is the number of commands to look up\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"7.0.0\r\n"
-	"$66\r\n"
-	"Allowed to be called with no argument to get info on all commands.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -3790,12 +3028,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"+optional\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "command|list", 0x48000, 0, NULL, false, "nondeterministic_output_order", 5, 536,
-	  "$7\r\n"
-	"summary\r\n"
-	"$35\r\n"
-	"Get an array of Redis command names\r\n"
-	"$5\r\n"
+	{ "command|list", 0x48000, 0, NULL, false, "nondeterministic_output_order", 3, 407,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"7.0.0\r\n"
@@ -3803,10 +3037,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$50\r\n"
-	"O(N) where N is the total number of Redis commands\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -3870,12 +3100,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"PATTERN\r\n"
 	"" },
-	{ "config", 0x8000, 0, NULL, false, "", 4, 156,
-	  "$7\r\n"
-	"summary\r\n"
-	"$45\r\n"
-	"A container for server configuration commands\r\n"
-	"$5\r\n"
+	{ "config", 0x8000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -3883,17 +3109,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$22\r\n"
-	"Depends on subcommand.\r\n"
 	"" },
-	{ "config|get", 0x2a000, 0, NULL, false, "", 6, 462,
-	  "$7\r\n"
-	"summary\r\n"
-	"$42\r\n"
-	"Get the values of configuration parameters\r\n"
-	"$5\r\n"
+	{ "config|get", 0x2a000, 0, NULL, false, "", 3, 210,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -3901,18 +3119,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$62\r\n"
-	"O(N) when N is the number of configuration parameters provided\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"7.0.0\r\n"
-	"$65\r\n"
-	"Added the ability to pass multiple pattern parameters in one call\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -3942,12 +3148,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "config|help", 0x8000, 0, NULL, false, "", 4, 141,
-	  "$7\r\n"
-	"summary\r\n"
-	"$49\r\n"
-	"Show helpful text about the different subcommands\r\n"
-	"$5\r\n"
+	{ "config|help", 0x8000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"5.0.0\r\n"
@@ -3955,17 +3157,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "config|resetstat", 0x2a000, 0, NULL, false, "", 4, 124,
-	  "$7\r\n"
-	"summary\r\n"
-	"$32\r\n"
-	"Reset the stats returned by INFO\r\n"
-	"$5\r\n"
+	{ "config|resetstat", 0x2a000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -3973,17 +3167,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "config|rewrite", 0x2a000, 0, NULL, false, "", 4, 155,
-	  "$7\r\n"
-	"summary\r\n"
-	"$63\r\n"
-	"Rewrite the configuration file with the in memory configuration\r\n"
-	"$5\r\n"
+	{ "config|rewrite", 0x2a000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.8.0\r\n"
@@ -3991,17 +3177,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "config|set", 0x2a000, 0, NULL, false, "request_policy:all_nodes\nresponse_policy:all_succeeded", 6, 514,
-	  "$7\r\n"
-	"summary\r\n"
-	"$48\r\n"
-	"Set configuration parameters to the given values\r\n"
-	"$5\r\n"
+	{ "config|set", 0x2a000, 0, NULL, false, "request_policy:all_nodes\nresponse_policy:all_succeeded", 3, 264,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -4009,18 +3187,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$62\r\n"
-	"O(N) when N is the number of configuration parameters provided\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"7.0.0\r\n"
-	"$57\r\n"
-	"Added the ability to set multiple parameters in one call.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -4059,12 +3225,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "copy", 0x8005, 2, ks_copy, false, "", 5, 567,
-	  "$7\r\n"
-	"summary\r\n"
-	"$10\r\n"
-	"Copy a key\r\n"
-	"$5\r\n"
+	{ "copy", 0x8005, 2, ks_copy, false, "", 3, 418,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.2.0\r\n"
@@ -4072,10 +3234,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$95\r\n"
-	"O(N) worst case for collections, where N is the number of nested items. O(1) for string values.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*4\r\n"
@@ -4138,12 +3296,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "dbsize", 0x4003, 0, NULL, false, "request_policy:all_shards\nresponse_policy:agg_sum", 4, 142,
-	  "$7\r\n"
-	"summary\r\n"
-	"$50\r\n"
-	"Return the number of keys in the selected database\r\n"
-	"$5\r\n"
+	{ "dbsize", 0x4003, 0, NULL, false, "request_policy:all_shards\nresponse_policy:agg_sum", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -4151,17 +3305,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "debug", 0x2a000, 0, NULL, false, "", 5, 173,
-	  "$7\r\n"
-	"summary\r\n"
-	"$34\r\n"
-	"A container for debugging commands\r\n"
-	"$5\r\n"
+	{ "debug", 0x2a000, 0, NULL, false, "", 3, 73,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -4169,21 +3315,13 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$22\r\n"
-	"Depends on subcommand.\r\n"
 	"$9\r\n"
 	"doc_flags\r\n"
 	"~1\r\n"
 	"+syscmd\r\n"
 	"" },
-	{ "decr", 0x4084, 1, ks_decr, false, "", 5, 221,
-	  "$7\r\n"
-	"summary\r\n"
-	"$43\r\n"
-	"Decrement the integer value of a key by one\r\n"
-	"$5\r\n"
+	{ "decr", 0x4084, 1, ks_decr, false, "", 3, 131,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -4191,10 +3329,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -4211,12 +3345,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "decrby", 0x4084, 1, ks_decrby, false, "", 5, 286,
-	  "$7\r\n"
-	"summary\r\n"
-	"$56\r\n"
-	"Decrement the integer value of a key by the given number\r\n"
-	"$5\r\n"
+	{ "decrby", 0x4084, 1, ks_decrby, false, "", 3, 183,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -4224,10 +3354,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -4253,12 +3379,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "del", 0x8005, 1, ks_del, false, "request_policy:multi_shard\nresponse_policy:agg_sum", 5, 503,
-	  "$7\r\n"
-	"summary\r\n"
-	"$12\r\n"
-	"Delete a key\r\n"
-	"$5\r\n"
+	{ "del", 0x8005, 1, ks_del, false, "request_policy:multi_shard\nresponse_policy:agg_sum", 3, 158,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -4266,10 +3388,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$288\r\n"
-	"O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -4290,12 +3408,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "discard", 0x84000, 0, NULL, false, "", 4, 180,
-	  "$7\r\n"
-	"summary\r\n"
-	"$39\r\n"
-	"Discard all commands issued after MULTI\r\n"
-	"$5\r\n"
+	{ "discard", 0x84000, 0, NULL, false, "", 2, 52,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -4303,17 +3417,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$12\r\n"
 	"transactions\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$45\r\n"
-	"O(N), when N is the number of queued commands\r\n"
 	"" },
-	{ "dump", 0x8003, 1, ks_dump, false, "nondeterministic_output", 5, 490,
-	  "$7\r\n"
-	"summary\r\n"
-	"$69\r\n"
-	"Return a serialized version of the value stored at the specified key.\r\n"
-	"$5\r\n"
+	{ "dump", 0x8003, 1, ks_dump, false, "nondeterministic_output", 3, 132,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.6.0\r\n"
@@ -4321,10 +3427,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$244\r\n"
-	"O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -4341,12 +3443,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "echo", 0x44000, 0, NULL, false, "", 5, 186,
-	  "$7\r\n"
-	"summary\r\n"
-	"$21\r\n"
-	"Echo the given string\r\n"
-	"$5\r\n"
+	{ "echo", 0x44000, 0, NULL, false, "", 3, 118,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -4354,10 +3452,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -4371,12 +3465,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "exec", 0x88000, 0, NULL, false, "", 4, 173,
-	  "$7\r\n"
-	"summary\r\n"
-	"$39\r\n"
-	"Execute all commands issued after MULTI\r\n"
-	"$5\r\n"
+	{ "exec", 0x88000, 0, NULL, false, "", 2, 52,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.2.0\r\n"
@@ -4384,17 +3474,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$12\r\n"
 	"transactions\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$38\r\n"
-	"Depends on commands in the transaction\r\n"
 	"" },
-	{ "exists", 0x4003, 1, ks_exists, false, "request_policy:multi_shard\nresponse_policy:agg_sum", 6, 343,
-	  "$7\r\n"
-	"summary\r\n"
-	"$25\r\n"
-	"Determine if a key exists\r\n"
-	"$5\r\n"
+	{ "exists", 0x4003, 1, ks_exists, false, "request_policy:multi_shard\nresponse_policy:agg_sum", 3, 158,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -4402,18 +3484,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$44\r\n"
-	"O(N) where N is the number of keys to check.\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"3.0.3\r\n"
-	"$33\r\n"
-	"Accepts multiple `key` arguments.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -4434,12 +3504,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "expire", 0x4005, 1, ks_expire, false, "", 6, 733,
-	  "$7\r\n"
-	"summary\r\n"
-	"$35\r\n"
-	"Set a key's time to live in seconds\r\n"
-	"$5\r\n"
+	{ "expire", 0x4005, 1, ks_expire, false, "", 3, 571,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -4447,18 +3513,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"7.0.0\r\n"
-	"$41\r\n"
-	"Added options: `NX`, `XX`, `GT` and `LT`.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*3\r\n"
@@ -4556,12 +3610,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$2\r\n"
 	"LT\r\n"
 	"" },
-	{ "expireat", 0x4005, 1, ks_expireat, false, "", 6, 759,
-	  "$7\r\n"
-	"summary\r\n"
-	"$48\r\n"
-	"Set the expiration for a key as a UNIX timestamp\r\n"
-	"$5\r\n"
+	{ "expireat", 0x4005, 1, ks_expireat, false, "", 3, 584,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.2.0\r\n"
@@ -4569,18 +3619,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"7.0.0\r\n"
-	"$41\r\n"
-	"Added options: `NX`, `XX`, `GT` and `LT`.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*3\r\n"
@@ -4678,12 +3716,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$2\r\n"
 	"LT\r\n"
 	"" },
-	{ "expiretime", 0x4003, 1, ks_expiretime, false, "", 5, 222,
-	  "$7\r\n"
-	"summary\r\n"
-	"$43\r\n"
-	"Get the expiration Unix timestamp for a key\r\n"
-	"$5\r\n"
+	{ "expiretime", 0x4003, 1, ks_expiretime, false, "", 3, 132,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"7.0.0\r\n"
@@ -4691,10 +3725,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -4711,12 +3741,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "failover", 0x2a000, 0, NULL, false, "", 5, 694,
-	  "$7\r\n"
-	"summary\r\n"
-	"$73\r\n"
-	"Start a coordinated failover between this server and one of its replicas.\r\n"
-	"$5\r\n"
+	{ "failover", 0x2a000, 0, NULL, false, "", 3, 574,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.2.0\r\n"
@@ -4724,10 +3750,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*3\r\n"
@@ -4821,12 +3843,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "flushall", 0x28005, 0, NULL, false, "request_policy:all_shards\nresponse_policy:all_succeeded", 6, 622,
-	  "$7\r\n"
-	"summary\r\n"
-	"$34\r\n"
-	"Remove all keys from all databases\r\n"
-	"$5\r\n"
+	{ "flushall", 0x28005, 0, NULL, false, "request_policy:all_shards\nresponse_policy:all_succeeded", 3, 345,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -4834,23 +3852,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$57\r\n"
-	"O(N) where N is the total number of keys in all databases\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~2\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"4.0.0\r\n"
-	"$41\r\n"
-	"Added the `ASYNC` flushing mode modifier.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"6.2.0\r\n"
-	"$40\r\n"
-	"Added the `SYNC` flushing mode modifier.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -4905,12 +3906,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$5\r\n"
 	"6.2.0\r\n"
 	"" },
-	{ "flushdb", 0x28005, 0, NULL, false, "request_policy:all_shards\nresponse_policy:all_succeeded", 6, 631,
-	  "$7\r\n"
-	"summary\r\n"
-	"$41\r\n"
-	"Remove all keys from the current database\r\n"
-	"$5\r\n"
+	{ "flushdb", 0x28005, 0, NULL, false, "request_policy:all_shards\nresponse_policy:all_succeeded", 3, 345,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -4918,23 +3915,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$59\r\n"
-	"O(N) where N is the number of keys in the selected database\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~2\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"4.0.0\r\n"
-	"$41\r\n"
-	"Added the `ASYNC` flushing mode modifier.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"6.2.0\r\n"
-	"$40\r\n"
-	"Added the `SYNC` flushing mode modifier.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -4989,12 +3969,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$5\r\n"
 	"6.2.0\r\n"
 	"" },
-	{ "get", 0x4082, 1, ks_get, false, "", 5, 200,
-	  "$7\r\n"
-	"summary\r\n"
-	"$22\r\n"
-	"Get the value of a key\r\n"
-	"$5\r\n"
+	{ "get", 0x4082, 1, ks_get, false, "", 3, 131,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -5002,10 +3978,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -5022,12 +3994,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "getbit", 0x4102, 1, ks_getbit, false, "", 5, 292,
-	  "$7\r\n"
-	"summary\r\n"
-	"$65\r\n"
-	"Returns the bit value at offset in the string value stored at key\r\n"
-	"$5\r\n"
+	{ "getbit", 0x4102, 1, ks_getbit, false, "", 3, 180,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.2.0\r\n"
@@ -5035,10 +4003,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"bitmap\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -5064,12 +4028,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "getdel", 0x4084, 1, ks_getdel, false, "", 5, 219,
-	  "$7\r\n"
-	"summary\r\n"
-	"$41\r\n"
-	"Get the value of a key and delete the key\r\n"
-	"$5\r\n"
+	{ "getdel", 0x4084, 1, ks_getdel, false, "", 3, 131,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.2.0\r\n"
@@ -5077,10 +4037,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -5097,12 +4053,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "getex", 0x4084, 1, ks_getex, false, "", 5, 726,
-	  "$7\r\n"
-	"summary\r\n"
-	"$56\r\n"
-	"Get the value of a key and optionally set its expiration\r\n"
-	"$5\r\n"
+	{ "getex", 0x4084, 1, ks_getex, false, "", 3, 623,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.2.0\r\n"
@@ -5110,10 +4062,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -5211,12 +4159,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"PERSIST\r\n"
 	"" },
-	{ "getrange", 0x8082, 1, ks_getrange, false, "", 5, 546,
-	  "$7\r\n"
-	"summary\r\n"
-	"$45\r\n"
-	"Get a substring of the string stored at a key\r\n"
-	"$5\r\n"
+	{ "getrange", 0x8082, 1, ks_getrange, false, "", 3, 225,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.4.0\r\n"
@@ -5224,10 +4168,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$231\r\n"
-	"O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*3\r\n"
@@ -5262,12 +4202,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "getset", 0x4084, 1, ks_getset, false, "", 8, 400,
-	  "$7\r\n"
-	"summary\r\n"
-	"$54\r\n"
-	"Set the string value of a key and return its old value\r\n"
-	"$5\r\n"
+	{ "getset", 0x4084, 1, ks_getset, false, "", 6, 273,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -5275,10 +4211,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"doc_flags\r\n"
 	"~1\r\n"
@@ -5289,8 +4221,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"6.2.0\r\n"
 	"$11\r\n"
 	"replaced_by\r\n"
-	"$30\r\n"
-	"`SET` with the `!GET` argument\r\n"
+	"$5\r\n"
+	"`SET`\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -5316,12 +4248,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "hdel", 0x4044, 1, ks_hdel, false, "", 6, 401,
-	  "$7\r\n"
-	"summary\r\n"
-	"$30\r\n"
-	"Delete one or more hash fields\r\n"
-	"$5\r\n"
+	{ "hdel", 0x4044, 1, ks_hdel, false, "", 3, 202,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -5329,18 +4257,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$4\r\n"
 	"hash\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$51\r\n"
-	"O(N) where N is the number of fields to be removed.\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"2.4.0\r\n"
-	"$35\r\n"
-	"Accepts multiple `field` arguments.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -5370,12 +4286,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "hello", 0x44000, 0, NULL, false, "", 6, 759,
-	  "$7\r\n"
-	"summary\r\n"
-	"$20\r\n"
-	"Handshake with Redis\r\n"
-	"$5\r\n"
+	{ "hello", 0x44000, 0, NULL, false, "", 3, 543,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
@@ -5383,18 +4295,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"6.2.0\r\n"
-	"$109\r\n"
-	"`protover` made optional; when called without arguments the command reports the current connection's context.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -5479,12 +4379,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "hexists", 0x4042, 1, ks_hexists, false, "", 5, 255,
-	  "$7\r\n"
-	"summary\r\n"
-	"$32\r\n"
-	"Determine if a hash field exists\r\n"
-	"$5\r\n"
+	{ "hexists", 0x4042, 1, ks_hexists, false, "", 3, 176,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -5492,10 +4388,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$4\r\n"
 	"hash\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -5521,12 +4413,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "hget", 0x4042, 1, ks_hget, false, "", 5, 252,
-	  "$7\r\n"
-	"summary\r\n"
-	"$29\r\n"
-	"Get the value of a hash field\r\n"
-	"$5\r\n"
+	{ "hget", 0x4042, 1, ks_hget, false, "", 3, 176,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -5534,10 +4422,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$4\r\n"
 	"hash\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -5563,12 +4447,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "hgetall", 0x8042, 1, ks_hgetall, false, "nondeterministic_output_order", 5, 249,
-	  "$7\r\n"
-	"summary\r\n"
-	"$39\r\n"
-	"Get all the fields and values in a hash\r\n"
-	"$5\r\n"
+	{ "hgetall", 0x8042, 1, ks_hgetall, false, "nondeterministic_output_order", 3, 129,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -5576,10 +4456,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$4\r\n"
 	"hash\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$37\r\n"
-	"O(N) where N is the size of the hash.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -5596,12 +4472,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "hincrby", 0x4044, 1, ks_hincrby, false, "", 5, 338,
-	  "$7\r\n"
-	"summary\r\n"
-	"$63\r\n"
-	"Increment the integer value of a hash field by the given number\r\n"
-	"$5\r\n"
+	{ "hincrby", 0x4044, 1, ks_hincrby, false, "", 3, 228,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -5609,10 +4481,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$4\r\n"
 	"hash\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*3\r\n"
@@ -5647,12 +4515,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "hincrbyfloat", 0x4044, 1, ks_hincrbyfloat, false, "", 5, 335,
-	  "$7\r\n"
-	"summary\r\n"
-	"$61\r\n"
-	"Increment the float value of a hash field by the given amount\r\n"
-	"$5\r\n"
+	{ "hincrbyfloat", 0x4044, 1, ks_hincrbyfloat, false, "", 3, 227,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.6.0\r\n"
@@ -5660,10 +4524,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$4\r\n"
 	"hash\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*3\r\n"
@@ -5698,12 +4558,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"double\r\n"
 	"" },
-	{ "hkeys", 0x8042, 1, ks_hkeys, false, "nondeterministic_output_order", 5, 238,
-	  "$7\r\n"
-	"summary\r\n"
-	"$28\r\n"
-	"Get all the fields in a hash\r\n"
-	"$5\r\n"
+	{ "hkeys", 0x8042, 1, ks_hkeys, false, "nondeterministic_output_order", 3, 129,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -5711,10 +4567,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$4\r\n"
 	"hash\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$37\r\n"
-	"O(N) where N is the size of the hash.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -5731,12 +4583,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "hlen", 0x4042, 1, ks_hlen, false, "", 5, 210,
-	  "$7\r\n"
-	"summary\r\n"
-	"$34\r\n"
-	"Get the number of fields in a hash\r\n"
-	"$5\r\n"
+	{ "hlen", 0x4042, 1, ks_hlen, false, "", 3, 129,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -5744,10 +4592,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$4\r\n"
 	"hash\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -5764,12 +4608,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "hmget", 0x4042, 1, ks_hmget, false, "", 5, 342,
-	  "$7\r\n"
-	"summary\r\n"
-	"$43\r\n"
-	"Get the values of all the given hash fields\r\n"
-	"$5\r\n"
+	{ "hmget", 0x4042, 1, ks_hmget, false, "", 3, 202,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -5777,10 +4617,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$4\r\n"
 	"hash\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$53\r\n"
-	"O(N) where N is the number of fields being requested.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -5810,12 +4646,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "hmset", 0x4044, 1, ks_hmset, false, "", 8, 584,
-	  "$7\r\n"
-	"summary\r\n"
-	"$43\r\n"
-	"Set multiple hash fields to multiple values\r\n"
-	"$5\r\n"
+	{ "hmset", 0x4044, 1, ks_hmset, false, "", 6, 417,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -5823,10 +4655,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$4\r\n"
 	"hash\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$47\r\n"
-	"O(N) where N is the number of fields being set.\r\n"
 	"$9\r\n"
 	"doc_flags\r\n"
 	"~1\r\n"
@@ -5837,8 +4665,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"4.0.0\r\n"
 	"$11\r\n"
 	"replaced_by\r\n"
-	"$38\r\n"
-	"`HSET` with multiple field-value pairs\r\n"
+	"$6\r\n"
+	"`HSET`\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -5889,12 +4717,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "hrandfield", 0x8042, 1, ks_hrandfield, false, "nondeterministic_output", 5, 516,
-	  "$7\r\n"
-	"summary\r\n"
-	"$45\r\n"
-	"Get one or multiple random fields from a hash\r\n"
-	"$5\r\n"
+	{ "hrandfield", 0x8042, 1, ks_hrandfield, false, "nondeterministic_output", 3, 382,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.2.0\r\n"
@@ -5902,10 +4726,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$4\r\n"
 	"hash\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$45\r\n"
-	"O(N) where N is the number of fields returned\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -5964,12 +4784,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "hscan", 0x8042, 1, ks_hscan, false, "nondeterministic_output", 5, 642,
-	  "$7\r\n"
-	"summary\r\n"
-	"$55\r\n"
-	"Incrementally iterate hash fields and associated values\r\n"
-	"$5\r\n"
+	{ "hscan", 0x8042, 1, ks_hscan, false, "nondeterministic_output", 3, 372,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.8.0\r\n"
@@ -5977,10 +4793,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$4\r\n"
 	"hash\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$170\r\n"
-	"O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection..\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*4\r\n"
@@ -6040,12 +4852,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "hset", 0x4044, 1, ks_hset, false, "", 6, 620,
-	  "$7\r\n"
-	"summary\r\n"
-	"$36\r\n"
-	"Set the string value of a hash field\r\n"
-	"$5\r\n"
+	{ "hset", 0x4044, 1, ks_hset, false, "", 3, 321,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -6053,18 +4861,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$4\r\n"
 	"hash\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$132\r\n"
-	"O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"4.0.0\r\n"
-	"$47\r\n"
-	"Accepts multiple `field` and `value` arguments.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -6115,12 +4911,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "hsetnx", 0x4044, 1, ks_hsetnx, false, "", 5, 333,
-	  "$7\r\n"
-	"summary\r\n"
-	"$63\r\n"
-	"Set the value of a hash field, only if the field does not exist\r\n"
-	"$5\r\n"
+	{ "hsetnx", 0x4044, 1, ks_hsetnx, false, "", 3, 223,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -6128,10 +4920,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$4\r\n"
 	"hash\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*3\r\n"
@@ -6166,12 +4954,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "hstrlen", 0x4042, 1, ks_hstrlen, false, "", 5, 266,
-	  "$7\r\n"
-	"summary\r\n"
-	"$43\r\n"
-	"Get the length of the value of a hash field\r\n"
-	"$5\r\n"
+	{ "hstrlen", 0x4042, 1, ks_hstrlen, false, "", 3, 176,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.2.0\r\n"
@@ -6179,10 +4963,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$4\r\n"
 	"hash\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -6208,12 +4988,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "hvals", 0x8042, 1, ks_hvals, false, "nondeterministic_output_order", 5, 238,
-	  "$7\r\n"
-	"summary\r\n"
-	"$28\r\n"
-	"Get all the values in a hash\r\n"
-	"$5\r\n"
+	{ "hvals", 0x8042, 1, ks_hvals, false, "nondeterministic_output_order", 3, 129,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -6221,10 +4997,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$4\r\n"
 	"hash\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$37\r\n"
-	"O(N) where N is the size of the hash.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -6241,12 +5013,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "incr", 0x4084, 1, ks_incr, false, "", 5, 221,
-	  "$7\r\n"
-	"summary\r\n"
-	"$43\r\n"
-	"Increment the integer value of a key by one\r\n"
-	"$5\r\n"
+	{ "incr", 0x4084, 1, ks_incr, false, "", 3, 131,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -6254,10 +5022,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -6274,12 +5038,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "incrby", 0x4084, 1, ks_incrby, false, "", 5, 286,
-	  "$7\r\n"
-	"summary\r\n"
-	"$56\r\n"
-	"Increment the integer value of a key by the given amount\r\n"
-	"$5\r\n"
+	{ "incrby", 0x4084, 1, ks_incrby, false, "", 3, 183,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -6287,10 +5047,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -6316,12 +5072,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "incrbyfloat", 0x4084, 1, ks_incrbyfloat, false, "", 5, 283,
-	  "$7\r\n"
-	"summary\r\n"
-	"$54\r\n"
-	"Increment the float value of a key by the given amount\r\n"
-	"$5\r\n"
+	{ "incrbyfloat", 0x4084, 1, ks_incrbyfloat, false, "", 3, 182,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.6.0\r\n"
@@ -6329,10 +5081,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -6358,12 +5106,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"double\r\n"
 	"" },
-	{ "info", 0x28000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_shards\nresponse_policy:special", 6, 335,
-	  "$7\r\n"
-	"summary\r\n"
-	"$47\r\n"
-	"Get information and statistics about the server\r\n"
-	"$5\r\n"
+	{ "info", 0x28000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_shards\nresponse_policy:special", 3, 150,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -6371,18 +5115,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"7.0.0\r\n"
-	"$52\r\n"
-	"Added support for taking multiple section arguments.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -6401,12 +5133,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"+optional\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "keys", 0x28003, 0, NULL, false, "request_policy:all_shards\nnondeterministic_output_order", 5, 352,
-	  "$7\r\n"
-	"summary\r\n"
-	"$40\r\n"
-	"Find all keys matching the given pattern\r\n"
-	"$5\r\n"
+	{ "keys", 0x28003, 0, NULL, false, "request_policy:all_shards\nnondeterministic_output_order", 3, 115,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -6414,10 +5142,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$152\r\n"
-	"O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -6431,12 +5155,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"pattern\r\n"
 	"" },
-	{ "lastsave", 0x26000, 0, NULL, false, "nondeterministic_output", 4, 151,
-	  "$7\r\n"
-	"summary\r\n"
-	"$59\r\n"
-	"Get the UNIX time stamp of the last successful save to disk\r\n"
-	"$5\r\n"
+	{ "lastsave", 0x26000, 0, NULL, false, "nondeterministic_output", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -6444,17 +5164,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "latency", 0x8000, 0, NULL, false, "", 4, 156,
-	  "$7\r\n"
-	"summary\r\n"
-	"$44\r\n"
-	"A container for latency diagnostics commands\r\n"
-	"$5\r\n"
+	{ "latency", 0x8000, 0, NULL, false, "", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$6\r\n"
 	"2.8.13\r\n"
@@ -6462,17 +5174,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$22\r\n"
-	"Depends on subcommand.\r\n"
 	"" },
-	{ "latency|doctor", 0x2a000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_nodes\nresponse_policy:special", 4, 141,
-	  "$7\r\n"
-	"summary\r\n"
-	"$48\r\n"
-	"Return a human readable latency analysis report.\r\n"
-	"$5\r\n"
+	{ "latency|doctor", 0x2a000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_nodes\nresponse_policy:special", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$6\r\n"
 	"2.8.13\r\n"
@@ -6480,17 +5184,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "latency|graph", 0x2a000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_nodes\nresponse_policy:special", 5, 196,
-	  "$7\r\n"
-	"summary\r\n"
-	"$37\r\n"
-	"Return a latency graph for the event.\r\n"
-	"$5\r\n"
+	{ "latency|graph", 0x2a000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_nodes\nresponse_policy:special", 3, 112,
+	  "$5\r\n"
 	"since\r\n"
 	"$6\r\n"
 	"2.8.13\r\n"
@@ -6498,10 +5194,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -6515,12 +5207,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "latency|help", 0x8000, 0, NULL, false, "", 4, 143,
-	  "$7\r\n"
-	"summary\r\n"
-	"$50\r\n"
-	"Show helpful text about the different subcommands.\r\n"
-	"$5\r\n"
+	{ "latency|help", 0x8000, 0, NULL, false, "", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$6\r\n"
 	"2.8.13\r\n"
@@ -6528,17 +5216,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "latency|histogram", 0x2a000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_nodes\nresponse_policy:special", 5, 353,
-	  "$7\r\n"
-	"summary\r\n"
-	"$79\r\n"
-	"Return the cumulative distribution of latencies of a subset of commands or all.\r\n"
-	"$5\r\n"
+	{ "latency|histogram", 0x2a000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_nodes\nresponse_policy:special", 3, 150,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"7.0.0\r\n"
@@ -6546,10 +5226,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$80\r\n"
-	"O(N) where N is the number of commands with latency information being retrieved.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -6568,12 +5244,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"+optional\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "latency|history", 0x2a000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_nodes\nresponse_policy:special", 5, 206,
-	  "$7\r\n"
-	"summary\r\n"
-	"$47\r\n"
-	"Return timestamp-latency samples for the event.\r\n"
-	"$5\r\n"
+	{ "latency|history", 0x2a000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_nodes\nresponse_policy:special", 3, 112,
+	  "$5\r\n"
 	"since\r\n"
 	"$6\r\n"
 	"2.8.13\r\n"
@@ -6581,10 +5253,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -6598,12 +5266,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "latency|latest", 0x2a000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_nodes\nresponse_policy:special", 4, 142,
-	  "$7\r\n"
-	"summary\r\n"
-	"$49\r\n"
-	"Return the latest latency samples for all events.\r\n"
-	"$5\r\n"
+	{ "latency|latest", 0x2a000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_nodes\nresponse_policy:special", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$6\r\n"
 	"2.8.13\r\n"
@@ -6611,17 +5275,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "latency|reset", 0x2a000, 0, NULL, false, "request_policy:all_nodes\nresponse_policy:all_succeeded", 5, 238,
-	  "$7\r\n"
-	"summary\r\n"
-	"$42\r\n"
-	"Reset latency data for one or more events.\r\n"
-	"$5\r\n"
+	{ "latency|reset", 0x2a000, 0, NULL, false, "request_policy:all_nodes\nresponse_policy:all_succeeded", 3, 149,
+	  "$5\r\n"
 	"since\r\n"
 	"$6\r\n"
 	"2.8.13\r\n"
@@ -6629,10 +5285,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -6651,12 +5303,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"+optional\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "lcs", 0x8082, 1, ks_lcs, false, "", 5, 745,
-	  "$7\r\n"
-	"summary\r\n"
-	"$29\r\n"
-	"Find longest common substring\r\n"
-	"$5\r\n"
+	{ "lcs", 0x8082, 1, ks_lcs, false, "", 3, 609,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"7.0.0\r\n"
@@ -6664,10 +5312,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$63\r\n"
-	"O(N*M) where N and M are the lengths of s1 and s2, respectively\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*6\r\n"
@@ -6764,12 +5408,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "lolwut", 0x4002, 0, NULL, false, "", 4, 231,
-	  "$7\r\n"
-	"summary\r\n"
-	"$47\r\n"
-	"Display some computer art and the Redis version\r\n"
-	"$5\r\n"
+	{ "lolwut", 0x4002, 0, NULL, false, "", 3, 164,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"5.0.0\r\n"
@@ -6798,12 +5438,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "memory", 0x8000, 0, NULL, false, "", 4, 154,
-	  "$7\r\n"
-	"summary\r\n"
-	"$43\r\n"
-	"A container for memory diagnostics commands\r\n"
-	"$5\r\n"
+	{ "memory", 0x8000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"4.0.0\r\n"
@@ -6811,17 +5447,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$22\r\n"
-	"Depends on subcommand.\r\n"
 	"" },
-	{ "memory|doctor", 0x8000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_shards\nresponse_policy:special", 4, 122,
-	  "$7\r\n"
-	"summary\r\n"
-	"$30\r\n"
-	"Outputs memory problems report\r\n"
-	"$5\r\n"
+	{ "memory|doctor", 0x8000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_shards\nresponse_policy:special", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"4.0.0\r\n"
@@ -6829,17 +5457,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "memory|help", 0x8000, 0, NULL, false, "", 4, 141,
-	  "$7\r\n"
-	"summary\r\n"
-	"$49\r\n"
-	"Show helpful text about the different subcommands\r\n"
-	"$5\r\n"
+	{ "memory|help", 0x8000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"4.0.0\r\n"
@@ -6847,17 +5467,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "memory|malloc-stats", 0x8000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_shards\nresponse_policy:special", 4, 172,
-	  "$7\r\n"
-	"summary\r\n"
-	"$29\r\n"
-	"Show allocator internal stats\r\n"
-	"$5\r\n"
+	{ "memory|malloc-stats", 0x8000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_shards\nresponse_policy:special", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"4.0.0\r\n"
@@ -6865,17 +5477,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$54\r\n"
-	"Depends on how much memory is allocated, could be slow\r\n"
 	"" },
-	{ "memory|purge", 0x8000, 0, NULL, false, "request_policy:all_shards\nresponse_policy:all_succeeded", 4, 178,
-	  "$7\r\n"
-	"summary\r\n"
-	"$35\r\n"
-	"Ask the allocator to release memory\r\n"
-	"$5\r\n"
+	{ "memory|purge", 0x8000, 0, NULL, false, "request_policy:all_shards\nresponse_policy:all_succeeded", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"4.0.0\r\n"
@@ -6883,17 +5487,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$54\r\n"
-	"Depends on how much memory is allocated, could be slow\r\n"
 	"" },
-	{ "memory|stats", 0x8000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_shards\nresponse_policy:special", 4, 117,
-	  "$7\r\n"
-	"summary\r\n"
-	"$25\r\n"
-	"Show memory usage details\r\n"
-	"$5\r\n"
+	{ "memory|stats", 0x8000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_shards\nresponse_policy:special", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"4.0.0\r\n"
@@ -6901,17 +5497,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "memory|usage", 0x8002, 1, ks_memory_usage, false, "", 5, 345,
-	  "$7\r\n"
-	"summary\r\n"
-	"$34\r\n"
-	"Estimate the memory usage of a key\r\n"
-	"$5\r\n"
+	{ "memory|usage", 0x8002, 1, ks_memory_usage, false, "", 3, 229,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"4.0.0\r\n"
@@ -6919,10 +5507,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$38\r\n"
-	"O(N) where N is the number of samples.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -6956,12 +5540,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "mget", 0x4082, 1, ks_mget, false, "request_policy:multi_shard", 5, 284,
-	  "$7\r\n"
-	"summary\r\n"
-	"$36\r\n"
-	"Get the values of all the given keys\r\n"
-	"$5\r\n"
+	{ "mget", 0x4082, 1, ks_mget, false, "request_policy:multi_shard", 3, 157,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -6969,10 +5549,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$47\r\n"
-	"O(N) where N is the number of keys to retrieve.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -6993,12 +5569,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "migrate", 0x28005, 2, ks_migrate, true, "nondeterministic_output", 6, 1901,
-	  "$7\r\n"
-	"summary\r\n"
-	"$63\r\n"
-	"Atomically transfer a key from a Redis instance to another one.\r\n"
-	"$5\r\n"
+	{ "migrate", 0x28005, 2, ks_migrate, true, "nondeterministic_output", 3, 1353,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.6.0\r\n"
@@ -7006,33 +5578,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$223\r\n"
-	"This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed.\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~4\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"3.0.0\r\n"
-	"$39\r\n"
-	"Added the `COPY` and `REPLACE` options.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"3.0.6\r\n"
-	"$24\r\n"
-	"Added the `KEYS` option.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"4.0.7\r\n"
-	"$24\r\n"
-	"Added the `AUTH` option.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"6.0.0\r\n"
-	"$25\r\n"
-	"Added the `AUTH2` option.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*9\r\n"
@@ -7256,12 +5801,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"+optional\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "module", 0x8000, 0, NULL, false, "", 4, 142,
-	  "$7\r\n"
-	"summary\r\n"
-	"$31\r\n"
-	"A container for module commands\r\n"
-	"$5\r\n"
+	{ "module", 0x8000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"4.0.0\r\n"
@@ -7269,17 +5810,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$22\r\n"
-	"Depends on subcommand.\r\n"
 	"" },
-	{ "module|help", 0x8000, 0, NULL, false, "", 4, 141,
-	  "$7\r\n"
-	"summary\r\n"
-	"$49\r\n"
-	"Show helpful text about the different subcommands\r\n"
-	"$5\r\n"
+	{ "module|help", 0x8000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"5.0.0\r\n"
@@ -7287,17 +5820,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "module|list", 0x2a000, 0, NULL, false, "nondeterministic_output_order", 4, 171,
-	  "$7\r\n"
-	"summary\r\n"
-	"$37\r\n"
-	"List all modules loaded by the server\r\n"
-	"$5\r\n"
+	{ "module|list", 0x2a000, 0, NULL, false, "nondeterministic_output_order", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"4.0.0\r\n"
@@ -7305,17 +5830,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$45\r\n"
-	"O(N) where N is the number of loaded modules.\r\n"
 	"" },
-	{ "module|load", 0x2a000, 0, NULL, false, "", 5, 252,
-	  "$7\r\n"
-	"summary\r\n"
-	"$13\r\n"
-	"Load a module\r\n"
-	"$5\r\n"
+	{ "module|load", 0x2a000, 0, NULL, false, "", 3, 192,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"4.0.0\r\n"
@@ -7323,10 +5840,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -7354,12 +5867,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"+optional\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "module|loadex", 0x2a000, 0, NULL, false, "", 5, 599,
-	  "$7\r\n"
-	"summary\r\n"
-	"$38\r\n"
-	"Load a module with extended parameters\r\n"
-	"$5\r\n"
+	{ "module|loadex", 0x2a000, 0, NULL, false, "", 3, 514,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"7.0.0\r\n"
@@ -7367,10 +5876,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*3\r\n"
@@ -7454,12 +5959,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "module|unload", 0x2a000, 0, NULL, false, "", 5, 172,
-	  "$7\r\n"
-	"summary\r\n"
-	"$15\r\n"
-	"Unload a module\r\n"
-	"$5\r\n"
+	{ "module|unload", 0x2a000, 0, NULL, false, "", 3, 110,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"4.0.0\r\n"
@@ -7467,10 +5968,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -7484,12 +5981,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "monitor", 0x2a000, 0, NULL, false, "", 3, 124,
-	  "$7\r\n"
-	"summary\r\n"
-	"$59\r\n"
-	"Listen for all requests received by the server in real time\r\n"
-	"$5\r\n"
+	{ "monitor", 0x2a000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -7498,12 +5991,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"server\r\n"
 	"" },
-	{ "move", 0x4005, 1, ks_move, false, "", 5, 254,
-	  "$7\r\n"
-	"summary\r\n"
-	"$30\r\n"
-	"Move a key to another database\r\n"
-	"$5\r\n"
+	{ "move", 0x4005, 1, ks_move, false, "", 3, 177,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -7511,10 +6000,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -7540,12 +6025,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "mset", 0x8084, 1, ks_mset, false, "request_policy:multi_shard\nresponse_policy:all_succeeded", 5, 395,
-	  "$7\r\n"
-	"summary\r\n"
-	"$36\r\n"
-	"Set multiple keys to multiple values\r\n"
-	"$5\r\n"
+	{ "mset", 0x8084, 1, ks_mset, false, "request_policy:multi_shard\nresponse_policy:all_succeeded", 3, 273,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.1\r\n"
@@ -7553,10 +6034,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$42\r\n"
-	"O(N) where N is the number of keys to set.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -7598,12 +6075,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "msetnx", 0x8084, 1, ks_msetnx, false, "request_policy:multi_shard\nresponse_policy:agg_min", 5, 427,
-	  "$7\r\n"
-	"summary\r\n"
-	"$68\r\n"
-	"Set multiple keys to multiple values, only if none of the keys exist\r\n"
-	"$5\r\n"
+	{ "msetnx", 0x8084, 1, ks_msetnx, false, "request_policy:multi_shard\nresponse_policy:agg_min", 3, 273,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.1\r\n"
@@ -7611,10 +6084,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$42\r\n"
-	"O(N) where N is the number of keys to set.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -7656,12 +6125,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "multi", 0x84000, 0, NULL, false, "", 4, 136,
-	  "$7\r\n"
-	"summary\r\n"
-	"$37\r\n"
-	"Mark the start of a transaction block\r\n"
-	"$5\r\n"
+	{ "multi", 0x84000, 0, NULL, false, "", 2, 52,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.2.0\r\n"
@@ -7669,17 +6134,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$12\r\n"
 	"transactions\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "object", 0x8000, 0, NULL, false, "", 4, 157,
-	  "$7\r\n"
-	"summary\r\n"
-	"$45\r\n"
-	"A container for object introspection commands\r\n"
-	"$5\r\n"
+	{ "object", 0x8000, 0, NULL, false, "", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.2.3\r\n"
@@ -7687,17 +6144,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$22\r\n"
-	"Depends on subcommand.\r\n"
 	"" },
-	{ "object|encoding", 0x8003, 1, ks_object_encoding, false, "nondeterministic_output", 5, 226,
-	  "$7\r\n"
-	"summary\r\n"
-	"$47\r\n"
-	"Inspect the internal encoding of a Redis object\r\n"
-	"$5\r\n"
+	{ "object|encoding", 0x8003, 1, ks_object_encoding, false, "nondeterministic_output", 3, 132,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.2.3\r\n"
@@ -7705,10 +6154,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -7725,12 +6170,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "object|freq", 0x8003, 1, ks_object_freq, false, "nondeterministic_output", 5, 241,
-	  "$7\r\n"
-	"summary\r\n"
-	"$62\r\n"
-	"Get the logarithmic access frequency counter of a Redis object\r\n"
-	"$5\r\n"
+	{ "object|freq", 0x8003, 1, ks_object_freq, false, "nondeterministic_output", 3, 132,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"4.0.0\r\n"
@@ -7738,10 +6179,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -7758,12 +6195,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "object|help", 0x8001, 0, NULL, false, "", 4, 142,
-	  "$7\r\n"
-	"summary\r\n"
-	"$49\r\n"
-	"Show helpful text about the different subcommands\r\n"
-	"$5\r\n"
+	{ "object|help", 0x8001, 0, NULL, false, "", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.2.0\r\n"
@@ -7771,17 +6204,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "object|idletime", 0x8003, 1, ks_object_idletime, false, "nondeterministic_output", 5, 230,
-	  "$7\r\n"
-	"summary\r\n"
-	"$51\r\n"
-	"Get the time since a Redis object was last accessed\r\n"
-	"$5\r\n"
+	{ "object|idletime", 0x8003, 1, ks_object_idletime, false, "nondeterministic_output", 3, 132,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.2.3\r\n"
@@ -7789,10 +6214,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -7809,12 +6230,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "object|refcount", 0x8003, 1, ks_object_refcount, false, "nondeterministic_output", 5, 231,
-	  "$7\r\n"
-	"summary\r\n"
-	"$52\r\n"
-	"Get the number of references to the value of the key\r\n"
-	"$5\r\n"
+	{ "object|refcount", 0x8003, 1, ks_object_refcount, false, "nondeterministic_output", 3, 132,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.2.3\r\n"
@@ -7822,10 +6239,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -7842,12 +6255,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "persist", 0x4005, 1, ks_persist, false, "", 5, 211,
-	  "$7\r\n"
-	"summary\r\n"
-	"$32\r\n"
-	"Remove the expiration from a key\r\n"
-	"$5\r\n"
+	{ "persist", 0x4005, 1, ks_persist, false, "", 3, 132,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.2.0\r\n"
@@ -7855,10 +6264,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -7875,12 +6280,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "pexpire", 0x4005, 1, ks_pexpire, false, "", 6, 744,
-	  "$7\r\n"
-	"summary\r\n"
-	"$40\r\n"
-	"Set a key's time to live in milliseconds\r\n"
-	"$5\r\n"
+	{ "pexpire", 0x4005, 1, ks_pexpire, false, "", 3, 577,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.6.0\r\n"
@@ -7888,18 +6289,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"7.0.0\r\n"
-	"$41\r\n"
-	"Added options: `NX`, `XX`, `GT` and `LT`.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*3\r\n"
@@ -7997,12 +6386,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$2\r\n"
 	"LT\r\n"
 	"" },
-	{ "pexpireat", 0x4005, 1, ks_pexpireat, false, "", 6, 790,
-	  "$7\r\n"
-	"summary\r\n"
-	"$74\r\n"
-	"Set the expiration for a key as a UNIX timestamp specified in milliseconds\r\n"
-	"$5\r\n"
+	{ "pexpireat", 0x4005, 1, ks_pexpireat, false, "", 3, 589,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.6.0\r\n"
@@ -8010,18 +6395,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"7.0.0\r\n"
-	"$41\r\n"
-	"Added options: `NX`, `XX`, `GT` and `LT`.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*3\r\n"
@@ -8119,12 +6492,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$2\r\n"
 	"LT\r\n"
 	"" },
-	{ "pexpiretime", 0x4003, 1, ks_pexpiretime, false, "", 5, 238,
-	  "$7\r\n"
-	"summary\r\n"
-	"$59\r\n"
-	"Get the expiration Unix timestamp for a key in milliseconds\r\n"
-	"$5\r\n"
+	{ "pexpiretime", 0x4003, 1, ks_pexpiretime, false, "", 3, 132,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"7.0.0\r\n"
@@ -8132,10 +6501,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -8152,12 +6517,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "ping", 0x44000, 0, NULL, false, "request_policy:all_shards\nresponse_policy:all_succeeded", 5, 206,
-	  "$7\r\n"
-	"summary\r\n"
-	"$15\r\n"
-	"Ping the server\r\n"
-	"$5\r\n"
+	{ "ping", 0x44000, 0, NULL, false, "request_policy:all_shards\nresponse_policy:all_succeeded", 3, 144,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -8165,10 +6526,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -8186,12 +6543,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "psetex", 0x8084, 1, ks_psetex, false, "", 5, 334,
-	  "$7\r\n"
-	"summary\r\n"
-	"$53\r\n"
-	"Set the value and expiration in milliseconds of a key\r\n"
-	"$5\r\n"
+	{ "psetex", 0x8084, 1, ks_psetex, false, "", 3, 234,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.6.0\r\n"
@@ -8199,10 +6552,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*3\r\n"
@@ -8237,12 +6586,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "psync", 0x2a000, 0, NULL, false, "", 4, 226,
-	  "$7\r\n"
-	"summary\r\n"
-	"$37\r\n"
-	"Internal command used for replication\r\n"
-	"$5\r\n"
+	{ "psync", 0x2a000, 0, NULL, false, "", 3, 169,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.8.0\r\n"
@@ -8272,12 +6617,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "pttl", 0x4003, 1, ks_pttl, false, "nondeterministic_output", 6, 283,
-	  "$7\r\n"
-	"summary\r\n"
-	"$46\r\n"
-	"Get the time to live for a key in milliseconds\r\n"
-	"$5\r\n"
+	{ "pttl", 0x4003, 1, ks_pttl, false, "nondeterministic_output", 3, 132,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.6.0\r\n"
@@ -8285,18 +6626,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"2.8.0\r\n"
-	"$19\r\n"
-	"Added the -2 reply.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -8313,12 +6642,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "quit", 0x44000, 0, NULL, false, "", 4, 117,
-	  "$7\r\n"
-	"summary\r\n"
-	"$20\r\n"
-	"Close the connection\r\n"
-	"$5\r\n"
+	{ "quit", 0x44000, 0, NULL, false, "", 2, 50,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -8326,17 +6651,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "randomkey", 0x8003, 0, NULL, false, "request_policy:all_shards\nnondeterministic_output", 4, 130,
-	  "$7\r\n"
-	"summary\r\n"
-	"$37\r\n"
-	"Return a random key from the keyspace\r\n"
-	"$5\r\n"
+	{ "randomkey", 0x8003, 0, NULL, false, "request_policy:all_shards\nnondeterministic_output", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -8344,17 +6661,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "readonly", 0x44000, 0, NULL, false, "", 4, 156,
-	  "$7\r\n"
-	"summary\r\n"
-	"$63\r\n"
-	"Enables read queries for a connection to a cluster replica node\r\n"
-	"$5\r\n"
+	{ "readonly", 0x44000, 0, NULL, false, "", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -8362,17 +6671,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "readwrite", 0x44000, 0, NULL, false, "", 4, 157,
-	  "$7\r\n"
-	"summary\r\n"
-	"$64\r\n"
-	"Disables read queries for a connection to a cluster replica node\r\n"
-	"$5\r\n"
+	{ "readwrite", 0x44000, 0, NULL, false, "", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -8380,17 +6681,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "rename", 0x8005, 2, ks_rename, false, "", 5, 261,
-	  "$7\r\n"
-	"summary\r\n"
-	"$12\r\n"
-	"Rename a key\r\n"
-	"$5\r\n"
+	{ "rename", 0x8005, 2, ks_rename, false, "", 3, 202,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -8398,10 +6691,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -8430,12 +6719,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":1\r\n"
 	"" },
-	{ "renamenx", 0x4005, 2, ks_renamenx, false, "", 6, 422,
-	  "$7\r\n"
-	"summary\r\n"
-	"$48\r\n"
-	"Rename a key, only if the new key does not exist\r\n"
-	"$5\r\n"
+	{ "renamenx", 0x4005, 2, ks_renamenx, false, "", 3, 202,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -8443,18 +6728,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"3.2.0\r\n"
-	"$86\r\n"
-	"The command no longer returns an error when source and destination names are the same.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -8483,12 +6756,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":1\r\n"
 	"" },
-	{ "replconf", 0x2a000, 0, NULL, false, "", 5, 178,
-	  "$7\r\n"
-	"summary\r\n"
-	"$58\r\n"
-	"An internal command for configuring the replication stream\r\n"
-	"$5\r\n"
+	{ "replconf", 0x2a000, 0, NULL, false, "", 3, 73,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -8496,21 +6765,13 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"doc_flags\r\n"
 	"~1\r\n"
 	"+syscmd\r\n"
 	"" },
-	{ "replicaof", 0x2a000, 0, NULL, false, "", 5, 612,
-	  "$7\r\n"
-	"summary\r\n"
-	"$71\r\n"
-	"Make the server a replica of another instance, or promote it as master.\r\n"
-	"$5\r\n"
+	{ "replicaof", 0x2a000, 0, NULL, false, "", 3, 494,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"5.0.0\r\n"
@@ -8518,10 +6779,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -8606,12 +6863,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$3\r\n"
 	"ONE\r\n"
 	"" },
-	{ "reset", 0x44000, 0, NULL, false, "", 4, 117,
-	  "$7\r\n"
-	"summary\r\n"
-	"$20\r\n"
-	"Reset the connection\r\n"
-	"$5\r\n"
+	{ "reset", 0x44000, 0, NULL, false, "", 2, 50,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.2.0\r\n"
@@ -8619,17 +6872,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "restore", 0x28005, 1, ks_restore, false, "", 6, 1423,
-	  "$7\r\n"
-	"summary\r\n"
-	"$81\r\n"
-	"Create a key using the provided serialized value, previously obtained using DUMP.\r\n"
-	"$5\r\n"
+	{ "restore", 0x28005, 1, ks_restore, false, "", 3, 731,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.6.0\r\n"
@@ -8637,28 +6882,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$386\r\n"
-	"O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~3\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"3.0.0\r\n"
-	"$29\r\n"
-	"Added the `REPLACE` modifier.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"5.0.0\r\n"
-	"$28\r\n"
-	"Added the `ABSTTL` modifier.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"5.0.0\r\n"
-	"$40\r\n"
-	"Added the `IDLETIME` and `FREQ` options.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*7\r\n"
@@ -8777,12 +7000,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "restore-asking", 0x28005, 1, ks_restore_asking, false, "", 7, 1420,
-	  "$7\r\n"
-	"summary\r\n"
-	"$51\r\n"
-	"An internal command for migrating keys in a cluster\r\n"
-	"$5\r\n"
+	{ "restore-asking", 0x28005, 1, ks_restore_asking, false, "", 4, 758,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -8790,32 +7009,10 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$386\r\n"
-	"O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).\r\n"
 	"$9\r\n"
 	"doc_flags\r\n"
 	"~1\r\n"
 	"+syscmd\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~3\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"3.0.0\r\n"
-	"$29\r\n"
-	"Added the `REPLACE` modifier.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"5.0.0\r\n"
-	"$28\r\n"
-	"Added the `ABSTTL` modifier.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"5.0.0\r\n"
-	"$40\r\n"
-	"Added the `IDLETIME` and `FREQ` options.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*7\r\n"
@@ -8934,12 +7131,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "role", 0x26000, 0, NULL, false, "", 4, 154,
-	  "$7\r\n"
-	"summary\r\n"
-	"$61\r\n"
-	"Return the role of the instance in the context of replication\r\n"
-	"$5\r\n"
+	{ "role", 0x26000, 0, NULL, false, "", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$6\r\n"
 	"2.8.12\r\n"
@@ -8947,17 +7140,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "save", 0x2a000, 0, NULL, false, "", 4, 184,
-	  "$7\r\n"
-	"summary\r\n"
-	"$38\r\n"
-	"Synchronously save the dataset to disk\r\n"
-	"$5\r\n"
+	{ "save", 0x2a000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -8965,17 +7150,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$57\r\n"
-	"O(N) where N is the total number of keys in all databases\r\n"
 	"" },
-	{ "scan", 0x8003, 0, NULL, false, "nondeterministic_output\nrequest_policy:special", 6, 740,
-	  "$7\r\n"
-	"summary\r\n"
-	"$36\r\n"
-	"Incrementally iterate the keys space\r\n"
-	"$5\r\n"
+	{ "scan", 0x8003, 0, NULL, false, "nondeterministic_output\nrequest_policy:special", 3, 423,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.8.0\r\n"
@@ -8983,18 +7160,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$169\r\n"
-	"O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"6.0.0\r\n"
-	"$28\r\n"
-	"Added the `TYPE` subcommand.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*4\r\n"
@@ -9063,12 +7228,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "select", 0x44000, 0, NULL, false, "", 5, 219,
-	  "$7\r\n"
-	"summary\r\n"
-	"$55\r\n"
-	"Change the selected database for the current connection\r\n"
-	"$5\r\n"
+	{ "select", 0x44000, 0, NULL, false, "", 3, 117,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -9076,10 +7237,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -9093,12 +7250,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "set", 0x8084, 1, ks_set, false, "", 6, 1504,
-	  "$7\r\n"
-	"summary\r\n"
-	"$29\r\n"
-	"Set the string value of a key\r\n"
-	"$5\r\n"
+	{ "set", 0x8084, 1, ks_set, false, "", 3, 1154,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -9106,33 +7259,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~4\r\n"
-	"*2\r\n"
-	"$6\r\n"
-	"2.6.12\r\n"
-	"$44\r\n"
-	"Added the `EX`, `PX`, `NX` and `XX` options.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"6.0.0\r\n"
-	"$27\r\n"
-	"Added the `KEEPTTL` option.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"6.2.0\r\n"
-	"$42\r\n"
-	"Added the `GET`, `EXAT` and `PXAT` option.\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"7.0.0\r\n"
-	"$55\r\n"
-	"Allowed the `NX` and `GET` options to be used together.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*5\r\n"
@@ -9326,12 +7452,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$5\r\n"
 	"6.0.0\r\n"
 	"" },
-	{ "setbit", 0x8104, 1, ks_setbit, false, "", 5, 341,
-	  "$7\r\n"
-	"summary\r\n"
-	"$66\r\n"
-	"Sets or clears the bit at offset in the string value stored at key\r\n"
-	"$5\r\n"
+	{ "setbit", 0x8104, 1, ks_setbit, false, "", 3, 228,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.2.0\r\n"
@@ -9339,10 +7461,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"bitmap\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*3\r\n"
@@ -9377,12 +7495,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "setex", 0x8084, 1, ks_setex, false, "", 5, 312,
-	  "$7\r\n"
-	"summary\r\n"
-	"$37\r\n"
-	"Set the value and expiration of a key\r\n"
-	"$5\r\n"
+	{ "setex", 0x8084, 1, ks_setex, false, "", 3, 228,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.0.0\r\n"
@@ -9390,10 +7504,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*3\r\n"
@@ -9428,12 +7538,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "setnx", 0x4084, 1, ks_setnx, false, "", 5, 279,
-	  "$7\r\n"
-	"summary\r\n"
-	"$54\r\n"
-	"Set the value of a key, only if the key does not exist\r\n"
-	"$5\r\n"
+	{ "setnx", 0x4084, 1, ks_setnx, false, "", 3, 178,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -9441,10 +7547,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -9470,12 +7572,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "setrange", 0x8084, 1, ks_setrange, false, "", 5, 553,
-	  "$7\r\n"
-	"summary\r\n"
-	"$66\r\n"
-	"Overwrite part of a string at key starting at the specified offset\r\n"
-	"$5\r\n"
+	{ "setrange", 0x8084, 1, ks_setrange, false, "", 3, 227,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.2.0\r\n"
@@ -9483,10 +7581,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$215\r\n"
-	"O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*3\r\n"
@@ -9521,12 +7615,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"string\r\n"
 	"" },
-	{ "shutdown", 0x2a000, 0, NULL, false, "", 6, 974,
-	  "$7\r\n"
-	"summary\r\n"
-	"$68\r\n"
-	"Synchronously save the dataset to disk and then shut down the server\r\n"
-	"$5\r\n"
+	{ "shutdown", 0x2a000, 0, NULL, false, "", 3, 672,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -9534,18 +7624,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$103\r\n"
-	"O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"7.0.0\r\n"
-	"$47\r\n"
-	"Added the `NOW`, `FORCE` and `ABORT` modifiers.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*4\r\n"
@@ -9655,12 +7733,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "slaveof", 0x2a000, 0, NULL, false, "", 8, 714,
-	  "$7\r\n"
-	"summary\r\n"
-	"$71\r\n"
-	"Make the server a replica of another instance, or promote it as master.\r\n"
-	"$5\r\n"
+	{ "slaveof", 0x2a000, 0, NULL, false, "", 6, 596,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -9668,10 +7742,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"doc_flags\r\n"
 	"~1\r\n"
@@ -9768,12 +7838,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$3\r\n"
 	"ONE\r\n"
 	"" },
-	{ "slowlog", 0x8000, 0, NULL, false, "", 4, 145,
-	  "$7\r\n"
-	"summary\r\n"
-	"$33\r\n"
-	"A container for slow log commands\r\n"
-	"$5\r\n"
+	{ "slowlog", 0x8000, 0, NULL, false, "", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$6\r\n"
 	"2.2.12\r\n"
@@ -9781,17 +7847,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$22\r\n"
-	"Depends on subcommand.\r\n"
 	"" },
-	{ "slowlog|get", 0x2a000, 0, NULL, false, "request_policy:all_nodes\nnondeterministic_output", 6, 346,
-	  "$7\r\n"
-	"summary\r\n"
-	"$26\r\n"
-	"Get the slow log's entries\r\n"
-	"$5\r\n"
+	{ "slowlog|get", 0x2a000, 0, NULL, false, "request_policy:all_nodes\nnondeterministic_output", 3, 139,
+	  "$5\r\n"
 	"since\r\n"
 	"$6\r\n"
 	"2.2.12\r\n"
@@ -9799,18 +7857,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$46\r\n"
-	"O(N) where N is the number of entries returned\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"4.0.0\r\n"
-	"$52\r\n"
-	"Added client IP address, port and name to the reply.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -9828,12 +7874,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "slowlog|help", 0x8000, 0, NULL, false, "", 4, 141,
-	  "$7\r\n"
-	"summary\r\n"
-	"$49\r\n"
-	"Show helpful text about the different subcommands\r\n"
-	"$5\r\n"
+	{ "slowlog|help", 0x8000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"6.2.0\r\n"
@@ -9841,17 +7883,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "slowlog|len", 0x2a000, 0, NULL, false, "request_policy:all_nodes\nresponse_policy:agg_sum\nnondeterministic_output", 4, 118,
-	  "$7\r\n"
-	"summary\r\n"
-	"$25\r\n"
-	"Get the slow log's length\r\n"
-	"$5\r\n"
+	{ "slowlog|len", 0x2a000, 0, NULL, false, "request_policy:all_nodes\nresponse_policy:agg_sum\nnondeterministic_output", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$6\r\n"
 	"2.2.12\r\n"
@@ -9859,17 +7893,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "slowlog|reset", 0x2a000, 0, NULL, false, "request_policy:all_nodes\nresponse_policy:all_succeeded", 4, 177,
-	  "$7\r\n"
-	"summary\r\n"
-	"$35\r\n"
-	"Clear all entries from the slow log\r\n"
-	"$5\r\n"
+	{ "slowlog|reset", 0x2a000, 0, NULL, false, "request_policy:all_nodes\nresponse_policy:all_succeeded", 2, 46,
+	  "$5\r\n"
 	"since\r\n"
 	"$6\r\n"
 	"2.2.12\r\n"
@@ -9877,17 +7903,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$52\r\n"
-	"O(N) where N is the number of entries in the slowlog\r\n"
 	"" },
-	{ "sort", 0x2803c, 3, ks_sort, true, "", 5, 1337,
-	  "$7\r\n"
-	"summary\r\n"
-	"$46\r\n"
-	"Sort the elements in a list, set or sorted set\r\n"
-	"$5\r\n"
+	{ "sort", 0x2803c, 3, ks_sort, true, "", 3, 1078,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -9895,10 +7913,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$168\r\n"
-	"O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*7\r\n"
@@ -10074,12 +8088,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "sort_ro", 0x2803a, 2, ks_sort_ro, true, "", 5, 1241,
-	  "$7\r\n"
-	"summary\r\n"
-	"$74\r\n"
-	"Sort the elements in a list, set or sorted set. Read-only variant of SORT.\r\n"
-	"$5\r\n"
+	{ "sort_ro", 0x2803a, 2, ks_sort_ro, true, "", 3, 954,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"7.0.0\r\n"
@@ -10087,10 +8097,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$168\r\n"
-	"O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*6\r\n"
@@ -10246,12 +8252,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+optional\r\n"
 	"" },
-	{ "strlen", 0x4082, 1, ks_strlen, false, "", 5, 221,
-	  "$7\r\n"
-	"summary\r\n"
-	"$43\r\n"
-	"Get the length of the value stored in a key\r\n"
-	"$5\r\n"
+	{ "strlen", 0x4082, 1, ks_strlen, false, "", 3, 131,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.2.0\r\n"
@@ -10259,10 +8261,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -10279,12 +8277,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "substr", 0x8082, 1, ks_substr, false, "", 8, 647,
-	  "$7\r\n"
-	"summary\r\n"
-	"$45\r\n"
-	"Get a substring of the string stored at a key\r\n"
-	"$5\r\n"
+	{ "substr", 0x8082, 1, ks_substr, false, "", 6, 326,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -10292,10 +8286,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$231\r\n"
-	"O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.\r\n"
 	"$9\r\n"
 	"doc_flags\r\n"
 	"~1\r\n"
@@ -10342,12 +8332,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "swapdb", 0x24005, 0, NULL, false, "", 5, 317,
-	  "$7\r\n"
-	"summary\r\n"
-	"$25\r\n"
-	"Swaps two Redis databases\r\n"
-	"$5\r\n"
+	{ "swapdb", 0x24005, 0, NULL, false, "", 3, 162,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"4.0.0\r\n"
@@ -10355,10 +8341,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$86\r\n"
-	"O(N) where N is the count of clients watching or blocking on keys from both databases.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -10381,12 +8363,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "sync", 0x2a000, 0, NULL, false, "", 3, 102,
-	  "$7\r\n"
-	"summary\r\n"
-	"$37\r\n"
-	"Internal command used for replication\r\n"
-	"$5\r\n"
+	{ "sync", 0x2a000, 0, NULL, false, "", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -10395,12 +8373,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$6\r\n"
 	"server\r\n"
 	"" },
-	{ "time", 0x4000, 0, NULL, false, "nondeterministic_output", 4, 122,
-	  "$7\r\n"
-	"summary\r\n"
-	"$30\r\n"
-	"Return the current server time\r\n"
-	"$5\r\n"
+	{ "time", 0x4000, 0, NULL, false, "nondeterministic_output", 2, 45,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.6.0\r\n"
@@ -10408,17 +8382,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "touch", 0x4003, 1, ks_touch, false, "request_policy:multi_shard\nresponse_policy:agg_sum", 5, 345,
-	  "$7\r\n"
-	"summary\r\n"
-	"$87\r\n"
-	"Alters the last access time of a key(s). Returns the number of existing keys specified.\r\n"
-	"$5\r\n"
+	{ "touch", 0x4003, 1, ks_touch, false, "request_policy:multi_shard\nresponse_policy:agg_sum", 3, 158,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.2.1\r\n"
@@ -10426,10 +8392,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$56\r\n"
-	"O(N) where N is the number of keys that will be touched.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -10450,12 +8412,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "ttl", 0x4003, 1, ks_ttl, false, "nondeterministic_output", 6, 278,
-	  "$7\r\n"
-	"summary\r\n"
-	"$41\r\n"
-	"Get the time to live for a key in seconds\r\n"
-	"$5\r\n"
+	{ "ttl", 0x4003, 1, ks_ttl, false, "nondeterministic_output", 3, 132,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -10463,18 +8421,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
-	"$7\r\n"
-	"history\r\n"
-	"~1\r\n"
-	"*2\r\n"
-	"$5\r\n"
-	"2.8.0\r\n"
-	"$19\r\n"
-	"Added the -2 reply.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -10491,12 +8437,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "type", 0x4003, 1, ks_type, false, "", 5, 211,
-	  "$7\r\n"
-	"summary\r\n"
-	"$32\r\n"
-	"Determine the type stored at key\r\n"
-	"$5\r\n"
+	{ "type", 0x4003, 1, ks_type, false, "", 3, 132,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"1.0.0\r\n"
@@ -10504,10 +8446,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -10524,12 +8462,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"key_spec_index\r\n"
 	":0\r\n"
 	"" },
-	{ "unlink", 0x4005, 1, ks_unlink, false, "request_policy:multi_shard\nresponse_policy:agg_sum", 5, 503,
-	  "$7\r\n"
-	"summary\r\n"
-	"$93\r\n"
-	"Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.\r\n"
-	"$5\r\n"
+	{ "unlink", 0x4005, 1, ks_unlink, false, "request_policy:multi_shard\nresponse_policy:agg_sum", 3, 158,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"4.0.0\r\n"
@@ -10537,10 +8471,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$207\r\n"
-	"O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"
@@ -10561,12 +8491,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~1\r\n"
 	"+multiple\r\n"
 	"" },
-	{ "unwatch", 0x84000, 0, NULL, false, "", 4, 128,
-	  "$7\r\n"
-	"summary\r\n"
-	"$29\r\n"
-	"Forget about all watched keys\r\n"
-	"$5\r\n"
+	{ "unwatch", 0x84000, 0, NULL, false, "", 2, 52,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.2.0\r\n"
@@ -10574,17 +8500,9 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$12\r\n"
 	"transactions\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"" },
-	{ "wait", 0x48000, 0, NULL, false, "request_policy:all_shards\nresponse_policy:agg_min", 5, 326,
-	  "$7\r\n"
-	"summary\r\n"
-	"$108\r\n"
-	"Wait for the synchronous replication of all the write commands sent in the context of the current connection\r\n"
-	"$5\r\n"
+	{ "wait", 0x48000, 0, NULL, false, "request_policy:all_shards\nresponse_policy:agg_min", 3, 170,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"3.0.0\r\n"
@@ -10592,10 +8510,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$4\r\n"
-	"O(1)\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*2\r\n"
@@ -10618,12 +8532,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$7\r\n"
 	"integer\r\n"
 	"" },
-	{ "watch", 0x84000, 1, ks_watch, false, "", 5, 294,
-	  "$7\r\n"
-	"summary\r\n"
-	"$67\r\n"
-	"Watch the given keys to determine execution of the MULTI/EXEC block\r\n"
-	"$5\r\n"
+	{ "watch", 0x84000, 1, ks_watch, false, "", 3, 164,
+	  "$5\r\n"
 	"since\r\n"
 	"$5\r\n"
 	"2.2.0\r\n"
@@ -10631,10 +8541,6 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$12\r\n"
 	"transactions\r\n"
-	"$10\r\n"
-	"complexity\r\n"
-	"$19\r\n"
-	"O(1) for every key.\r\n"
 	"$9\r\n"
 	"arguments\r\n"
 	"*1\r\n"

@@ -831,10 +831,10 @@ static bool runs_now(const struct kv_cmd_rt *rt)
 
 /* name, arity, flags, group, summary, handler, first key, last key, step */
 const struct kv_cmd kv_cmds_multi[] = {
-	{ "multi", 1, "noscript loading stale fast allow_busy", "transactions", "Starts a transaction.", cmd_multi, 0, 0, 0 },
-	{ "exec", 1, "noscript loading stale skip_slowlog", "transactions", "Executes all commands in a transaction.", cmd_exec, 0, 0, 0 },
-	{ "discard", 1, "noscript loading stale fast allow_busy", "transactions", "Discards a transaction.", cmd_discard, 0, 0, 0 },
-	{ "watch", -2, "noscript loading stale fast allow_busy", "transactions", "Monitors changes to keys to determine the execution of a transaction.", cmd_watch, 1, -1, 1 },
-	{ "unwatch", 1, "noscript loading stale fast allow_busy", "transactions", "Forgets about watched keys of a transaction.", cmd_unwatch, 0, 0, 0 },
+	{ "multi", 1, "noscript loading stale fast allow_busy", "transactions", "Opens a transaction: the commands that follow are queued until EXEC.", cmd_multi, 0, 0, 0 },
+	{ "exec", 1, "noscript loading stale skip_slowlog", "transactions", "Runs the queued commands together, or none of them if a watched key changed.", cmd_exec, 0, 0, 0 },
+	{ "discard", 1, "noscript loading stale fast allow_busy", "transactions", "Drops the queued commands and closes the transaction.", cmd_discard, 0, 0, 0 },
+	{ "watch", -2, "noscript loading stale fast allow_busy", "transactions", "Makes the next EXEC run nothing if one of these keys changes before it.", cmd_watch, 1, -1, 1 },
+	{ "unwatch", 1, "noscript loading stale fast allow_busy", "transactions", "Stops watching every key.", cmd_unwatch, 0, 0, 0 },
 	{ 0 }
 };

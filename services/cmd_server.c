@@ -3,8 +3,9 @@
  * its data: INFO, CONFIG, COMMAND, TIME, LASTSAVE, SAVE, BGSAVE, WAIT,
  * SHUTDOWN, CLUSTER, and the limit CONFIG SET maxmemory puts on writes.
  * (The connection's own commands are in cmd_conn.c; SCAN and KEYS in
- * cmd_keyspace.c.) COMMAND's metadata beyond the rows is Redis's, from
- * cmd_meta.c.
+ * cmd_keyspace.c.) COMMAND's interface facts beyond the rows (ACL
+ * categories, key specs, tips, DOCS's arguments and versions) are
+ * Redis's reference's, from cmd_meta.c; DOCS's summaries are the rows'.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -205,11 +206,7 @@ static void out_keyspecs(struct resp_out *o, const struct kv_cmd_rt *rt, int pro
 	out_head(o, '~', proto, n);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct kv_keyspec *k = &ks[i];
-		out_head(o, '%', proto, 3 + (k->notes != NULL));
-		if (k->notes) {
-			out_str(o, "notes");
-			out_str(o, k->notes);
-		}
+		out_head(o, '%', proto, 3);
 		out_str(o, "flags");
 		out_keyflags(o, k->flags, proto);
 		out_str(o, "begin_search");
@@ -313,16 +310,17 @@ static void command_info(struct resp_out *o, const struct kv_cmd_rt *rt, int pro
 		command_info(o, sub_at(rt, i), proto);
 }
 
+/* The row's summary, then cmd_meta.c's pairs (since, group, doc flags,
+ * deprecation, arguments) or, without them, the row's group. */
 static void command_docs(struct resp_out *o, const struct kv_cmd_rt *rt, int proto)
 {
 	const struct kv_cmd_meta *m = rt->meta;
-	uint32_t n = m ? m->ndocs : 2;
-	out_head(o, '%', proto, n + (rt->nsubs > 0));
+	out_head(o, '%', proto, 1 + (m ? m->ndocs : 1) + (rt->nsubs > 0));
+	out_str(o, "summary");
+	out_str(o, rt->c->summary);
 	if (m) {
 		out_resp3(o, m->docs, m->docs_len, proto);
 	} else {
-		out_str(o, "summary");
-		out_str(o, rt->c->summary);
 		out_str(o, "group");
 		out_str(o, rt->c->group);
 	}
@@ -1539,37 +1537,37 @@ static void cmd_cluster(struct resp_ctx *x, struct kv *kv, const struct paste_re
 /* name, arity, flags, group, summary, handler, first key, last key, step.
  * A container's subcommands follow it. */
 const struct kv_cmd kv_cmds_server[] = {
-	{ "info", -1, "loading stale", "server", "Returns information and statistics about the server.", cmd_info, 0, 0, 0 },
-	{ "config", -2, "", "server", "A container for server configuration commands.", NULL, 0, 0, 0 },
-	{ "config|get", -3, "admin noscript loading stale", "server", "Returns the effective values of configuration parameters.", cmd_config_get, 0, 0, 0 },
-	{ "config|set", -4, "admin noscript loading stale", "server", "Sets configuration parameters in-flight.", cmd_config_set, 0, 0, 0 },
-	{ "config|resetstat", 2, "admin noscript loading stale", "server", "Resets the server's statistics.", cmd_config_resetstat, 0, 0, 0 },
-	{ "config|rewrite", 2, "admin noscript loading stale", "server", "Persists the effective configuration to file.", cmd_config_rewrite, 0, 0, 0 },
-	{ "config|help", 2, "loading stale", "server", "Returns helpful text about the different subcommands.", cmd_config_help, 0, 0, 0 },
-	{ "command", -1, "loading stale", "server", "Returns detailed information about all commands.", cmd_command, 0, 0, 0 },
-	{ "command|count", 2, "loading stale", "server", "Returns a count of commands.", cmd_command_sub, 0, 0, 0 },
-	{ "command|docs", -2, "loading stale", "server", "Returns documentary information about one, multiple or all commands.", cmd_command_sub, 0, 0, 0 },
-	{ "command|getkeys", -4, "loading stale", "server", "Extracts the key names from an arbitrary command.", cmd_command_sub, 0, 0, 0 },
-	{ "command|getkeysandflags", -4, "loading stale", "server", "Extracts the key names and access flags for an arbitrary command.", cmd_command_sub, 0, 0, 0 },
-	{ "command|help", 2, "loading stale", "server", "Returns helpful text about the different subcommands.", cmd_command_sub, 0, 0, 0 },
-	{ "command|info", -2, "loading stale", "server", "Returns information about one, multiple or all commands.", cmd_command_sub, 0, 0, 0 },
-	{ "command|list", -2, "loading stale", "server", "Returns a list of command names.", cmd_command_sub, 0, 0, 0 },
-	{ "time", 1, "loading stale fast", "server", "Returns the server time.", cmd_time, 0, 0, 0 },
-	{ "lastsave", 1, "loading stale fast", "server", "Returns the Unix timestamp of the last successful save to disk.", cmd_lastsave, 0, 0, 0 },
-	{ "save", 1, "admin noscript no_async_loading no_multi", "server", "Synchronously saves the database(s) to disk.", cmd_save, 0, 0, 0 },
-	{ "bgsave", -1, "admin noscript no_async_loading", "server", "Asynchronously saves the database(s) to disk.", cmd_save, 0, 0, 0 },
-	{ "bgrewriteaof", 1, "admin noscript no_async_loading", "server", "Asynchronously rewrites the append-only file to disk.", cmd_save, 0, 0, 0 },
-	{ "wait", 3, "noscript", "generic", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", cmd_wait, 0, 0, 0 },
-	{ "shutdown", -1, "admin noscript loading stale no_multi allow_busy", "server", "Synchronously saves the database(s) to disk and shuts down the Redis server.", cmd_shutdown, 0, 0, 0 },
-	{ "cluster", -2, "", "cluster", "A container for Redis Cluster commands.", NULL, 0, 0, 0 },
-	{ "cluster|info", 2, "stale", "cluster", "Returns information about the state of a node.", cmd_cluster, 0, 0, 0 },
-	{ "cluster|keyslot", 3, "stale", "cluster", "Returns the hash slot for a key.", cmd_cluster, 0, 0, 0 },
-	{ "cluster|nodes", 2, "stale", "cluster", "Returns the cluster configuration for a node.", cmd_cluster, 0, 0, 0 },
-	{ "cluster|slots", 2, "stale", "cluster", "Returns the mapping of cluster slots to nodes.", cmd_cluster, 0, 0, 0 },
-	{ "cluster|shards", 2, "stale", "cluster", "Returns the mapping of cluster slots to shards.", cmd_cluster, 0, 0, 0 },
-	{ "cluster|myid", 2, "stale", "cluster", "Returns the ID of a node.", cmd_cluster, 0, 0, 0 },
-	{ "cluster|help", 2, "loading stale", "cluster", "Returns helpful text about the different subcommands.", cmd_cluster, 0, 0, 0 },
-	{ "hello", -1, "noscript loading stale fast no_auth allow_busy", "connection", "Handshakes with the Redis server.", NULL, 0, 0, 0 },
-	{ "quit", -1, "noscript loading stale fast no_auth allow_busy", "connection", "Closes the connection.", NULL, 0, 0, 0 },
+	{ "info", -1, "loading stale", "server", "The server's state and counters, by section.", cmd_info, 0, 0, 0 },
+	{ "config", -2, "", "server", "CONFIG subcommands: settings read and changed while pkvs runs.", NULL, 0, 0, 0 },
+	{ "config|get", -3, "admin noscript loading stale", "server", "The settings whose names match glob patterns, with their values.", cmd_config_get, 0, 0, 0 },
+	{ "config|set", -4, "admin noscript loading stale", "server", "Changes settings now: pkvs applies some, keeps others only to read back, and refuses those fixed at its start.", cmd_config_set, 0, 0, 0 },
+	{ "config|resetstat", 2, "admin noscript loading stale", "server", "Sets the counters INFO reports back to zero.", cmd_config_resetstat, 0, 0, 0 },
+	{ "config|rewrite", 2, "admin noscript loading stale", "server", "Answers the error of a server without a config file: pkvs never rewrites its --config file.", cmd_config_rewrite, 0, 0, 0 },
+	{ "config|help", 2, "loading stale", "server", "Lists CONFIG's subcommands.", cmd_config_help, 0, 0, 0 },
+	{ "command", -1, "loading stale", "server", "Describes every command pkvs has.", cmd_command, 0, 0, 0 },
+	{ "command|count", 2, "loading stale", "server", "How many commands pkvs has.", cmd_command_sub, 0, 0, 0 },
+	{ "command|docs", -2, "loading stale", "server", "Documentation of commands: pkvs's summary, group, versions and argument grammar.", cmd_command_sub, 0, 0, 0 },
+	{ "command|getkeys", -4, "loading stale", "server", "Which arguments of a whole command are keys.", cmd_command_sub, 0, 0, 0 },
+	{ "command|getkeysandflags", -4, "loading stale", "server", "Which arguments of a whole command are keys, and what it does to each.", cmd_command_sub, 0, 0, 0 },
+	{ "command|help", 2, "loading stale", "server", "Lists COMMAND's subcommands.", cmd_command_sub, 0, 0, 0 },
+	{ "command|info", -2, "loading stale", "server", "Describes the named commands: arity, flags, keys, ACL categories, key specifications.", cmd_command_sub, 0, 0, 0 },
+	{ "command|list", -2, "loading stale", "server", "Names the commands, optionally only those of an ACL category, a pattern or a module.", cmd_command_sub, 0, 0, 0 },
+	{ "time", 1, "loading stale fast", "server", "The server's clock: Unix seconds and the microseconds past them.", cmd_time, 0, 0, 0 },
+	{ "lastsave", 1, "loading stale fast", "server", "The Unix time of the last SAVE, BGSAVE or BGREWRITEAOF, or of pkvs's start before any.", cmd_lastsave, 0, 0, 0 },
+	{ "save", 1, "admin noscript no_async_loading no_multi", "server", "Answers OK: every write is durable before its reply, so nothing is left to save.", cmd_save, 0, 0, 0 },
+	{ "bgsave", -1, "admin noscript no_async_loading", "server", "Answers that a background save started: every write is durable already.", cmd_save, 0, 0, 0 },
+	{ "bgrewriteaof", 1, "admin noscript no_async_loading", "server", "Answers that a log rewrite started: pkvs has no append-only file to rewrite.", cmd_save, 0, 0, 0 },
+	{ "wait", 3, "noscript", "generic", "Answers 0 at once: pkvs has no replicas to wait for.", cmd_wait, 0, 0, 0 },
+	{ "shutdown", -1, "admin noscript loading stale no_multi allow_busy", "server", "Stops pkvs cleanly (exit status 0); the store is durable, so nothing is saved first.", cmd_shutdown, 0, 0, 0 },
+	{ "cluster", -2, "", "cluster", "CLUSTER subcommands: pkvs is not a cluster node.", NULL, 0, 0, 0 },
+	{ "cluster|info", 2, "stale", "cluster", "Cluster state: answers that cluster support is disabled.", cmd_cluster, 0, 0, 0 },
+	{ "cluster|keyslot", 3, "stale", "cluster", "A key's hash slot: answers that cluster support is disabled.", cmd_cluster, 0, 0, 0 },
+	{ "cluster|nodes", 2, "stale", "cluster", "The cluster's nodes: answers that cluster support is disabled.", cmd_cluster, 0, 0, 0 },
+	{ "cluster|slots", 2, "stale", "cluster", "Which nodes serve which slots: answers that cluster support is disabled.", cmd_cluster, 0, 0, 0 },
+	{ "cluster|shards", 2, "stale", "cluster", "The cluster's shards: answers that cluster support is disabled.", cmd_cluster, 0, 0, 0 },
+	{ "cluster|myid", 2, "stale", "cluster", "This node's cluster id: answers that cluster support is disabled.", cmd_cluster, 0, 0, 0 },
+	{ "cluster|help", 2, "loading stale", "cluster", "Answers that cluster support is disabled.", cmd_cluster, 0, 0, 0 },
+	{ "hello", -1, "noscript loading stale fast no_auth allow_busy", "connection", "Picks the protocol (2 or 3), optionally logs in and names the connection; describes the server.", NULL, 0, 0, 0 },
+	{ "quit", -1, "noscript loading stale fast no_auth allow_busy", "connection", "Answers OK and closes the connection.", NULL, 0, 0, 0 },
 	{ 0 }
 };

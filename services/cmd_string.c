@@ -250,15 +250,15 @@ void cmd_mset(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 
 /* name, arity, flags, group, summary, handler, first key, last key, step */
 const struct kv_cmd kv_cmds_string[] = {
-	{ "get", 2, "readonly fast", "string", "Returns the string value of a key.", cmd_get, 1, 1, 1 },
-	{ "set", -3, "write denyoom", "string", "Sets the string value of a key (NX, XX, GET).", cmd_set, 1, 1, 1 },
-	{ "strlen", 2, "readonly fast", "string", "Returns the length of a string value.", cmd_strlen, 1, 1, 1 },
-	{ "getrange", 4, "readonly", "string", "Returns a substring of the string stored at a key.", cmd_getrange, 1, 1, 1 },
-	{ "incr", 2, "write denyoom fast", "string", "Increments the integer value of a key by one.", cmd_incr, 1, 1, 1 },
-	{ "decr", 2, "write denyoom fast", "string", "Decrements the integer value of a key by one.", cmd_decr, 1, 1, 1 },
-	{ "incrby", 3, "write denyoom fast", "string", "Increments the integer value of a key by a number.", cmd_incr, 1, 1, 1 },
-	{ "decrby", 3, "write denyoom fast", "string", "Decrements a number from the integer value of a key.", cmd_decr, 1, 1, 1 },
-	{ "mget", -2, "readonly fast", "string", "Atomically returns the string values of one or more keys.", cmd_mget, 1, -1, 1 },
-	{ "mset", -3, "write denyoom", "string", "Atomically creates or modifies the string values of one or more keys.", cmd_mset, 1, -1, 2 },
+	{ "get", 2, "readonly fast", "string", "Reads a string key's value.", cmd_get, 1, 1, 1 },
+	{ "set", -3, "write denyoom", "string", "Writes a string value, optionally with a deadline (EX, PX, EXAT, PXAT, KEEPTTL), a condition (NX, XX) or the old value back (GET).", cmd_set, 1, 1, 1 },
+	{ "strlen", 2, "readonly fast", "string", "The length in bytes of a string value (0 when the key is missing).", cmd_strlen, 1, 1, 1 },
+	{ "getrange", 4, "readonly", "string", "The bytes of a string value between two offsets, negative ones counted from the end.", cmd_getrange, 1, 1, 1 },
+	{ "incr", 2, "write denyoom fast", "string", "Adds 1 to a string holding an integer (a missing key counts as 0).", cmd_incr, 1, 1, 1 },
+	{ "decr", 2, "write denyoom fast", "string", "Takes 1 from a string holding an integer (a missing key counts as 0).", cmd_decr, 1, 1, 1 },
+	{ "incrby", 3, "write denyoom fast", "string", "Adds an integer to a string holding one (a missing key counts as 0).", cmd_incr, 1, 1, 1 },
+	{ "decrby", 3, "write denyoom fast", "string", "Takes an integer from a string holding one (a missing key counts as 0).", cmd_decr, 1, 1, 1 },
+	{ "mget", -2, "readonly fast", "string", "Reads string keys: a null for each one missing or not a string.", cmd_mget, 1, -1, 1 },
+	{ "mset", -3, "write denyoom", "string", "Writes string keys, all in one durable step.", cmd_mset, 1, -1, 2 },
 	{ 0 }
 };

@@ -74,12 +74,12 @@ struct kv_keyspec {
 	const char *keyword;           /* KEYWORD */
 	uint8_t fk;                    /* KV_FK_*: RANGE (lastkey, keystep, limit) or */
 	int16_t a, b, c;               /* KEYNUM (keynumidx, firstkey, keystep) */
-	const char *notes;
 };
-/* What Redis's reference says of a command beyond its row (cmd_meta.c,
- * sorted by name): ACL categories (bit i: kv_acl_names[i]), key specs,
- * tips ('\n'-separated), and its COMMAND DOCS map's pairs but
- * "subcommands" (ndocs pairs, RESP3, turned into RESP2 when asked). */
+/* The interface facts Redis's reference gives of a command beyond its
+ * row (cmd_meta.c, sorted by name): ACL categories (bit i:
+ * kv_acl_names[i]), key specs, tips ('\n'-separated), and its COMMAND
+ * DOCS map's pairs but "summary" (the row's) and "subcommands" (ndocs
+ * pairs, RESP3, turned into RESP2 when asked). */
 struct kv_cmd_meta {
 	const char *name;
 	uint32_t acl;
