@@ -36,6 +36,7 @@ library plus python/paste_proc.py.
 import argparse
 import collections
 import os
+import random
 import re
 import shlex
 import shutil
@@ -111,8 +112,11 @@ def run_runtest(suite, port, test_file, timeout, log_path):
     runtest and the test client it starts run in a process group of their
     own, killed when timeout expires (or this script is interrupted) and
     swept when runtest ends. Returns (exit code or None, seconds, timed out)."""
+    # A base port of its own: runtest's test client listens just below it,
+    # and two suite runs at once would otherwise race for the same ports.
+    base = random.randrange(22000, 60000, 200)
     cmd = ["./runtest", "--host", "127.0.0.1", "--port", str(port)] + RUNTEST_FLAGS + [
-        "--single", test_file]
+        "--baseport", str(base), "--portcount", "150", "--single", test_file]
     start = time.monotonic()
     with open(log_path, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=suite, stdin=subprocess.DEVNULL, stdout=out,
