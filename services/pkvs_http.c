@@ -33,6 +33,7 @@
 
 #include "http.h"
 #include "pkvs_front.h"
+#include "pkvs_http_hash.h"
 
 #define LIST_DEFAULT 100u
 #define LIST_MAX 1000u
@@ -233,6 +234,10 @@ static void finish_get(struct http_ctx *x, struct kv *kv, struct kv_http_conn *k
 		reply(x, 404, "text/plain", "no such key\n", 12);
 		return;
 	}
+	if (o.type == KV_HASH) {
+		pkvs_http_hash_get(x, kv, &k, &o);   /* its fields as JSON */
+		return;
+	}
 	if (o.type != KV_STRING) {
 		reply(x, 409, "text/plain", "not a string\n", 13);
 		return;
@@ -309,8 +314,9 @@ static void finish_list(struct http_ctx *x, struct kv *kv, struct kv_http_conn *
 	uint32_t count = 0;
 	const uint8_t *key;
 	size_t klen;
+	enum kv_type type;
 	bool more = false;
-	while (kv_scan_next(kv, sc, &key, &klen, (uint8_t *)(sc + 1), NULL, NULL) == 1) {
+	while (kv_scan_next(kv, sc, &key, &klen, (uint8_t *)(sc + 1), &type, NULL) == 1) {
 		if (kc->has_end && paste_btree_keycmp(key, (uint32_t)klen, kc->end, kc->elen) >= 0)
 			break;
 		if (count == kc->limit) {
@@ -333,8 +339,7 @@ static void finish_list(struct http_ctx *x, struct kv *kv, struct kv_http_conn *
 			out[at++] = ',';
 		at = http_put_str(out, at, cap, "{\"key\":");
 		at = json_key(out, at, key, (uint32_t)klen);
-		at = http_put_str(out, at, cap, ",\"len\":");
-		at = http_put_u64(out, at, cap, sc->vlen);
+		at = pkvs_http_list_type(kv, out, at, cap, key, klen, type, sc->vlen);
 		out[at++] = '}';
 	}
 	free(sc);

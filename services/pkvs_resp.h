@@ -197,6 +197,22 @@ void cmd_mset(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 int kv_set_arg(struct resp_ctx *x, struct kv *kv, struct kv_key *k, const struct paste_resp_arg *v,
 	       int64_t expire_ms, bool *created);
 
+/* cmd_hash.c */
+/* Argument v of a whole command as body b, held where it landed in
+ * x->ev's store buffer: 1 (b holds it: kv_put_body or kv_hash_set_body
+ * take and release it), 0 (not in that buffer, or KV_PACK_MAX bytes or
+ * less: copy it), or -EFBIG (over the store's largest value). */
+int kv_arg_hold(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *v,
+		struct paste_body *b);
+/* Long doubles as Redis reads and writes them (HINCRBYFLOAT,
+ * INCRBYFLOAT): parse takes all of s[0..len), len < KV_LD_CHARS, no
+ * leading space, finite and not NaN (false otherwise); format writes 17
+ * decimals with trailing zeros and a bare point dropped and "-0" as "0",
+ * NUL-ended: the length, or -1 when cap is too small. */
+#define KV_LD_CHARS 5120
+bool kv_ld_parse(const char *s, size_t len, long double *out);
+int kv_ld_format(char *out, size_t cap, long double v);
+
 /* cmd_keyspace.c */
 void cmd_del(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
 void cmd_exists(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
