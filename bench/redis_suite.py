@@ -114,7 +114,7 @@ def run_runtest(suite, port, test_file, timeout, log_path):
     swept when runtest ends. Returns (exit code or None, seconds, timed out)."""
     # A base port of its own: runtest's test client listens just below it,
     # and two suite runs at once would otherwise race for the same ports.
-    base = random.randrange(22000, 60000, 200)
+    base = random.randrange(22000, 32600, 200)   # below the ephemeral ports
     cmd = ["./runtest", "--host", "127.0.0.1", "--port", str(port)] + RUNTEST_FLAGS + [
         "--baseport", str(base), "--portcount", "150", "--single", test_file]
     start = time.monotonic()
