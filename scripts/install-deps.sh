@@ -36,6 +36,11 @@ fi
 if ! python3 -c 'import redis, sys; sys.exit(int(redis.__version__.split(".")[0]) < 8)' 2>/dev/null; then
 	python3 -m pip install -q "redis>=8,<9" || { echo "install-deps: cannot install redis-py 8 for $(command -v python3)" >&2; exit 1; }
 fi
+# Django (PyPI): its cache framework (django.core.cache.backends.redis,
+# Django 4.0 or later) against pkvs in tests/e2e/test_pkvs_expire.py.
+if ! python3 -c 'import django, sys; sys.exit(django.VERSION < (4, 0))' 2>/dev/null; then
+	python3 -m pip install -q "Django>=4.2" || { echo "install-deps: cannot install Django for $(command -v python3)" >&2; exit 1; }
+fi
 # The Prometheus client's text parser checks GET /metrics
 # (tests/e2e/test_metrics.py): Debian's package serves Debian's python3;
 # a python3 from elsewhere (pyenv) gets it from PyPI.

@@ -3,8 +3,9 @@
  * (pkvs_resp.c) and the command families, one file each, as Redis keeps
  * t_string.c above networking.c:
  *
- *   cmd_string.c    GET, SET, STRLEN, GETRANGE, INCR..., MGET, MSET
- *   cmd_keyspace.c  DEL, EXISTS, TYPE, DBSIZE, FLUSHALL, SCAN, KEYS
+ *   cmd_string.c    GET, SET..., GETEX, APPEND, SETRANGE, INCR..., MSET, SETBIT, LCS
+ *   cmd_keyspace.c  DEL, EXISTS, TYPE, RENAME, COPY, RANDOMKEY, OBJECT, SCAN, KEYS
+ *   cmd_expire.c    EXPIRE..., TTL..., PERSIST
  *   cmd_server.c    PING, ECHO, SELECT, INFO, CONFIG, COMMAND, CLIENT
  *
  * A command reads the way Redis's do: check its arguments, call the
@@ -196,6 +197,16 @@ void cmd_mset(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
  * set_arg share it). */
 int kv_set_arg(struct resp_ctx *x, struct kv *kv, struct kv_key *k, const struct paste_resp_arg *v,
 	       int64_t expire_ms, bool *created);
+/* An integer argument as Redis reads one: false after replying "value is
+ * not an integer or out of range". */
+bool kv_arg_int(struct resp_ctx *x, const struct paste_resp_arg *a, int64_t *v);
+/* Take (pin true) or drop a reference on each buffer of o's value: a
+ * value sent after a write that replaces or deletes it (GETDEL, SET GET). */
+void kv_pin(struct kv *kv, const struct kv_obj *o, bool pin);
+
+/* cmd_expire.c */
+/* "ERR invalid expire time in '<cmd>' command" (cmd: the name, any case). */
+void kv_reply_bad_expire(struct resp_ctx *x, const struct paste_resp_arg *cmd);
 
 /* cmd_hash.c */
 /* Argument v of a whole command as body b, held where it landed in
