@@ -37,22 +37,7 @@ static int ensure_room(struct paste_btree *t, uint64_t releases)
 		if (bt_pages_spare(t) < need)
 			return -ENOSPC;
 	}
-	if (t->rel_cap - (t->rel_tail - t->rel_head) < releases) {
-		size_t cap = t->rel_cap ? t->rel_cap : 1024, n = t->rel_tail - t->rel_head;
-		while (cap - n < releases)
-			cap *= 2;
-		struct bt_release *v = malloc(cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		for (size_t i = 0; i < n; i++)
-			v[i] = t->rel[(t->rel_head + i) & (t->rel_cap - 1)];
-		free(t->rel);
-		t->rel = v;
-		t->rel_cap = cap;
-		t->rel_head = 0;
-		t->rel_tail = n;
-	}
-	return 0;
+	return bt_release_reserve(t, releases);
 }
 
 int paste_btree_set(struct paste_btree *t, const void *key, uint32_t klen,

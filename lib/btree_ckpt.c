@@ -170,6 +170,26 @@ int bt_append_range(struct paste_btree *t, uint8_t op, const uint8_t *key, uint3
 
 /* ---- references released once durable ------------------------------------ */
 
+int bt_release_reserve(struct paste_btree *t, size_t releases)
+{
+	if (t->rel_cap - (t->rel_tail - t->rel_head) >= releases)
+		return 0;
+	size_t cap = t->rel_cap ? t->rel_cap : 1024, n = t->rel_tail - t->rel_head;
+	while (cap - n < releases)
+		cap *= 2;
+	struct bt_release *v = malloc(cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		v[i] = t->rel[(t->rel_head + i) & (t->rel_cap - 1)];
+	free(t->rel);
+	t->rel = v;
+	t->rel_cap = cap;
+	t->rel_head = 0;
+	t->rel_tail = n;
+	return 0;
+}
+
 /* Drop the references of a value the current change replaced: at once
  * while replaying (replayed records are durable) or read-only, else once
  * this persist epoch (the record's) is durable. ensure_room made room. */
@@ -183,7 +203,7 @@ void bt_release_later(struct paste_btree *t, const struct paste_extent *ext, uin
 	uint64_t e = paste_persist_epoch(t->p);
 	for (uint32_t i = 0; i < n; i++) {
 		if (t->rel_tail - t->rel_head >= t->rel_cap)
-			abort();   /* ensure_room reserved the slots */
+			abort();   /* ensure_room (or a group's abort) reserved the slots */
 		t->rel[t->rel_tail++ & (t->rel_cap - 1)] =
 			(struct bt_release){ e, ext[i].buf, ext[i].len };
 	}

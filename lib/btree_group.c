@@ -210,6 +210,13 @@ int paste_btree_group_abort(struct paste_btree *t)
 					 "group's changes were put back", paste_store_path(t->st));
 			break;
 		}
+		/* What the entry holds now is released once the abort is
+		 * durable, as any replaced value. */
+		if (bt_release_reserve(t, PASTE_BTREE_MAX_EXTENTS) < 0) {
+			paste_store_fail(t->st, -ENOMEM, "%s: out of memory while a group's changes "
+					 "were put back", paste_store_path(t->st));
+			break;
+		}
 		bt_apply(t, &r, 0);   /* DRAM only: no record, the LSN unchanged */
 	}
 	free(at);

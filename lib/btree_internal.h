@@ -395,6 +395,8 @@ int bt_group_note(struct paste_btree *t, const struct paste_btree_record *r);
 void bt_group_free(struct paste_btree *t);
 
 /* ---- lib/btree_ckpt.c ---- */
+/* Room in the release ring for `releases` more (it grows): 0 or -ENOMEM. */
+int bt_release_reserve(struct paste_btree *t, size_t releases);
 void bt_release_later(struct paste_btree *t, const struct paste_extent *ext, uint32_t n);
 void bt_release_due(struct paste_btree *t, bool all_durable);
 int bt_append(struct paste_btree *t, uint8_t op, const uint8_t *key, uint32_t klen,

@@ -168,12 +168,59 @@ static void test_cut_short(void)
 	tenv_finish(&E);
 }
 
+/* Groups of thousands of changes: one committed is replayed whole (its
+ * records are buffered until the COMMIT: more than the first buffer's
+ * worth), one aborted puts back thousands of overwrites (each releasing a
+ * value once durable: more releases than the ring held). */
+static void test_large(void)
+{
+	setup("group-large");
+	enum { N = 3000 };
+	char k[16];
+	for (int i = 0; i < N; i++) {
+		snprintf(k, sizeof(k), "k%05d", i);
+		CHECK_EQ(put(k, (uint32_t)i, 20, 0), 0);
+	}
+	settle();
+	CHECK_EQ(paste_btree_group_begin(E.t), 0);
+	for (int i = 0; i < N; i++) {
+		snprintf(k, sizeof(k), "k%05d", i);
+		CHECK_EQ(put(k, (uint32_t)i + 1, 30, 1), 0);
+	}
+	CHECK_EQ(paste_btree_group_abort(E.t), 0);
+	for (int i = 0; i < N; i += 97) {
+		snprintf(k, sizeof(k), "k%05d", i);
+		CHECK_EQ(len_of(k, NULL), 20);
+	}
+	settle();
+	settle();
+	CHECK_EQ(audit_refs(&E), 0);
+	CHECK_EQ(paste_btree_group_begin(E.t), 0);
+	for (int i = 0; i < 500; i++) {
+		snprintf(k, sizeof(k), "g%05d", i);
+		CHECK_EQ(put(k, (uint32_t)i, 40, 2), 0);
+	}
+	CHECK_EQ(paste_btree_group_commit(E.t, NULL), 0);
+	paste_persist_fence(E.p);
+	CHECK(tenv_reopen(&E));
+	for (int i = 0; i < 500; i++) {
+		snprintf(k, sizeof(k), "g%05d", i);
+		CHECK_EQ(len_of(k, NULL), 40);
+	}
+	CHECK_EQ(paste_btree_count(E.t), N + 500);
+	CHECK_EQ(tree_check(E.t), 0);
+	settle();
+	CHECK_EQ(audit_refs(&E), 0);
+	tenv_finish(&E);
+}
+
 int main(void)
 {
 	make_dir("btree-group");
 	test_commit();
 	test_abort();
 	test_cut_short();
+	test_large();
 	rmdir(dir);
 	return check_done();
 }
