@@ -550,6 +550,12 @@ int kv_value_setrange(struct kv *kv, struct kv_key *k, const struct kv_obj *o, u
 	if (!len)
 		return 0;
 	uint32_t bs = buf_size(kv);
+	/* The bytes it adds (a gap of zeros too) must fit the free buffers:
+	 * refused at once, not after writing most of them in a group. */
+	uint64_t grow = nlen - olen, need = grow / bs + 2 + kv_reserve(kv);
+	if (grow && paste_store_nfree(kv->store) < need &&
+	    (!kv_make_room(kv, grow) || paste_store_nfree(kv->store) < need))
+		return -ENOSPC;
 	if ((!o || !o->big) && nlen <= (uint64_t)(PASTE_BTREE_MAX_EXTENTS - 1) * bs)
 		return setrange_small(kv, k, o, off, p, len, nlen);
 	uint8_t *buf = malloc((size_t)PASTE_BTREE_MAX_EXTENTS * bs);

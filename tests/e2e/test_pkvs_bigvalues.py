@@ -249,3 +249,21 @@ def test_connection_gone_in_a_big_set(pkvs):
         assert c.read_reply() == v
         assert c.read_reply() == v[CHUNK - 2:CHUNK + 2]
     r.close()
+
+
+def test_growth_past_the_store_refused_at_once(pkvs):
+    """SETRANGE far past a string's end (and APPEND of more than the store
+    holds) is refused with Redis's OOM words before any of it is written:
+    promptly, the key as it was, the store checking clean after."""
+    srv = pkvs.start(["--store-size", "64M"], store_size="64M")
+    r = client(srv, protocol=2)
+    assert r.set("a", "x") is True
+    t0 = time.monotonic()
+    with pytest.raises(redis.exceptions.OutOfMemoryError, match="command not allowed"):
+        r.setrange("a", 200 << 20, "x")
+    assert time.monotonic() - t0 < 2.0
+    assert r.get("a") == b"x"
+    r.close()
+    srv.stop(keep_store=True)
+    cp = run_tool("--store", srv.store, "check")
+    assert cp.returncode == 0, cp.stdout + cp.stderr
