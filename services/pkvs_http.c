@@ -3,13 +3,15 @@
  * http_service.
  *
  *   PUT /kv/<key>      the body is the value: 201 (new key) or 204, once durable
- *   GET /kv/<key>      200 with the value, sent from the buffers it lives in; 404
+ *   GET /kv/<key>      200 with the value, sent from the buffers it lives in; 404;
+ *                      a hash: its fields as JSON (pkvs_http_hash.c)
  *   HEAD /kv/<key>     the same without the body
  *   DELETE /kv/<key>   204, or 404 when absent
  *   GET /kv?start=<key>&end=<key>&limit=<n>   (and HEAD)
  *                      keys in order from start (inclusive) to end (exclusive),
  *                      at most n (default 100; a larger n is taken as 1000),
- *                      as JSON: {"keys":[{"key":"a","len":3},...],"more":false}
+ *                      as JSON: {"keys":[{"key":"a","type":"string","len":3},
+ *                      {"key":"h","type":"hash","fields":2},...],"more":false}
  *
  * Keys are the percent-decoded path after /kv/ (any byte, 1..512 of them):
  * 400 for an empty key or a bad %-escape, 414 for a longer key. The query

@@ -261,7 +261,7 @@ size_t pkvs_http_list_type(struct kv *kv, char *out, size_t at, size_t cap, cons
 	struct kv_key k;
 	struct kv_obj o;
 	kv_key_init(kv, &k, 0, key, klen);
-	at = http_put_str(out, at, cap, "\",\"fields\":");
+	at = http_put_str(out, at, cap, type == KV_HASH ? "\",\"fields\":" : "\",\"count\":");
 	/* The walk skipped expired keys: the lookup finds this one and
 	 * changes nothing. */
 	return http_put_u64(out, at, cap, kv_lookup(kv, &k, &o, false) ? 0 : o.coll.count);

@@ -16,7 +16,8 @@
 void pkvs_http_hash_get(struct http_ctx *x, struct kv *kv, struct kv_key *k, struct kv_obj *o);
 
 /* The listing's fields after a key's name: ,"type":"<type>" and for a
- * string ,"len":<bytes> (vlen), for a hash ,"fields":<count>. The key
+ * string ,"len":<bytes> (vlen), for a hash ,"fields":<count>, for
+ * another collection ,"count":<members>. The key
  * (db 0, key[0..klen)) was just returned by kv_scan_next. Writes at most
  * 64 bytes at out + at; returns the new at. */
 size_t pkvs_http_list_type(struct kv *kv, char *out, size_t at, size_t cap, const uint8_t *key,

@@ -39,6 +39,8 @@ def peers(pkvs_port, redis_port, proto):
     return p
 
 
+SLEEP = object()     # (SLEEP, seconds) in a script: wait, send nothing
+
 # Each script runs on a flushed pkvs and a flushed Redis, in RESP2 and in
 # RESP3, every reply compared byte for byte.
 SCRIPTS = {
@@ -144,6 +146,21 @@ SCRIPTS = {
         ("GET", "s"),
         ("HSET", "h", "a", "1"), ("GET", "h"), ("INCR", "h"), ("STRLEN", "h"),
     ],
+    # the key commands on a hash (cmd_keyspace.c, cmd_expire.c)
+    "keyspace": [
+        ("HSET", "h", "a", "1", "b", "2"), ("TYPE", "h"), ("EXISTS", "h"),
+        ("OBJECT", "ENCODING", "h"), ("SCAN", "0", "TYPE", "hash"), ("SET", "s", "v"),
+        ("SCAN", "0", "TYPE", "string"), ("EXPIRE", "h", "100"), ("TTL", "h"),
+        ("HSET", "h", "c", "3"), ("HDEL", "h", "a"), ("HINCRBY", "h", "n", "1"), ("TTL", "h"),
+        ("RENAME", "h", "h2"), ("EXISTS", "h"), ("HGETALL", "h2"), ("TTL", "h2"),
+        ("PERSIST", "h2"), ("TTL", "h2"), ("COPY", "h2", "h3"), ("HGETALL", "h3"),
+        ("HSET", "h3", "z", "26"), ("HLEN", "h2"), ("HLEN", "h3"), ("RENAMENX", "h3", "h2"),
+        ("RENAME", "h3", "s"), ("TYPE", "s"), ("HGETALL", "s"), ("SET", "s", "x"), ("TYPE", "s"),
+        ("HGET", "s", "b"), ("DEL", "h2", "s"), ("EXISTS", "h2"), ("HLEN", "h2"),
+        ("HSET", "big", *[x for i in range(513) for x in (f"f{i:03d}", "v")]),
+        ("OBJECT", "ENCODING", "big"), ("PEXPIRE", "big", "1"), (SLEEP, 0.01),
+        ("EXISTS", "big"), ("HLEN", "big"), ("HSET", "big", "f", "v"), ("HLEN", "big"),
+    ],
     "arity": [
         ("HSET", "h"), ("HSET", "h", "a"), ("HSET", "h", "a", "1", "b"), ("HSETNX", "h", "a"),
         ("HSETNX", "h", "a", "1", "2"), ("HMSET", "h", "a"), ("HMSET", "h", "a", "1", "b"),
@@ -170,7 +187,10 @@ def test_like_redis(server, redis_peer, script, proto):
     p = peers(server.resp_port, redis_peer.resp_port, proto)
     try:
         for cmd in SCRIPTS[script]:
-            p.same(*cmd)
+            if cmd[0] is SLEEP:
+                time.sleep(cmd[1])
+            else:
+                p.same(*cmd)
     finally:
         p.close()
 
