@@ -6,8 +6,10 @@ set -euo pipefail
 # (tests/e2e/test_churn.py) and benchmark (bench/short.py).
 # redis-tools (redis-cli, redis-benchmark), redis-server (Redis 7, the
 # peer bench/kvs.py measures) and nutcracker (twemproxy, the sharding
-# proxy): pkvs's end-to-end tests and benchmark.
+# proxy): pkvs's end-to-end tests and benchmark. Lua 5.1 with cjson and
+# bit (the -dev packages carry their pkg-config files): pkvs's scripting.
 pkgs=(build-essential meson ninja-build pkg-config liburing-dev clang
+      liblua5.1-0-dev lua-cjson-dev lua-bitop-dev
       libclang-rt-14-dev wrk curl python3 python3-pytest linux-perf
       apache2-utils nginx-light redis-tools redis-server nutcracker
       python3-prometheus-client python3-matplotlib)

@@ -253,7 +253,152 @@ int server_worker_start(struct worker *w)
 		s->listen_port[i] = paste_port_listener_port(w->port, i);
 	w->now_ms = paste_clock_coarse_ms();
 	w->next_sweep_ms = w->now_ms + SWEEP_MS;
+	w->cur_held = PASTE_NO_BUF;
 	return 0;
+}
+
+static void dispatch_one(struct worker *w, const struct paste_event *ev)
+{
+	struct srv_conn *c = paste_port_conn_data(w->port, ev->conn);
+	const struct server_proto *proto = w->srv->lis[ev->listener].proto;
+	switch (ev->type) {
+	case PASTE_EV_ACCEPT:
+		c->last_ms = w->now_ms;
+		c->lis = (uint8_t)ev->listener;
+		list_add(w, ev->conn);
+		proto->accept(w, ev->conn, c);
+		break;
+	case PASTE_EV_DATA:
+		c->last_ms = w->now_ms;
+		proto->data(w, ev, c);
+		break;
+	case PASTE_EV_CLOSED:
+		proto->closed(w, ev->conn, c);
+		list_del(w, ev->conn);
+		break;
+	}
+}
+
+/* Hand a batch to the protocols, in order (copied: the events' bytes
+ * are ours, held back by a nested pass). A nested pass inside one of
+ * them dispatches the rest itself and shortens cur_n. */
+static void dispatch(struct worker *w, const struct paste_event *evs, uint32_t n, bool copied)
+{
+	const struct server *s = w->srv;
+	const struct paste_event *pevs = w->cur_evs, *pev = w->cur_ev;
+	uint32_t pn = w->cur_n, pi = w->cur_i;
+	bool pcopied = w->cur_copied;
+	w->cur_evs = evs;
+	w->cur_n = n;
+	w->cur_copied = copied;
+	for (w->cur_i = 0; w->cur_i < w->cur_n; w->cur_i++) {
+		const struct paste_event *ev = &evs[w->cur_i];
+		uint32_t i = w->cur_i;
+		/* (Not the same connection's: its state is the one before ev.) */
+		if (!copied && i + 1 < w->cur_n && evs[i + 1].type == PASTE_EV_DATA &&
+		    evs[i + 1].conn != ev->conn) {
+			const struct paste_event *next = &evs[i + 1];
+			const struct server_proto *np = s->lis[next->listener].proto;
+			if (np->peek)
+				np->peek(w, next, paste_port_conn_data(w->port, next->conn));
+		}
+		/* A copy: a nested pass polls, and the port's array is then
+		 * the next batch's (the bytes stay: it holds their buffer). */
+		struct paste_event e = *ev;
+		w->cur_ev = &e;
+		dispatch_one(w, &e);
+		w->cur_ev = NULL;
+		if (w->cur_held != PASTE_NO_BUF) {
+			paste_store_unref(s->store, w->cur_held, false);
+			w->cur_held = PASTE_NO_BUF;
+		}
+	}
+	w->cur_evs = pevs;
+	w->cur_ev = pev;
+	w->cur_n = pn;
+	w->cur_i = pi;
+	w->cur_copied = pcopied;
+}
+
+/* The events a nested pass held back, in order (dispatching them may
+ * hold back more: a loop). */
+static void dispatch_later(struct worker *w)
+{
+	while (w->nlater) {
+		struct paste_event *evs = w->later;
+		uint32_t n = w->nlater;
+		w->later = NULL;
+		w->nlater = w->caplater = 0;
+		w->nest_off = false;
+		dispatch(w, evs, n, true);
+		for (uint32_t i = 0; i < n; i++)
+			free((void *)evs[i].data);
+		free(evs);
+	}
+	w->nest_off = false;
+}
+
+/* An event of the held connection: copied for later (the port's bytes
+ * go at the next poll). */
+static void hold_back(struct worker *w, const struct paste_event *ev)
+{
+	if (w->nlater == w->caplater) {
+		uint32_t cap = w->caplater ? w->caplater * 2 : 16;
+		struct paste_event *n = realloc(w->later, cap * sizeof(*n));
+		if (!n)
+			abort();                /* an event cannot be dropped; nowhere to put it */
+		w->later = n;
+		w->caplater = cap;
+	}
+	struct paste_event *e = &w->later[w->nlater++];
+	*e = *ev;
+	e->buf = PASTE_NO_BUF;
+	e->off = 0;
+	e->data = NULL;
+	if (ev->type == PASTE_EV_DATA && ev->len) {
+		uint8_t *d = malloc(ev->len);
+		if (!d)
+			abort();
+		memcpy(d, ev->data, ev->len);
+		e->data = d;
+	}
+	if (ev->type == PASTE_EV_CLOSED)
+		w->nest_off = true;             /* the next poll would free its slot */
+}
+
+int server_worker_nested_pass(struct worker *w, uint32_t held)
+{
+	if (w->nest_off || !w->cur_ev)
+		return 0;
+	const struct paste_event *cur = w->cur_ev;
+	if (!w->cur_copied && cur->type == PASTE_EV_DATA && w->cur_held == PASTE_NO_BUF) {
+		if (cur->buf == PASTE_NO_BUF || paste_port_hold(w->port, cur))
+			return 0;
+		w->cur_held = cur->buf;
+	}
+	if (w->cur_i + 1 < w->cur_n) {          /* the rest of the batch, now */
+		const struct paste_event *evs = w->cur_evs;
+		uint32_t from = w->cur_i + 1, to = w->cur_n;
+		w->cur_n = w->cur_i + 1;
+		for (uint32_t i = from; i < to; i++) {
+			if (evs[i].conn == held)
+				hold_back(w, &evs[i]);
+			else
+				dispatch_one(w, &evs[i]);
+		}
+	}
+	if (w->nest_off)
+		return 0;
+	struct paste_event *evs;
+	int n = paste_port_poll(w->port, &evs, 0);
+	w->now_ms = paste_clock_coarse_ms();
+	for (int i = 0; i < n; i++) {
+		if (evs[i].conn == held)
+			hold_back(w, &evs[i]);
+		else
+			dispatch_one(w, &evs[i]);
+	}
+	return n < 0 ? n : 0;
 }
 
 int server_worker_pass(struct worker *w, int timeout_ms)
@@ -274,34 +419,8 @@ int server_worker_pass(struct worker *w, int timeout_ms)
 	 * then the worker goes. */
 	if (server_store_failed(w) && ++w->fail_passes > 2 && w->now_ms - w->fail_ms >= DRAIN_MS)
 		return -EIO;
-	for (int i = 0; i < n; i++) {
-		const struct paste_event *ev = &evs[i];
-		struct srv_conn *c = paste_port_conn_data(w->port, ev->conn);
-		const struct server_proto *proto = s->lis[ev->listener].proto;
-		/* (Not the same connection's: its state is the one before ev.) */
-		if (i + 1 < n && evs[i + 1].type == PASTE_EV_DATA && evs[i + 1].conn != ev->conn) {
-			const struct paste_event *next = &evs[i + 1];
-			const struct server_proto *np = s->lis[next->listener].proto;
-			if (np->peek)
-				np->peek(w, next, paste_port_conn_data(w->port, next->conn));
-		}
-		switch (ev->type) {
-		case PASTE_EV_ACCEPT:
-			c->last_ms = w->now_ms;
-			c->lis = (uint8_t)ev->listener;
-			list_add(w, ev->conn);
-			proto->accept(w, ev->conn, c);
-			break;
-		case PASTE_EV_DATA:
-			c->last_ms = w->now_ms;
-			proto->data(w, ev, c);
-			break;
-		case PASTE_EV_CLOSED:
-			proto->closed(w, ev->conn, c);
-			list_del(w, ev->conn);
-			break;
-		}
-	}
+	dispatch(w, evs, n > 0 ? (uint32_t)n : 0, false);
+	dispatch_later(w);
 	for (uint32_t i = 0; i < s->nlis; i++)
 		if (s->lis[i].proto->pass)
 			s->lis[i].proto->pass(w, s->proto_state[i]);
@@ -327,6 +446,11 @@ void server_worker_stop(struct worker *w)
 	}
 	paste_port_close(w->port);
 	w->port = NULL;
+	for (uint32_t i = 0; i < w->nlater; i++)   /* held back by a pass that never ended */
+		free((void *)w->later[i].data);
+	free(w->later);
+	w->later = NULL;
+	w->nlater = w->caplater = 0;
 }
 
 static void *worker_main(void *arg)

@@ -228,6 +228,16 @@ struct worker {
 	pthread_mutex_t snap_lock;
 	struct paste_port_stats snap;
 	bool snap_valid, snap_stale;
+	/* The batch being dispatched (a nested pass takes over its rest),
+	 * whether its bytes are copies of ours rather than the port's
+	 * buffers, the current event's buffer a nested pass holds
+	 * (PASTE_NO_BUF: none), and the held-back events of the connection
+	 * whose command runs long, copied, in order. */
+	const struct paste_event *cur_evs, *cur_ev;
+	uint32_t cur_n, cur_i, cur_held;
+	bool cur_copied, nest_off;
+	struct paste_event *later;
+	uint32_t nlater, caplater;
 };
 
 struct server {
@@ -330,6 +340,17 @@ int server_close(struct server *s, int code);
  * closes what is still open and the port. */
 int server_worker_start(struct worker *w);
 int server_worker_pass(struct worker *w, int timeout_ms);
+/* A pass from inside a command that runs long (a script past
+ * busy-reply-threshold; Redis's processEventsWhileBlocked): the rest of
+ * the batch being dispatched and what a poll that does not wait brings
+ * are handed to their protocols now, but the events of connection
+ * `held` (the one whose command runs), which are copied and dispatched
+ * in order once that command returned. No service pass, no sweep. The
+ * current event's buffer is held meanwhile (its command's connection
+ * reads on in it). 0 and nothing done where that cannot be: an engine
+ * without store buffers (epoll: the next poll reuses its read buffer),
+ * or after held's connection closed (its slot must stay its own). */
+int server_worker_nested_pass(struct worker *w, uint32_t held);
 void server_worker_stop(struct worker *w);
 
 /* True once the store has failed (one atomic load per call until then);

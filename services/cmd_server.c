@@ -737,6 +737,14 @@ static const struct cfg_param *param_find(const char *p, size_t n)
 	return NULL;
 }
 
+const char *kv_config_kept(const char *name)
+{
+	const struct cfg_param *p = param_find(name, strlen(name));
+	if (!p || p->kind != CFG_KEPT)
+		return NULL;
+	return conf.kept[p - params] ? conf.kept[p - params] : p->dflt;
+}
+
 /* The value of a setting now, into buf. */
 static const char *param_get(struct resp_ctx *x, struct kv *kv, const struct cfg_param *p,
 			     char *buf, size_t cap)
@@ -1312,6 +1320,14 @@ void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 		    total ? 100.0 * (double)bi.live_bytes / (double)total : 0.0, bi.clean_cycles,
 		    bi.clean_victims, bi.clean_moved, bi.clean_moved_bytes, bi.clean_damaged,
 		    (double)bi.clean_ns / 1e6, bi.space_checkpoints, kv->n.room_calls);
+		struct kv_script_info si;
+		kv_script_info(kv, &si);
+		ADD("used_memory_lua:%zu\r\nused_memory_vm_eval:%zu\r\nused_memory_scripts_eval:%" PRIu64
+		    "\r\nnumber_of_cached_scripts:%" PRIu64 "\r\nnumber_of_functions:%" PRIu64
+		    "\r\nnumber_of_libraries:%" PRIu64 "\r\nused_memory_vm_functions:%zu"
+		    "\r\nused_memory_vm_total:%zu\r\n",
+		    si.eval_bytes, si.eval_bytes, si.script_bytes, si.scripts, si.functions, si.libraries,
+		    si.fn_bytes, si.eval_bytes + si.fn_bytes);
 	}
 	if (want & S_PERSISTENCE) {
 		SECTION("Persistence");

@@ -92,6 +92,7 @@ int kv_reply_value(struct resp_ctx *x, struct kv *kv, const struct kv_obj *o, ui
 static const struct kv_cmd *const families[] = {
 	kv_cmds_string, kv_cmds_keyspace, kv_cmds_expire, kv_cmds_hash,
 	kv_cmds_multi, kv_cmds_conn, kv_cmds_server, kv_cmds_db,
+	kv_cmds_script,
 };
 
 /* Every command once, and an open-addressing hash of their names (lower
@@ -315,6 +316,8 @@ static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, ui
 		kv_multi_reject(x);
 		return;                          /* replied (NOAUTH) */
 	}
+	if (kv_script_busy(x, rt, argv, argc))
+		return;                          /* a script runs long: BUSY, or run here */
 	if (kv_multi_queue(x, rt, argv, argc))
 		return;                          /* queued: "+QUEUED" */
 	kv_run(x, kv, rt, argv, argc);

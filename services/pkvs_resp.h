@@ -114,6 +114,8 @@ extern const struct kv_cmd kv_cmds_string[], kv_cmds_keyspace[], kv_cmds_expire[
 	kv_cmds_hash[], kv_cmds_multi[], kv_cmds_conn[], kv_cmds_server[];
 /* cmd_db.c: SELECT, SWAPDB, MOVE. */
 extern const struct kv_cmd kv_cmds_db[];
+/* cmd_script.c: EVAL..., SCRIPT, FUNCTION, FCALL. */
+extern const struct kv_cmd kv_cmds_script[];
 
 /* Every command: count, the i-th, and by name (any case; NULL: unknown). */
 uint32_t kv_cmd_count(void);
@@ -246,6 +248,24 @@ void kv_reply_help(struct resp_ctx *x, const char *const *lines, uint32_t n);
 bool kv_over_maxmemory(struct resp_ctx *x);
 /* The --config file (INFO config_file), NULL: none; apps/pkvs.c sets it. */
 extern const char *kv_config_file;
+
+/* cmd_script.c */
+/* Dispatch while a script runs past busy-reply-threshold (false when
+ * none does): a command not flagged allow_busy is answered Redis's BUSY
+ * error, one that is runs (or is queued inside MULTI) without serving
+ * blocked clients, which wait for the script's end. True: handled. */
+bool kv_script_busy(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct paste_resp_arg *argv,
+		    uint32_t argc);
+/* INFO's Memory lines of scripting. */
+struct kv_script_info {
+	size_t eval_bytes, fn_bytes;    /* the two Lua states */
+	uint64_t scripts, script_bytes; /* cached scripts and their bodies */
+	uint64_t functions, libraries;
+};
+void kv_script_info(struct kv *kv, struct kv_script_info *out);
+/* A setting CONFIG keeps as a string, as CONFIG GET reads it back (a new
+ * string after each change); NULL for another name. */
+const char *kv_config_kept(const char *name);
 
 
 extern const struct resp_service pkvs_resp_service;
