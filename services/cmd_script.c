@@ -334,7 +334,9 @@ static int host_call(void *arg, struct sl_call *c)
 		 * and as the command's rejected call. */
 		char line[360];
 		int n = snprintf(line, sizeof(line), "%s%s", why[0] == '-' ? "" : "-ERR ", why);
-		count_error(x, line, (size_t)n);
+		struct resp_ctx xs = *x;        /* the script's client's error, not the caller's */
+		xs.r = &s->r;
+		count_error(&xs, line, (size_t)n);
 		if (rt)
 			rt->rejected++;
 		return -1;
@@ -735,7 +737,7 @@ static struct fn *fn_find(const char *p, size_t n, const struct lib *skip)
 		if (l == skip)
 			continue;
 		for (uint32_t i = 0; i < l->nfns; i++)
-			if (strlen(l->fns[i].name) == n && !memcmp(l->fns[i].name, p, n))
+			if (strlen(l->fns[i].name) == n && !strncasecmp(l->fns[i].name, p, n))
 				return &l->fns[i];
 	}
 	return NULL;
@@ -744,7 +746,7 @@ static struct fn *fn_find(const char *p, size_t n, const struct lib *skip)
 static struct lib *lib_find(const char *p, size_t n)
 {
 	for (struct lib *l = st.libs; l; l = l->next)
-		if (strlen(l->name) == n && !memcmp(l->name, p, n))
+		if (strlen(l->name) == n && !strncasecmp(l->name, p, n))
 			return l;
 	return NULL;
 }
@@ -797,7 +799,7 @@ static int host_register(void *arg, const char *name, size_t nlen, int ref, uint
 		return -1;
 	}
 	for (uint32_t i = 0; i < l->nfns; i++)
-		if (strlen(l->fns[i].name) == nlen && !memcmp(l->fns[i].name, name, nlen)) {
+		if (strlen(l->fns[i].name) == nlen && !strncasecmp(l->fns[i].name, name, nlen)) {
 			snprintf(err, errcap, "Function already exists in the library");
 			return -1;
 		}
@@ -845,21 +847,18 @@ static struct lib *lib_create(const char *code, size_t len, bool replace, struct
 		snprintf(err, errcap, "ERR Invalid library metadata");
 		return NULL;
 	}
-	/* "#!<engine> name=<name>" */
-	char line[1024];
+	/* "#!<engine> name=<name>", words split (and quotes taken) as
+	 * Redis's sdssplitargs does. */
+	static char words[32][512];
+	int nw = 0;
 	size_t ll = (size_t)(nl - code);
-	if (ll >= sizeof(line)) {
+	if (!sl_split_words(code, ll, words, 32, &nw) || !nw) {
 		snprintf(err, errcap, "ERR Invalid library metadata");
 		return NULL;
 	}
-	memcpy(line, code, ll);
-	line[ll] = 0;
-	char *save = NULL, *engine = strtok_r(line, " \t\r", &save), *name = NULL;
-	if (!engine) {
-		snprintf(err, errcap, "ERR Invalid library metadata");
-		return NULL;
-	}
-	for (char *w; (w = strtok_r(NULL, " \t\r", &save));) {
+	char *engine = words[0], *name = NULL;
+	for (int wi = 1; wi < nw; wi++) {
+		char *w = words[wi];
 		if (!strncasecmp(w, "name=", 5)) {
 			if (name) {
 				snprintf(err, errcap, "ERR Invalid metadata value, name argument was given multiple times");
@@ -868,7 +867,7 @@ static struct lib *lib_create(const char *code, size_t len, bool replace, struct
 			name = w + 5;
 			continue;
 		}
-		snprintf(err, errcap, "ERR Invalid metadata value given: %s", w);
+		snprintf(err, errcap, "ERR Invalid metadata value given: %.450s", w);
 		return NULL;
 	}
 	if (!name) {
@@ -885,12 +884,12 @@ static struct lib *lib_create(const char *code, size_t len, bool replace, struct
 		return NULL;
 	}
 	if (strcasecmp(engine + 2, "lua")) {
-		snprintf(err, errcap, "ERR Engine '%s' not found", engine + 2);
+		snprintf(err, errcap, "ERR Engine '%.100s' not found", engine + 2);
 		return NULL;
 	}
 	struct lib *prev = lib_find(name, nlen);
 	if (prev && !replace) {
-		snprintf(err, errcap, "ERR Library '%s' already exists", name);
+		snprintf(err, errcap, "ERR Library '%.450s' already exists", name);
 		return NULL;
 	}
 	struct lib *l = calloc(1, sizeof(*l));
@@ -1138,10 +1137,21 @@ static void cmd_function_delete(struct resp_ctx *x, struct kv *kv, const struct 
 	resp_ok(x);
 }
 
+/* Redis's answer to a subcommand given too many arguments. */
+static void sub_syntax(struct resp_ctx *x, const struct paste_resp_arg *sub)
+{
+	resp_error(x, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try FUNCTION HELP.",
+		   (int)(sub->len < 128 ? sub->len : 128), sub->p);
+}
+
 static void cmd_function_flush(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 			       uint32_t n)
 {
-	if (n > 3 || (n == 3 && !paste_resp_arg_eq(&a[2], "sync") && !paste_resp_arg_eq(&a[2], "async"))) {
+	if (n > 3) {
+		sub_syntax(x, &a[1]);
+		return;
+	}
+	if ( (n == 3 && !paste_resp_arg_eq(&a[2], "sync") && !paste_resp_arg_eq(&a[2], "async"))) {
 		resp_error(x, "ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
 		return;
 	}
@@ -1299,7 +1309,7 @@ static void cmd_function_restore(struct resp_ctx *x, struct kv *kv, const struct
 		return;
 	}
 	if (n > 4) {
-		resp_error(x, "ERR Syntax error");
+		sub_syntax(x, &a[1]);
 		return;
 	}
 	enum { APPEND, REPLACE, FLUSH } policy = APPEND;

@@ -206,9 +206,7 @@ uint32_t sl_flag(const char *s, size_t n)
 	return 0;
 }
 
-/* Redis's sdssplitargs on one line, enough for a shebang: words split
- * at spaces, "..." and '...' quoting; false when unbalanced. */
-static bool split_words(const char *s, size_t n, char words[][128], int max, int *count)
+bool sl_split_words(const char *s, size_t n, char words[][512], int max, int *count)
 {
 	int k = 0;
 	size_t i = 0;
@@ -238,7 +236,7 @@ static bool split_words(const char *s, size_t n, char words[][128], int max, int
 			} else if (c == ' ' || c == '\t' || c == '\r') {
 				break;
 			}
-			if (w + 1 < 128)
+			if (w + 1 < 512)
 				words[k][w++] = c;
 			i++;
 		}
@@ -262,9 +260,9 @@ int sl_shebang(const char *body, size_t len, uint32_t *flags, size_t *skip, char
 		snprintf(err, errcap, "Invalid script shebang");
 		return -1;
 	}
-	static char words[32][128];
+	static char words[32][512];
 	int nw = 0;
-	if (!split_words(body, (size_t)(nl - body), words, 32, &nw) || nw == 0) {
+	if (!sl_split_words(body, (size_t)(nl - body), words, 32, &nw) || nw == 0) {
 		snprintf(err, errcap, "Invalid engine in script shebang");
 		return -1;
 	}

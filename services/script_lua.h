@@ -90,6 +90,10 @@ void sl_close(struct sl_engine *e);
 /* Bytes the Lua state uses (INFO used_memory_lua). */
 size_t sl_memory(const struct sl_engine *e);
 
+/* A shebang line's words as Redis's sdssplitargs gives them: split at
+ * blanks, "..." and '...' quoting (words cut at 511 bytes); false when a
+ * quote is unbalanced or there are more than max. */
+bool sl_split_words(const char *s, size_t n, char words[][512], int max, int *count);
 /* EVAL: the script's flags and where its code starts after a shebang
  * line (its line feed kept, so line numbers stay): 0, or -1 with Redis's
  * words in err. */
