@@ -121,7 +121,8 @@ SCRIPTS = [
     ("#!lua flags=allow-oom,what?\nreturn 1", 0),
     ("return 'x'", -12),
     ("return 'x'", 1),
-    ("local a = {} for i=1,7999 do a[i] = 1 end return redis.call('lpush', 'l7', unpack(a))", 0),
+    ("local a = {} for i=1,7999 do a[i] = 'k' .. i end return redis.call('del', unpack(a))", 0),
+    ("local a = {} for i=1,7999 do a[i] = i end return redis.call('mset', unpack(a))", 0),
 ]
 
 
