@@ -1271,6 +1271,9 @@ int paste_resp_put_null(char *out, size_t cap, int proto);         /* 3: _\r\n  
 int paste_resp_put_null_array(char *out, size_t cap, int proto);   /* 3: _\r\n  2: *-1\r\n */
 int paste_resp_put_map(char *out, size_t cap, int proto, uint64_t n); /* %n  2: *2n */
 int paste_resp_put_set(char *out, size_t cap, int proto, uint64_t n); /* ~n  2: *n */
+/* An out-of-band message (pub/sub): 3: >n (a push, which a client tells
+ * apart from replies)  2: *n. */
+int paste_resp_put_push(char *out, size_t cap, int proto, uint64_t n);
 int paste_resp_put_double(char *out, size_t cap, int proto, double d); /* ,d  2: bulk */
 int paste_resp_put_bool(char *out, size_t cap, int proto, bool b); /* #t #f  2: :1 :0 */
 /* =len\r\nfmt:data\r\n (fmt: 3 bytes, "txt" or "mkd"; else -EINVAL); 2: bulk. */
@@ -1478,6 +1481,13 @@ int paste_port_send_extents(struct paste_port *pt, uint32_t conn, const struct p
 /* Close after everything queued has been sent. No further events for conn
  * after its CLOSED event. */
 void paste_port_close_conn(struct paste_port *pt, uint32_t conn);
+/* Close without sending what is still queued (a client that stopped
+ * reading: Redis drops a pub/sub client past its output limit): nothing
+ * more is sent, its CLOSED event comes in the next batch. */
+void paste_port_drop_conn(struct paste_port *pt, uint32_t conn);
+/* Bytes queued for conn and not yet sent (gated or not, in the kernel's
+ * hands or not); 0 for a slot not open. */
+uint64_t paste_port_conn_queued(const struct paste_port *pt, uint32_t conn);
 /* Whether replies queued for conn have not all been sent yet (behind the
  * durability gate, queued, or in the kernel's hands: a slow reader). An
  * idle timer should not run while it is true. false for a bad slot. */

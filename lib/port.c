@@ -77,6 +77,7 @@ void port_conn_reset(struct paste_port *pt, uint32_t slot, int fd)
 	port_output_reset(c);
 	c->state = CONN_OPEN;
 	c->recv_armed = c->send_inflight = c->close_wanted = c->release_ready = false;
+	c->drop_wanted = false;
 	c->read_paused = false;
 	c->gen++;
 	c->fd = fd;
@@ -128,8 +129,9 @@ void port_flush_dirty(struct paste_port *pt)
 	for (uint32_t i = 0; i < pt->ndirty; i++) {
 		uint32_t slot = pt->dirty[i];
 		struct conn *c = &pt->conns[slot];
-		if (c->state != CONN_OPEN) {
+		if (c->state != CONN_OPEN || c->drop_wanted) {
 			c->on_dirty = false;
+			port_conn_end(pt, slot);         /* (no-op unless open) */
 			continue;
 		}
 		if (c->pending.nsegs && !port_gate_open(pt, c)) {
@@ -161,6 +163,13 @@ void *paste_port_conn_data(struct paste_port *pt, uint32_t slot)
 	if (slot >= pt->cfg.max_conns || !pt->cfg.conn_data_size)
 		return NULL;
 	return pt->conn_data + (size_t)slot * pt->cfg.conn_data_size;
+}
+
+uint64_t paste_port_conn_queued(const struct paste_port *pt, uint32_t conn)
+{
+	if (conn >= pt->cfg.max_conns || pt->conns[conn].state != CONN_OPEN)
+		return 0;
+	return pt->conns[conn].queued;
 }
 
 bool paste_port_conn_sending(const struct paste_port *pt, uint32_t conn)

@@ -49,6 +49,7 @@ struct conn {
 	bool recv_armed;       /* a multishot recv is live (uring) */
 	bool send_inflight;    /* uring: a send SQE is outstanding; epoll: waiting for EPOLLOUT */
 	bool close_wanted;     /* the app asked to close once output drained */
+	bool drop_wanted;      /* ... or at once, its unsent output dropped */
 	bool release_ready;    /* uring: CLOSED was seen; release at the send's completion */
 	/* List membership belongs to the slot, not the connection: it survives
 	 * a reuse, and each list checks the state when it runs, so a slot is

@@ -2,7 +2,8 @@
  * port_out.c - the port's output side, shared by both engines: per
  * connection output queues (copied bytes and pinned store buffers, in
  * order, turned into iovecs for the engine's send), and the send API that
- * fills them (paste_port_send, paste_port_send_store, paste_port_close_conn).
+ * fills them (paste_port_send, paste_port_send_store, paste_port_close_conn,
+ * paste_port_drop_conn).
  * When the queued output may leave is the pass's business (lib/port.c: the
  * durability gate and port_flush_dirty); how it leaves is the engine's
  * (its kick hook).
@@ -336,5 +337,14 @@ void paste_port_close_conn(struct paste_port *pt, uint32_t slot)
 	if (!c)
 		return;
 	c->close_wanted = true;
+	port_mark_dirty(pt, slot);
+}
+
+void paste_port_drop_conn(struct paste_port *pt, uint32_t slot)
+{
+	struct conn *c = live_conn(pt, slot);
+	if (!c)
+		return;
+	c->close_wanted = c->drop_wanted = true;
 	port_mark_dirty(pt, slot);
 }

@@ -161,6 +161,11 @@ int paste_resp_put_set(char *out, size_t cap, int proto, uint64_t n)
 	return put_num(out, cap, proto == 3 ? '~' : '*', n, false);
 }
 
+int paste_resp_put_push(char *out, size_t cap, int proto, uint64_t n)
+{
+	return put_num(out, cap, proto == 3 ? '>' : '*', n, false);
+}
+
 /* The shortest of %.15g, %.16g, %.17g that reads back as d (17 always
  * does); inf, -inf, nan as Redis writes them. The decimal point is '.'
  * whatever the locale. Returns the length (< 32). */

@@ -68,6 +68,12 @@ void resp_close(struct resp_ctx *x)
 	paste_port_close_conn(x->w->port, x->conn);
 }
 
+void resp_drop(struct resp_ctx *x)
+{
+	set_dead(x);
+	paste_port_drop_conn(x->w->port, x->conn);
+}
+
 /* The store failed: say so once and close (the client must not send more). */
 void resp_reply_failed(struct resp_ctx *x)
 {
@@ -100,6 +106,37 @@ int resp_send(struct resp_ctx *x, const void *p, size_t n)
 		return r;
 	}
 	return 0;
+}
+
+int resp_push_send(struct resp_ctx *x, const void *p, size_t n, bool durable)
+{
+	if (x->r->state == R_DEAD)
+		return -EIO;
+	if (x->capture) {
+		resp_out_put(x->capture, p, n);
+		return 0;
+	}
+	int r = paste_port_send(x->w->port, x->conn, p, n, durable ? PASTE_SEND_DURABLE : 0);
+	if (r == -EIO) {
+		resp_reply_failed(x);
+		return r;
+	}
+	return r ? -EIO : 0;
+}
+
+bool resp_pubsub_refused(struct resp_ctx *x, const char *name)
+{
+	static const char *const allowed[] = { "ping", "subscribe", "ssubscribe", "unsubscribe",
+					       "sunsubscribe", "psubscribe", "punsubscribe", "quit",
+					       "reset" };
+	if (!x->r->pubsub || x->r->proto == 3)
+		return false;
+	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
+		if (!strcmp(name, allowed[i]))
+			return false;
+	resp_error(x, "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
+		   "QUIT / RESET are allowed in this context", name);
+	return true;
 }
 
 /* Writer -> send, for the fixed-size replies (a 64-byte line suffices). */
@@ -376,7 +413,8 @@ static void run_command(struct resp_ctx *x, const struct resp_proto_state *ps,
 		resp_ok(x);
 		resp_close(x);
 	} else if (paste_resp_arg_eq(&argv[0], "HELLO")) {
-		hello(x, ps, argv, argc);
+		if (!resp_pubsub_refused(x, "hello"))
+			hello(x, ps, argv, argc);
 	} else if (server_store_failed(x->w)) {
 		resp_reply_failed(x);
 	} else {

@@ -53,6 +53,10 @@ struct resp_conn {
 	 * replies (skip_next is set by SKIP itself, skip while that runs). */
 	bool reply_off, skip, skip_next;
 	bool no_evict;            /* CLIENT NO-EVICT (pkvs never evicts clients) */
+	/* Subscribed to a channel or pattern (the service keeps it): in
+	 * RESP2 only the subscribe commands, PING, QUIT and RESET run
+	 * (resp_pubsub_refused), as in Redis. */
+	bool pubsub;
 };
 
 struct resp_ctx {
@@ -167,6 +171,21 @@ int resp_arity_error(struct resp_ctx *x, const struct paste_resp_arg *cmd);
 void resp_reply_failed(struct resp_ctx *x);
 /* Close after the replies queued so far (QUIT, a stream that cannot go on). */
 void resp_close(struct resp_ctx *x);
+/* Close now, what is still queued for it dropped (a pub/sub client past
+ * its output limit). */
+void resp_drop(struct resp_ctx *x);
+
+/* Pub/sub: a message or a subscription's reply (Redis's "push", written
+ * with paste_resp_put_push: '>' in RESP3, an array in RESP2), sent even
+ * under CLIENT REPLY OFF or SKIP, as Redis sends them, and gathered by
+ * EXEC like any reply. durable: behind the barrier, as replies are (a
+ * published message, which reveals nothing stored, may leave at once).
+ * 0, or -EIO (the connection is dead or the store failed). */
+int resp_push_send(struct resp_ctx *x, const void *p, size_t n, bool durable);
+/* A connection subscribed in RESP2 may run only the subscribe commands,
+ * PING, QUIT and RESET: true after answering Redis's error for command
+ * `name` (its full name, "client|id"), false when it may run. */
+bool resp_pubsub_refused(struct resp_ctx *x, const char *name);
 
 /* The unfinished commands of x's protocol (INFO): the bytes their
  * reassembly buffers hold together, the bound on that (max_pending, 0:

@@ -440,6 +440,7 @@ static void cmd_reset(struct resp_ctx *x, struct kv *kv, const struct paste_resp
 	(void)kv, (void)a, (void)n;
 	struct resp_conn *r = x->r;
 	kv_multi_reset(x);
+	kv_pubsub_reset(x);
 	((struct kv_resp_conn *)x->sc)->db = 0;
 	r->proto = 2;
 	const struct srv_auth *au = resp_auth(x);
@@ -457,6 +458,8 @@ static void cmd_ping(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 	(void)kv;
 	if (n > 2)
 		resp_error(x, "ERR wrong number of arguments for 'ping' command");
+	else if (kv_pubsub_ping(x, a, n))
+		return;                          /* subscribed, RESP2: its own form */
 	else if (n == 2)
 		resp_bulk(x, a[1].p, a[1].len);
 	else

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "paste_version.h"
+#include "kv_notify.h"
 #include "pkvs_resp.h"
 
 /* ---------------------------------------------------- RESP3 -> RESP2 */
@@ -786,6 +787,8 @@ static const char *param_get(struct resp_ctx *x, struct kv *kv, const struct cfg
 	} else if (!strcmp(n, "dbfilename")) {
 		const char *slash = strrchr(s->cfg.store_path, '/');
 		return slash ? slash + 1 : s->cfg.store_path;
+	} else if (!strcmp(n, "notify-keyspace-events")) {
+		kv_notify_format(kv_notify_get(), buf);
 	} else if (p->kind == CFG_KEPT) {
 		const char *v = conf.kept[p - params];
 		if (!v && p->alias) {                 /* an alias set under its other name */
@@ -894,52 +897,17 @@ static bool value_ok(const struct cfg_param *p, const struct paste_resp_arg *v, 
 	return true;
 }
 
-/* notify-keyspace-events in Redis's canonical form ("KEA" reads back
- * "AKE"): false for a class letter Redis does not know. */
-static bool notify_canonical(const struct paste_resp_arg *v, char *out, size_t cap)
-{
-	static const char order[] = "g$lshzxetdn";    /* A is g$lshzxetd */
-	uint32_t fl = 0;
-	for (size_t i = 0; i < v->len; i++) {
-		const char *c = v->p[i] == 'A' ? NULL : strchr("g$lshzxetdnKEm", v->p[i]);
-		if (v->p[i] == 'A')
-			fl |= (1u << 10) - 1;              /* g$lshzxetd */
-		else if (!c || !v->p[i])
-			return false;
-		else
-			fl |= 1u << (c - "g$lshzxetdnKEm");
-	}
-	size_t k = 0;
-	if ((fl & ((1u << 10) - 1)) == (1u << 10) - 1) {
-		out[k++] = 'A';                    /* (n then goes unsaid, as in Redis) */
-	} else {
-		for (int i = 0; order[i]; i++)
-			if (fl & (1u << i))
-				out[k++] = order[i];
-	}
-	if (fl & (1u << 11))
-		out[k++] = 'K';
-	if (fl & (1u << 12))
-		out[k++] = 'E';
-	if (fl & (1u << 13))
-		out[k++] = 'm';
-	out[k < cap ? k : cap - 1] = 0;
-	return true;
-}
-
-
 static int param_set(struct resp_ctx *x, const struct cfg_param *p, const struct paste_resp_arg *v,
 		     uint64_t num, const char **why)
 {
-	char canon[24];
-	struct paste_resp_arg cv;
 	if (!strcmp(p->name, "notify-keyspace-events")) {
-		if (!notify_canonical(v, canon, sizeof(canon))) {
+		int fl = kv_notify_parse(v->p, v->len);
+		if (fl < 0) {
 			*why = "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.";
 			return -1;
 		}
-		cv = (struct paste_resp_arg){ canon, strlen(canon) };
-		v = &cv;
+		kv_notify_set(pkvs_kv(x->ss), (uint32_t)fl);   /* kv_notify.c keeps it */
+		return 0;
 	}
 	struct srv_auth *a = resp_auth(x);
 	const char *n = p->name;

@@ -92,6 +92,7 @@ int kv_reply_value(struct resp_ctx *x, struct kv *kv, const struct kv_obj *o, ui
 static const struct kv_cmd *const families[] = {
 	kv_cmds_string, kv_cmds_keyspace, kv_cmds_expire, kv_cmds_hash,
 	kv_cmds_multi, kv_cmds_conn, kv_cmds_server, kv_cmds_db,
+	kv_cmds_pubsub,
 	kv_cmds_script,
 };
 
@@ -316,6 +317,11 @@ static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, ui
 		kv_multi_reject(x);
 		return;                          /* replied (NOAUTH) */
 	}
+	if (resp_pubsub_refused(x, rt->c->name)) {
+		rt->rejected++;
+		kv_multi_reject(x);
+		return;                          /* subscribed, RESP2: not this command */
+	}
 	if (kv_script_busy(x, rt, argv, argc))
 		return;                          /* a script runs long: BUSY, or run here */
 	if (kv_multi_queue(x, rt, argv, argc))
@@ -464,6 +470,7 @@ static void kv_resp_closed(struct resp_ctx *x)
 	free(kc->name);
 	kc->name = NULL;
 	kv_multi_closed(x);
+	kv_pubsub_closed(x);
 }
 
 /* The next command's key: its point-index slot, ~1 us before the lookup. */

@@ -116,6 +116,8 @@ extern const struct kv_cmd kv_cmds_string[], kv_cmds_keyspace[], kv_cmds_expire[
 extern const struct kv_cmd kv_cmds_db[];
 /* cmd_script.c: EVAL..., SCRIPT, FUNCTION, FCALL. */
 extern const struct kv_cmd kv_cmds_script[];
+/* cmd_pubsub.c: SUBSCRIBE, PUBLISH, PUBSUB, ... */
+extern const struct kv_cmd kv_cmds_pubsub[];
 
 /* Every command: count, the i-th, and by name (any case; NULL: unknown). */
 uint32_t kv_cmd_count(void);
@@ -151,6 +153,11 @@ void kv_multi_closed(struct resp_ctx *x);
 void kv_multi_reset(struct resp_ctx *x);
 /* cmd_conn.c: may this connection run rt (AUTH)? false: replied. */
 bool kv_conn_allowed(struct resp_ctx *x, struct kv_cmd_rt *rt);
+/* cmd_pubsub.c: the connection's subscriptions end (closed hook, RESET);
+ * PING of a subscribed RESP2 connection (true: replied its way). */
+void kv_pubsub_closed(struct resp_ctx *x);
+void kv_pubsub_reset(struct resp_ctx *x);
+bool kv_pubsub_ping(struct resp_ctx *x, const struct paste_resp_arg *a, uint32_t n);
 
 /* The service's part of a connection. */
 struct kv_resp_conn {
@@ -162,6 +169,7 @@ struct kv_resp_conn {
 	struct kv_key key;
 	uint8_t *name;
 	struct kv_multi *multi;        /* MULTI's queue, WATCH (cmd_multi.c); NULL: none yet */
+	struct kv_psclient *pubsub;    /* its subscriptions (cmd_pubsub.c); NULL: none yet */
 	const struct kv_cmd *last;     /* the last command run (CLIENT LIST cmd=) */
 };
 

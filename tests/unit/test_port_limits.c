@@ -7,7 +7,8 @@
  * near the limit each still get connections. Backpressure: a client that
  * sends requests and never reads stops being read once its unsent replies
  * pass max_output, so they stay bounded, and once it reads everything
- * flows again. The memory a burst took goes back. See docs/design.md,
+ * flows again. The memory a burst took goes back. A client dropped
+ * (paste_port_drop_conn) goes at once, its unsent output with it. See docs/design.md,
  * "Memory per client". Shared helpers: port_fixture.h.
  * Without io_uring the epoll half runs and the exit status is 77 (skip).
  */
@@ -314,6 +315,56 @@ static void test_paused_client_goes(enum paste_engine e)
 	CHECK_EQ(paste_store_nheld(st), held0);
 }
 
+/* A client that never reads, dropped: its unsent output goes at once
+ * (a pinned store buffer among it), its CLOSED comes in the next poll,
+ * the peer sees the end; the queue had stayed as it was until the drop. */
+static void test_drop(enum paste_engine e)
+{
+	uint32_t held0 = paste_store_nheld(st);
+	struct paste_port *pt = open_limited(e, 4, 0, NULL, 1u << 30);
+	CHECK(pt != NULL);
+	if (!pt)
+		return;
+	int fd = pf_client(paste_port_local_port(pt));
+	struct seen s = { 0 };
+	pf_pump(pt, &s, 3, false);
+	uint32_t slot = s.last_conn;
+	static char big[1 << 20];
+	for (int i = 0; i < 16; i++)
+		CHECK_EQ(paste_port_send(pt, slot, big, sizeof(big), 0), 0);
+	uint32_t b;
+	CHECK_EQ(paste_store_alloc(st, &b, 1), 1);
+	CHECK_EQ(paste_port_send_store(pt, slot, b, 0, 64, 0), 0);
+	paste_store_unref(st, b, false);                 /* the queue's pin keeps it */
+	for (int i = 0; i < 5; i++)
+		pf_pump(pt, &s, 2, false);
+	uint64_t q = paste_port_conn_queued(pt, slot);
+	CHECK(q > 0 && q <= (16u << 20) + 64);           /* the kernel took at most the rest */
+	CHECK_EQ(s.closes, 0);
+	paste_port_drop_conn(pt, slot);
+	paste_port_drop_conn(pt, slot);                  /* twice: the same */
+	CHECK_EQ(paste_port_send(pt, slot, "x", 1, 0), -ENOTCONN);
+	pf_pump(pt, &s, 3, false);
+	CHECK_EQ(s.closes, 1);
+	CHECK_EQ(paste_port_conn_queued(pt, slot), 0);
+	for (int i = 0; i < 5; i++)
+		pf_pump(pt, &s, 2, false);
+	struct paste_port_stats ps;
+	paste_port_stats(pt, &ps);
+	CHECK_EQ(ps.conns, 0);
+	/* The peer sees the end (after what the kernel had taken). */
+	char sink[65536];
+	ssize_t r;
+	size_t got = 0;
+	while ((r = read(fd, sink, sizeof(sink))) > 0)
+		got += (size_t)r;
+	CHECK(r == 0 || r == -1);                        /* EOF, or a reset */
+	CHECK(got < (16u << 20));
+	close(fd);
+	paste_port_close(pt);
+	CHECK_EQ(paste_store_nheld(st), held0);
+}
+
 static void run(enum paste_engine e)
 {
 	test_refuse(e);
@@ -321,6 +372,7 @@ static void run(enum paste_engine e)
 	test_wait_without_refusal(e);
 	test_backpressure(e);
 	test_paused_client_goes(e);
+	test_drop(e);
 }
 
 int main(void)

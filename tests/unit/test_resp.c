@@ -558,6 +558,8 @@ static void test_writers(void)
 	PUT(paste_resp_put_map(out, cap, 2, 2), "*4\r\n");
 	PUT(paste_resp_put_set(out, cap, 3, 7), "~7\r\n");
 	PUT(paste_resp_put_set(out, cap, 2, 7), "*7\r\n");
+	PUT(paste_resp_put_push(out, cap, 3, 3), ">3\r\n");
+	PUT(paste_resp_put_push(out, cap, 2, 3), "*3\r\n");
 	PUT(paste_resp_put_double(out, cap, 3, 1.5), ",1.5\r\n");
 	PUT(paste_resp_put_double(out, cap, 3, 0.1), ",0.1\r\n");
 	PUT(paste_resp_put_double(out, cap, 3, -3.0), ",-3\r\n");
