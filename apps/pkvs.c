@@ -16,6 +16,7 @@
 
 #include "http.h"
 #include "options.h"
+#include "kv_notify.h"
 #include "pkvs_resp.h"
 
 #define PKVS_DEFAULT_STORE "/dev/shm/pkvs.store"
@@ -65,7 +66,7 @@ int main(int argc, char **argv)
 	rc.auth = &auth;
 	hc.auth = &auth;
 	sc.peer_addrs = true;
-	const char *requirepass = NULL;
+	const char *requirepass = NULL, *notify = NULL;
 	int protected_mode = 1;
 	static const struct opt_choice yes_no[] = { { "yes", 1 }, { "no", 0 }, { NULL, 0 } };
 	const char *http_port = "8080", *resp_port = "6379";
@@ -137,6 +138,8 @@ int main(int argc, char **argv)
 			 "clients must AUTH with PASS (HTTP: Basic or Bearer); CONFIG SET changes it"),
 		OPT_CHOICE_("protected-mode", "yes|no", &protected_mode, yes_no,
 			    "without a password, refuse clients not on loopback (default yes, as Redis)"),
+		OPT_STR_("notify-keyspace-events", "CLASSES", &notify,
+			 "keyspace notifications, Redis's letters (KEA: all; default none); CONFIG SET changes it"),
 	};
 	int r = opt_parse(sc.name, opts, (int)(sizeof(opts) / sizeof(opts[0])),
 			  "One thread serves both front ends (the tree has one owner); run several\n"
@@ -156,6 +159,15 @@ int main(int argc, char **argv)
 	}
 	kvh.cfg.max_value = max_value;
 	auth.protected_mode = protected_mode;
+	if (notify) {
+		int fl = kv_notify_parse(notify, strlen(notify));
+		if (fl < 0) {
+			fprintf(stderr, "pkvs: --notify-keyspace-events %s: a letter is none of "
+				"Redis's classes 'Ag$lshzxeKEtmdn'\n", notify);
+			return 2;
+		}
+		kv_notify_set(NULL, (uint32_t)fl);
+	}
 	if (requirepass && *requirepass && srv_auth_set(&auth, requirepass, strlen(requirepass))) {
 		fprintf(stderr, "pkvs: out of memory\n");
 		return 1;

@@ -27,7 +27,8 @@ import subprocess
 import sys
 
 TAG = "7.0.15"
-GROUPS = {"string", "bitmap", "generic", "hash", "transactions", "connection", "server", "cluster"}
+GROUPS = {"string", "bitmap", "generic", "hash", "transactions", "connection", "server", "cluster",
+          "list", "set", "sorted_set", "pubsub", "scripting"}
 ACL = ["keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
        "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking",
        "dangerous", "connection", "transaction", "scripting"]

@@ -43,6 +43,11 @@ fi
 if ! python3 -c 'import django, sys; sys.exit(django.VERSION < (4, 0))' 2>/dev/null; then
 	python3 -m pip install -q "Django>=4.2" || { echo "install-deps: cannot install Django for $(command -v python3)" >&2; exit 1; }
 fi
+# RQ (python-rq 3, PyPI): its queues and `rq worker` against pkvs in
+# tests/e2e/test_pkvs_apps_rq.py.
+if ! python3 -c 'import rq, sys; sys.exit(int(rq.__version__.split(".")[0]) != 3)' 2>/dev/null; then
+	python3 -m pip install -q "rq>=3,<4" || { echo "install-deps: cannot install RQ for $(command -v python3)" >&2; exit 1; }
+fi
 # The Prometheus client's text parser checks GET /metrics
 # (tests/e2e/test_metrics.py): Debian's package serves Debian's python3;
 # a python3 from elsewhere (pyenv) gets it from PyPI.

@@ -573,6 +573,7 @@ const struct server_proto http_proto = {
 	.banner = service_banner,
 	.started = service_started,
 	.pass = service_pass,
+	.wake = service_wake,
 	.accept = http_accept,
 	.data = http_data,
 	.closed = http_closed,

@@ -48,6 +48,10 @@ struct resp_proto_state {
 	struct resp_errstat errs[RESP_ERRSTATS];
 	uint32_t nerrs;
 	uint64_t errors;
+	/* Connections unblocked with commands kept (resp_unblock): they run
+	 * at the end of the pass. */
+	struct resume { uint32_t conn; uint64_t id; } *resume;
+	uint32_t nresume, capresume;
 };
 
 /* Redis's bounds on a command before authentication. */
@@ -592,6 +596,13 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 	while (pos < ev->len && r->state != R_DEAD) {
 		const char *at = (const char *)ev->data + pos;
 		uint32_t avail = ev->len - pos;
+		if (r->blocked) {
+			/* A blocking command waits: what follows it is kept,
+			 * whole, until it is answered (resp_unblock). */
+			if (!gather(&x, ps, at, avail))
+				return;
+			break;
+		}
 		if (r->state == R_STREAM) {
 			uint32_t take = avail < r->stream_left ? avail : (uint32_t)r->stream_left;
 			if (!r->refused)
@@ -748,6 +759,87 @@ void resp_conn_addr(const struct resp_ctx *o, char *peer, char *local, size_t ca
 	srv_addr_format(&l, llen, local, cap);
 }
 
+bool resp_ctx_of(struct resp_ctx *x, struct worker *w, uint32_t conn)
+{
+	struct srv_conn *c = paste_port_conn_data(w->port, conn);
+	if (!c || w->srv->lis[c->lis].proto != &resp_proto)
+		return false;
+	ctx_init(x, w, conn, c, srv_proto_state(w, c));
+	return x->r->state != R_DEAD;
+}
+
+void resp_block(struct resp_ctx *x)
+{
+	x->r->blocked = true;
+	x->c->timer = SRV_T_NONE;            /* Redis times blocked clients out only by their own */
+}
+
+void resp_unblock(struct resp_ctx *x)
+{
+	struct resp_conn *r = x->r;
+	if (!r->blocked)
+		return;
+	r->blocked = false;
+	if (r->state == R_DEAD)
+		return;
+	x->c->timer = SRV_T_IDLE;
+	x->c->last_ms = x->w->now_ms;
+	if (!r->buf.len || r->resume)
+		return;
+	struct resp_proto_state *ps = srv_proto_state(x->w, x->c);
+	if (ps->nresume == ps->capresume) {
+		uint32_t cap = ps->capresume ? 2 * ps->capresume : 16;
+		struct resume *q = realloc(ps->resume, cap * sizeof(*q));
+		if (!q) {
+			resp_error(x, "ERR out of memory");
+			resp_close(x);
+			return;
+		}
+		ps->resume = q;
+		ps->capresume = cap;
+	}
+	ps->resume[ps->nresume++] = (struct resume){ x->conn, r->id };
+	r->resume = true;
+}
+
+/* The commands unblocked connections kept run now, as if they had just
+ * arrived (from a copy: no store buffer holds them). One may block again,
+ * or unblock another, which joins the end of the list. */
+static void resume_kept(struct worker *w, struct resp_proto_state *ps)
+{
+	for (uint32_t i = 0; i < ps->nresume; i++) {
+		struct resp_ctx x;
+		if (!resp_ctx_of(&x, w, ps->resume[i].conn) || x.r->id != ps->resume[i].id ||
+		    !x.r->resume)
+			continue;
+		struct resp_conn *r = x.r;
+		r->resume = false;
+		if (r->blocked)
+			continue;
+		struct reasm kept = r->buf;
+		r->buf = (struct reasm){ 0 };
+		ps->pending -= kept.cap;
+		struct paste_event ev = { .type = PASTE_EV_DATA, .listener = x.c->lis,
+					  .conn = x.conn, .buf = PASTE_NO_BUF, .len = kept.len,
+					  .data = (const uint8_t *)kept.p };
+		resp_data(w, &ev, x.c);
+		reasm_free(&kept);
+	}
+	ps->nresume = 0;
+}
+
+static void resp_pass(struct worker *w, void *state)
+{
+	service_pass(w, state);
+	resume_kept(w, state);
+}
+
+static uint64_t resp_wake(struct worker *w, void *state)
+{
+	const struct resp_proto_state *ps = state;
+	return ps->nresume ? w->now_ms : service_wake(w, state);
+}
+
 static void resp_closed(struct worker *w, uint32_t conn, struct srv_conn *c)
 {
 	struct resp_proto_state *ps = srv_proto_state(w, c);
@@ -825,6 +917,7 @@ static void resp_close_proto(struct server *s, void *state)
 	if (!ps)
 		return;
 	service_close(&ps->run, s);
+	free(ps->resume);
 	free(ps->argv);
 	free(ps->scratch);
 	free(ps);
@@ -838,7 +931,8 @@ const struct server_proto resp_proto = {
 	.close = resp_close_proto,
 	.banner = service_banner,
 	.started = service_started,
-	.pass = service_pass,
+	.pass = resp_pass,
+	.wake = resp_wake,
 	.accept = resp_accept,
 	.data = resp_data,
 	.peek = resp_peek,

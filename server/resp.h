@@ -57,6 +57,10 @@ struct resp_conn {
 	 * RESP2 only the subscribe commands, PING, QUIT and RESET run
 	 * (resp_pubsub_refused), as in Redis. */
 	bool pubsub;
+	/* A blocking command waits (resp_block): none of the connection's
+	 * later commands run, what it sends is kept in buf, until
+	 * resp_unblock; resume: queued to run them at the end of the pass. */
+	bool blocked, resume;
 };
 
 struct resp_ctx {
@@ -186,6 +190,18 @@ int resp_push_send(struct resp_ctx *x, const void *p, size_t n, bool durable);
  * PING, QUIT and RESET: true after answering Redis's error for command
  * `name` (its full name, "client|id"), false when it may run. */
 bool resp_pubsub_refused(struct resp_ctx *x, const char *name);
+
+/* Blocking commands (BLPOP...): block says the command x runs sends no
+ * reply now; the connection runs none of its later commands (what it
+ * sends meanwhile is kept) and has no idle timeout until unblock, called
+ * once its reply is queued; its kept commands then run at the end of the
+ * pass (the protocol's pass hook). */
+void resp_block(struct resp_ctx *x);
+void resp_unblock(struct resp_ctx *x);
+/* The context of connection conn of worker w (a blocked client's, to
+ * answer it later): false when the slot holds no open connection of this
+ * protocol (the caller checks r->id is the one it knew). */
+bool resp_ctx_of(struct resp_ctx *x, struct worker *w, uint32_t conn);
 
 /* The unfinished commands of x's protocol (INFO): the bytes their
  * reassembly buffers hold together, the bound on that (max_pending, 0:

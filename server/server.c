@@ -109,6 +109,12 @@ void service_pass(struct worker *w, void *proto_state)
 		r->svc->pass(w, r->ss);
 }
 
+uint64_t service_wake(struct worker *w, void *proto_state)
+{
+	struct service_run *r = proto_state;
+	return r->svc->wake ? r->svc->wake(w, r->ss) : UINT64_MAX;
+}
+
 void srv_count_status(struct worker *w, int status)
 {
 	uint32_t i = 0;
@@ -206,13 +212,26 @@ static void sweep(struct worker *w)
 	}
 }
 
-static int poll_timeout(const struct worker *w)
+/* Until the next sweep, or sooner when a protocol's wake hook says a
+ * pass is due (a blocked client's timeout): a timeout fires within the
+ * clock's granularity, not up to SWEEP_MS late. */
+static int poll_timeout(struct worker *w)
 {
-	if (w->srv->cfg.busy_poll)
+	struct server *s = w->srv;
+	if (s->cfg.busy_poll)
 		return 0;
 	if (w->failing)
 		return DRAIN_POLL_MS;
 	uint64_t left = w->next_sweep_ms > w->now_ms ? w->next_sweep_ms - w->now_ms : 0;
+	for (uint32_t i = 0; i < s->nlis && left; i++) {
+		if (!s->lis[i].proto->wake)
+			continue;
+		uint64_t at = s->lis[i].proto->wake(w, s->proto_state[i]);
+		if (at <= w->now_ms)
+			left = 0;
+		else if (at - w->now_ms < left)
+			left = at - w->now_ms;
+	}
 	return (int)(left < SWEEP_MS ? left : SWEEP_MS);
 }
 

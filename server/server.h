@@ -111,6 +111,10 @@ struct server_proto {
 	/* Optional: once per pass, after the batch's events (pkvs: release
 	 * what became durable, checkpoint when due). */
 	void (*pass)(struct worker *w, void *state);
+	/* Optional: when the next pass is due with no event (a blocked
+	 * client's timeout), on w->now_ms's clock; UINT64_MAX: none. The
+	 * poll waits no longer than that. Asked once per pass: cheap. */
+	uint64_t (*wake)(struct worker *w, void *state);
 	void (*accept)(struct worker *w, uint32_t conn, struct srv_conn *c);
 	void (*data)(struct worker *w, const struct paste_event *ev, struct srv_conn *c);
 	/* The connection is gone (or the server stops with it open): release
@@ -284,6 +288,9 @@ struct service_base {
 	/* Once per event-loop pass, after the batch (pkvs: release what
 	 * became durable, checkpoint when due). */
 	void (*pass)(struct worker *w, void *state);
+	/* When the service next needs a pass with no event (server_proto's
+	 * wake), UINT64_MAX for none. */
+	uint64_t (*wake)(struct worker *w, void *state);
 };
 
 /* A protocol's hold on its service: the table and the state its open
@@ -299,6 +306,7 @@ void service_close(struct service_run *r, struct server *s);
 void service_banner(struct server *s, void *proto_state);
 int service_started(struct server *s, void *proto_state, struct paste_error *err);
 void service_pass(struct worker *w, void *proto_state);
+uint64_t service_wake(struct worker *w, void *proto_state);
 
 /* The state of the protocol connection c belongs to (its open's *state). */
 static inline void *srv_proto_state(const struct worker *w, const struct srv_conn *c)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd_block.h"
 #include "pkvs_resp.h"
 
 bool kv_conn_allowed(struct resp_ctx *x, struct kv_cmd_rt *rt)
@@ -146,6 +147,8 @@ static int client_line(struct resp_ctx *o, char *out, size_t cap)
 	uint64_t now = o->w->now_ms;
 	int multi = -1;              /* (MULTI's queue is cmd_multi.c's own) */
 	char flags[8], *f = flags;
+	if (kv_block_is(o))
+		*f++ = 'b';
 	if (r->no_evict)
 		*f++ = 'e';
 	if (f == flags)
@@ -412,7 +415,7 @@ static void cmd_client_sub(struct resp_ctx *x, struct kv *kv, const struct paste
 			resp_error(x, "ERR value is not an integer or out of range");
 			return;
 		}
-		resp_int(x, 0);                  /* pkvs never blocks a client */
+		resp_int(x, kv_block_unblock(x, kv, (uint64_t)id, n == 4 && paste_resp_arg_eq(&a[3], "ERROR")));
 	} else {
 		static const char *const help[] = {
 			"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",

@@ -12,6 +12,7 @@
  */
 #include <limits.h>
 
+#include "kv_notify.h"
 #include "pkvs_resp.h"
 
 /* A database index as Redis reads it (getIntFromObjectOrReply): false,
@@ -98,6 +99,10 @@ static void cmd_move(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		return;
 	}
 	int r = kv_rename(kv, &src, &o, &dst);
+	if (r == 0) {
+		kv_notify(KV_NOTIFY_GENERIC, "move_from", &src);
+		kv_notify(KV_NOTIFY_GENERIC, "move_to", &dst);
+	}
 	if (r)
 		kv_reply_errno(x, r);
 	else

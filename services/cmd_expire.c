@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "kv_notify.h"
 #include "pkvs_resp.h"
 
 void kv_reply_bad_expire(struct resp_ctx *x, const struct paste_resp_arg *cmd)
@@ -94,6 +95,8 @@ static void expire_generic(struct resp_ctx *x, struct kv *kv, const struct paste
 		return;
 	}
 	int r = when <= kv->now_ms ? kv_remove(kv, &k) : kv_set_expire(kv, &k, &o, when);
+	if (r >= 0)
+		kv_notify(KV_NOTIFY_GENERIC, when <= kv->now_ms ? "del" : "expire", &k);
 	if (r < 0)
 		kv_reply_errno(x, r);
 	else
@@ -179,6 +182,8 @@ void cmd_persist(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg 
 		return;
 	}
 	int r = kv_set_expire(kv, &k, &o, KV_NO_TTL);
+	if (r == 0)
+		kv_notify(KV_NOTIFY_GENERIC, "persist", &k);
 	if (r)
 		kv_reply_errno(x, r);
 	else

@@ -22,10 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 
 #include "kv_hash.h"
+#include "kv_notify.h"
 #include "pkvs_resp.h"
 
 /* ------------------------------------------------------------ replies */
@@ -234,6 +233,8 @@ static void cmd_hset(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		}
 		r = kv_hash_end(kv, &h, r);
 	}
+	if (r == 0)
+		kv_notify(KV_NOTIFY_HASH, "hset", &h.key);
 	if (r)
 		reply_errno(x, r);
 	else if (a[0].len > 1 && (a[0].p[1] == 'm' || a[0].p[1] == 'M'))
@@ -259,6 +260,8 @@ static void cmd_hsetnx(struct resp_ctx *x, struct kv *kv, const struct paste_res
 		return;
 	}
 	int r = set_arg(x, kv, &h, &a[2], &a[3], NULL);
+	if (r == 0)
+		kv_notify(KV_NOTIFY_HASH, "hset", &h.key);
 	if (r)
 		reply_errno(x, r);
 	else
@@ -285,6 +288,11 @@ static void cmd_hdel(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 			deleted += r > 0;
 		}
 		r = kv_hash_end(kv, &h, r < 0 ? r : 0);
+	}
+	if (r >= 0 && deleted) {
+		kv_notify(KV_NOTIFY_HASH, "hdel", &h.key);
+		if (!h.o.coll.count)
+			kv_notify(KV_NOTIFY_GENERIC, "del", &h.key);   /* the last field went */
 	}
 	if (r < 0)
 		reply_errno(x, r);
@@ -360,6 +368,8 @@ static void incr_done(struct resp_ctx *x, struct kv *kv, struct kv_hash *h,
 		      const struct paste_resp_arg *f, const char *num, int len, const int64_t *iv)
 {
 	int r = kv_hash_set_bytes(kv, h, f->p, f->len, num, (size_t)len, NULL);
+	if (r == 0)
+		kv_notify(KV_NOTIFY_HASH, iv ? "hincrby" : "hincrbyfloat", &h->key);
 	if (r)
 		reply_errno(x, r);
 	else if (iv)
@@ -547,30 +557,10 @@ static struct hscan_slot {
 } hscans[HSCAN_SLOTS];
 static uint64_t hscan_next = 1;
 
-/* Redis's strtoul rule: digits (a sign allowed), no leading space, no
- * overflow; the empty string is 0. */
-static bool parse_cursor(const struct paste_resp_arg *a, uint64_t *v)
-{
-	char buf[32];
-	if (a->len >= sizeof(buf))
-		return false;
-	memcpy(buf, a->p, a->len);
-	buf[a->len] = 0;
-	if (isspace((unsigned char)buf[0]))
-		return false;
-	char *end;
-	errno = 0;
-	unsigned long long c = strtoull(buf, &end, 10);
-	if (*end || errno == ERANGE)
-		return false;
-	*v = c;
-	return true;
-}
-
 static void cmd_hscan(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
 {
 	uint64_t cursor;
-	if (!parse_cursor(&a[2], &cursor)) {
+	if (!kv_arg_cursor(&a[2], &cursor)) {
 		resp_error(x, "ERR invalid cursor");
 		return;
 	}
@@ -582,25 +572,10 @@ static void cmd_hscan(struct resp_ctx *x, struct kv *kv, const struct paste_resp
 		resp_send(x, "*2\r\n$1\r\n0\r\n*0\r\n", 15);
 		return;
 	}
-	int64_t count = 10;
-	const struct paste_resp_arg *match = NULL;
-	for (uint32_t i = 3; i < n; i += 2) {
-		if (i + 1 < n && paste_resp_arg_eq(&a[i], "COUNT")) {
-			if (paste_resp_arg_i64(&a[i + 1], &count)) {
-				resp_error(x, "ERR value is not an integer or out of range");
-				return;
-			}
-			if (count < 1) {
-				resp_error(x, "ERR syntax error");
-				return;
-			}
-		} else if (i + 1 < n && paste_resp_arg_eq(&a[i], "MATCH")) {
-			match = a[i + 1].len == 1 && a[i + 1].p[0] == '*' ? NULL : &a[i + 1];
-		} else {
-			resp_error(x, "ERR syntax error");
-			return;
-		}
-	}
+	int64_t count;
+	const struct paste_resp_arg *match;
+	if (!kv_arg_scan(x, a, n, 3, &count, &match))
+		return;
 	struct kv_hash_walk w;
 	/* A hash Redis would keep as a listpack is answered whole, cursor 0,
 	 * whatever the cursor and COUNT, as Redis answers it. */
@@ -656,46 +631,6 @@ static void cmd_hscan(struct resp_ctx *x, struct kv *kv, const struct paste_resp
 
 /* ------------------------------------------------------------ HRANDFIELD */
 
-/* xoshiro256** seeded once from getrandom (the clock if that fails). */
-static uint64_t rnd_state[4];
-
-static uint64_t rotl(uint64_t v, int k)
-{
-	return (v << k) | (v >> (64 - k));
-}
-
-static uint64_t rnd64(void)
-{
-	if (!(rnd_state[0] | rnd_state[1] | rnd_state[2] | rnd_state[3])) {
-		if (getrandom(rnd_state, sizeof(rnd_state), 0) != (ssize_t)sizeof(rnd_state)) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			rnd_state[0] = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30);
-		}
-		rnd_state[3] |= 1;
-	}
-	uint64_t *s = rnd_state, out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return out;
-}
-
-/* Uniform in [0, n), n > 0 (Lemire's multiply and reject). */
-static uint64_t rnd_below(uint64_t n)
-{
-	unsigned __int128 m = (unsigned __int128)rnd64() * n;
-	if ((uint64_t)m < n) {
-		uint64_t t = -n % n;
-		while ((uint64_t)m < t)
-			m = (unsigned __int128)rnd64() * n;
-	}
-	return (uint64_t)(m >> 64);
-}
-
 /* Picks with repetition, answered in the order drawn: at most PICK_BATCH
  * at a time (Redis's HRANDFIELD_RANDOM_SAMPLE_LIMIT), each batch one walk
  * in index order, skipping from pick to pick a leaf of the tree at a time,
@@ -724,7 +659,7 @@ static int pick_batch(struct hout *o, struct kv *kv, struct kv_hash *h, uint32_t
 {
 	uint64_t size = h->o.coll.count;
 	for (uint32_t i = 0; i < m; i++)
-		picks[i] = (struct pick){ rnd_below(size), i };
+		picks[i] = (struct pick){ kv_rand_below(size), i };
 	qsort(picks, m, sizeof(*picks), pick_cmp);
 	struct kv_hash_walk w;
 	int r = kv_hash_walk_init(kv, h, &w, NULL, 0);
@@ -807,7 +742,7 @@ static int rand_distinct(struct hout *o, struct kv *kv, struct kv_hash *h, uint6
 		for (uint64_t left = size; count && !o->r;) {
 			if (kv_hash_walk_next(kv, &w) != 1)
 				return -EBADMSG;
-			if (rnd_below(left--) < count) {
+			if (kv_rand_below(left--) < count) {
 				out_walked(o, kv, what, true, &w);
 				count--;
 			}
@@ -820,7 +755,7 @@ static int rand_distinct(struct hout *o, struct kv *kv, struct kv_hash *h, uint6
 	/* Draws until count differ: a repeat is drawn again. */
 	for (uint64_t k = 0; k < count;) {
 		for (uint64_t i = k; i < count; i++)
-			pick[i] = rnd_below(size);
+			pick[i] = kv_rand_below(size);
 		qsort(pick, count, sizeof(*pick), u64_cmp);
 		k = 1;
 		for (uint64_t i = 1; i < count; i++)

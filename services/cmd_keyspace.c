@@ -25,7 +25,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "cmd_set.h"
 #include "kv_copy.h"
+#include "kv_notify.h"
 #include "pkvs_resp.h"
 
 #define SCAN_SLOTS 256u
@@ -259,6 +261,8 @@ void cmd_del(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, 
 			kv_reply_errno(x, r);
 			return;
 		}
+		if (r > 0)
+			kv_notify(KV_NOTIFY_GENERIC, "del", &k);
 		count += r;
 	}
 	resp_int(x, count);
@@ -308,6 +312,10 @@ static void rename_generic(struct resp_ctx *x, struct kv *kv, const struct paste
 		return;
 	}
 	int r = same ? 0 : kv_rename(kv, &src, &o, &dst);
+	if (r == 0 && !same) {
+		kv_notify(KV_NOTIFY_GENERIC, "rename_from", &src);
+		kv_notify(KV_NOTIFY_GENERIC, "rename_to", &dst);
+	}
 	if (r)
 		kv_reply_errno(x, r);
 	else if (nx)
@@ -377,7 +385,13 @@ static void cmd_copy(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		resp_int(x, 0);
 		return;
 	}
+	/* REPLACE over a key: Redis deletes it and adds the copy, a new key. */
+	bool renew = replace && (kv_notify_on & KV_NOTIFY_NEW) && kv_lookup(kv, &dst, &d, false) == 0;
 	int r = kv_copy(kv, &o, &dst);
+	if (r == 0 && renew)
+		kv_notify(KV_NOTIFY_NEW, "new", &dst);
+	if (r == 0)
+		kv_notify(KV_NOTIFY_GENERIC, "copy_to", &dst);
 	if (r)
 		kv_reply_errno(x, r);
 	else
@@ -459,8 +473,8 @@ static const char *encoding(struct kv *kv, const struct kv_obj *o)
 	switch (o->type) {          /* hash-max-listpack-entries 512, zset-... 128 */
 	case KV_HASH: return o->coll.count <= 512 ? "listpack" : "hashtable";
 	case KV_LIST: return "quicklist";
-	case KV_SET: return "hashtable";
-	default: return o->coll.count <= 128 ? "listpack" : "skiplist";
+	case KV_SET: return kv_set_encoding(kv, o);       /* intset or hashtable: cmd_set.c */
+	default: return kv_zset_encoding(kv, o);          /* listpack or skiplist */
 	}
 }
 

@@ -46,6 +46,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "kv_notify.h"
 #include "pkvs_resp.h"
 
 /* Redis's words when out of memory (kv_reply_errno's for -ENOSPC). */
@@ -652,6 +653,8 @@ static void run_one(struct resp_ctx *x, struct kv *kv, struct kv_multi *m, uint3
 			paste_store_ref(kv->store, b.ext[e].buf);
 		r = kv_put_body(kv, &k, &b, KV_NO_TTL, NULL);
 	}
+	if (r == 0)
+		kv_notify(KV_NOTIFY_STRING, "set", &k);
 	if (r)
 		kv_reply_errno(x, r);
 	else

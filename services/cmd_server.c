@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "paste_version.h"
+#include "cmd_block.h"
 #include "kv_notify.h"
 #include "pkvs_resp.h"
 
@@ -1252,11 +1253,11 @@ void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 		 * pkvs_resp_clients). */
 		ADD("connected_clients:%u\r\ncluster_connections:0\r\nmaxclients:%u\r\n"
 		    "client_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\n"
-		    "blocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n"
+		    "blocked_clients:%u\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n"
 		    "pkvs_resp_clients:%u\r\npkvs_paused_clients:%u\r\npkvs_max_output:%" PRIu64
 		    "\r\npkvs_max_request:%u\r\npkvs_max_request_total:%" PRIu64
 		    "\r\npkvs_request_bytes:%" PRIu64 "\r\n",
-		    tt.port.conns, s->cfg.max_conns, cc.n, tt.port.paused, s->cfg.max_output, rp.max_request, rp.limit, rp.bytes);
+		    tt.port.conns, s->cfg.max_conns, kv_block_count(), cc.n, tt.port.paused, s->cfg.max_output, rp.max_request, rp.limit, rp.bytes);
 	}
 	if (want & S_MEMORY) {
 		/* The store is pkvs's memory: used_memory is what its buffers

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kv_notify.h"
 #include "pkvs_resp.h"
 
 bool kv_arg_int(struct resp_ctx *x, const struct paste_resp_arg *a, int64_t *v)
@@ -201,6 +202,11 @@ static void set_generic(struct resp_ctx *x, struct kv *kv, const struct paste_re
 	if (get)
 		kv_pin(kv, &o, true);
 	int r = kv_set_arg(x, kv, &k, v, deadline, NULL);
+	if (r == 0) {
+		kv_notify(KV_NOTIFY_STRING, "set", &k);
+		if (dl)
+			kv_notify(KV_NOTIFY_GENERIC, "expire", &k);
+	}
 	if (r)
 		kv_reply_errno(x, r);
 	else if (get)
@@ -222,10 +228,12 @@ void cmd_set(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, 
 		if (!kv_arg_key(x, kv, &a[1], &k))
 			return;
 		int r = kv_set_arg(x, kv, &k, &a[2], KV_NO_TTL, NULL);
-		if (r)
+		if (r) {
 			kv_reply_errno(x, r);
-		else
+		} else {
+			kv_notify(KV_NOTIFY_STRING, "set", &k);
 			resp_ok(x);
+		}
 		return;
 	}
 	unsigned fl = 0;
@@ -271,6 +279,8 @@ static void cmd_getdel(struct resp_ctx *x, struct kv *kv, const struct paste_res
 		return;
 	kv_pin(kv, &o, true);
 	r = kv_remove(kv, &k);
+	if (r > 0)
+		kv_notify(KV_NOTIFY_GENERIC, "del", &k);
 	if (r < 0)
 		kv_reply_errno(x, r);
 	else
@@ -299,12 +309,15 @@ static void cmd_getex(struct resp_ctx *x, struct kv *kv, const struct paste_resp
 		return;
 	kv_pin(kv, &o, true);
 	r = 0;
+	const char *event = NULL;
 	if ((fl & (S_EXAT | S_PXAT)) && deadline <= kv->now_ms)
-		r = kv_remove(kv, &k);
+		r = kv_remove(kv, &k), event = "del";
 	else if (dl)
-		r = kv_set_expire(kv, &k, &o, deadline);
+		r = kv_set_expire(kv, &k, &o, deadline), event = "expire";
 	else if ((fl & S_PERSIST) && o.expire_ms != KV_NO_TTL)
-		r = kv_set_expire(kv, &k, &o, KV_NO_TTL);
+		r = kv_set_expire(kv, &k, &o, KV_NO_TTL), event = "persist";
+	if (r >= 0 && event)
+		kv_notify(KV_NOTIFY_GENERIC, event, &k);
 	if (r < 0)
 		kv_reply_errno(x, r);
 	else
@@ -357,6 +370,8 @@ static void mset_generic(struct resp_ctx *x, struct kv *kv, const struct paste_r
 		struct kv_key k;
 		kv_key_init(kv, &k, kv_resp_db(x), a[i].p, a[i].len);
 		r = kv_set_arg(x, kv, &k, &a[i + 1], KV_NO_TTL, NULL);
+		if (r == 0)
+			kv_notify(KV_NOTIFY_STRING, "set", &k);
 	}
 	if (group) {
 		if (r == 0)
@@ -418,6 +433,8 @@ static void cmd_append(struct resp_ctx *x, struct kv *kv, const struct paste_res
 			paste_body_release(&b, kv->store);
 		}
 	}
+	if (r >= 0)
+		kv_notify(KV_NOTIFY_STRING, "append", &k);
 	if (r < 0)
 		kv_reply_errno(x, r);
 	else
@@ -447,6 +464,8 @@ static void cmd_setrange(struct resp_ctx *x, struct kv *kv, const struct paste_r
 	if (!length_ok(x, (uint64_t)off, a[3].len))
 		return;
 	r = kv_value_setrange(kv, &k, r ? NULL : &o, (uint64_t)off, a[3].p, a[3].len);
+	if (r == 0)
+		kv_notify(KV_NOTIFY_STRING, "setrange", &k);
 	if (r)
 		kv_reply_errno(x, r);
 	else
@@ -494,6 +513,7 @@ static void cmd_setbit(struct resp_ctx *x, struct kv *kv, const struct paste_res
 			kv_reply_errno(x, r);
 			return;
 		}
+		kv_notify(KV_NOTIFY_STRING, "setbit", &k);
 	}
 	resp_int(x, old);
 }
@@ -604,6 +624,8 @@ static void incr_by(struct resp_ctx *x, struct kv *kv, const struct paste_resp_a
 	char out[24];
 	int len = snprintf(out, sizeof(out), "%" PRId64, v);
 	int r = kv_put_bytes(kv, &k, KV_STRING, out, (size_t)len, KV_KEEP_TTL, NULL);
+	if (r == 0)
+		kv_notify(KV_NOTIFY_STRING, "incrby", &k);
 	if (r)
 		kv_reply_errno(x, r);
 	else
@@ -647,6 +669,8 @@ static void cmd_incrbyfloat(struct resp_ctx *x, struct kv *kv, const struct past
 	char *out = malloc(KV_LD_CHARS);
 	int len = out ? kv_ld_format(out, KV_LD_CHARS, v) : -1;
 	int r = len < 0 ? -ENOMEM : kv_put_bytes(kv, &k, KV_STRING, out, (size_t)len, KV_KEEP_TTL, NULL);
+	if (r == 0)
+		kv_notify(KV_NOTIFY_STRING, "incrbyfloat", &k);
 	if (r)
 		kv_reply_errno(x, r);
 	else

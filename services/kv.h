@@ -195,6 +195,11 @@ struct kv {
 	uint8_t saved_map[KV_MAX_DBS];
 	uint64_t saved_keys[KV_MAX_DBS], saved_expires[KV_MAX_DBS];
 	bool sweep_due;                 /* graves to sweep */
+	/* When active expiry next has work, on now_ms's clock (INT64_MAX:
+	 * no deadline; 0, as opened: at the first pass). The event loop
+	 * wakes for it (pkvs_svc_wake), so an idle server expires keys at
+	 * their deadline and a backlog in back-to-back passes. */
+	int64_t next_due_ms;
 	uint8_t *namebuf;               /* KV_MAX_KEY bytes for a long name read back (lazily) */
 	uint32_t relayout_batch, relayout_stop;   /* kv_config's */
 	uint64_t last_id;               /* the last collection or chunk id handed out */
@@ -376,6 +381,12 @@ int kv_members_next(struct kv *kv, struct kv_members *m, const uint8_t **name, s
 int kv_tree_set(struct kv *kv, const uint8_t *t, uint32_t tlen);
 int kv_tree_del(struct kv *kv, const uint8_t *t, uint32_t tlen);
 int kv_tree_put_bytes(struct kv *kv, const uint8_t *t, uint32_t tlen, const void *val, size_t len);
+/* Copy len bytes to the append point (dense, with other small values),
+ * making room once when the store is full: extents ext[0..*n) (at most
+ * max), each holding a reference of the caller's. 0, -EFBIG (more than max
+ * extents), -ENOSPC. */
+int kv_copy_in(struct kv *kv, const void *p, size_t len, struct paste_extent *ext, uint32_t max,
+	       uint32_t *n);
 /* pkvs's own entries [KV_PFX_SYS][name], tagged KV_TAG_SYS. get reads
  * one into out[0..cap): 0 and *len, -ENOENT (absent, or a key of the
  * first layout: not tagged so), -EBADMSG (longer than cap). */
@@ -447,6 +458,9 @@ void kv_expire_step(struct kv *kv, uint32_t budget);
 /* Delete the members of dropped collections and the keys of buried
  * databases, at most `budget` range deletes. */
 void kv_sweep_step(struct kv *kv, uint32_t budget);
+/* When the event loop should run the next pass for expiry: UINT64_MAX
+ * (no deadline), else on the loop's clock (now: its time now). */
+uint64_t kv_wake_at(const struct kv *kv, uint64_t now);
 
 /* ---- strings in chunks (kv_big.c) ---- */
 

@@ -18,24 +18,44 @@
 
 #include "kv.h"
 
+/* A step that cannot go on (no room to delete, an entry that will not
+ * go) tries again this much later, not in back-to-back passes. */
+#define RETRY_MS 100
+
+uint64_t kv_wake_at(const struct kv *kv, uint64_t now)
+{
+	if (kv->next_due_ms == INT64_MAX)
+		return UINT64_MAX;
+	int64_t in = kv->next_due_ms - kv->now_ms;
+	return in > 0 ? now + (uint64_t)in : now;
+}
+
 void kv_expire_step(struct kv *kv, uint32_t budget)
 {
 	uint8_t first = KV_PFX_EXPIRE;
 	struct paste_btree_cursor c;
 	paste_btree_cursor_init(&c, kv->tree, &first, 1);
+	uint8_t ik[PASTE_BTREE_MAX_KEY];
+	uint32_t ilen = 0;
+	kv->next_due_ms = kv->now_ms + RETRY_MS;    /* until the step says better */
 	/* The cursor does not survive a change to the tree: restart it
 	 * after each (the first entry is the next one due). */
 	for (uint32_t i = 0; i < budget; i++) {
 		const uint8_t *t;
 		uint32_t tlen;
 		if (paste_btree_cursor_next(&c, &t, &tlen, NULL, NULL, NULL) != 1 ||
-		    t[0] != KV_PFX_EXPIRE || tlen < 10)
+		    t[0] != KV_PFX_EXPIRE || tlen < 10) {
+			kv->next_due_ms = INT64_MAX;
 			return;
+		}
 		int64_t deadline = (int64_t)kv_be64(t + 1);
-		if (deadline > kv->now_ms)
+		if (deadline > kv->now_ms) {
+			kv->next_due_ms = deadline;
 			return;
-		uint8_t ik[PASTE_BTREE_MAX_KEY];
-		uint32_t ilen = tlen;
+		}
+		if (tlen == ilen && memcmp(t, ik, tlen) == 0)
+			return;                          /* it did not go: RETRY_MS */
+		ilen = tlen;
 		memcpy(ik, t, tlen);
 		/* The key it names: still with this deadline? */
 		struct kv_obj o;
@@ -76,4 +96,5 @@ void kv_expire_step(struct kv *kv, uint32_t budget)
 		}
 		paste_btree_cursor_init(&c, kv->tree, &first, 1);
 	}
+	kv->next_due_ms = kv->now_ms;               /* the budget ran out: more may be due */
 }

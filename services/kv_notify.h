@@ -9,7 +9,8 @@
  * and the subscribers of __keyspace@<db>__:<key> get the event's name,
  * those of __keyevent@<db>__:<event> the key's. Events are named and
  * emitted as Redis 7.0.15 emits them per command (which event, after
- * which outcome, in which order): /work/notes/notify-api.md lists them.
+ * which outcome, in which order; tests/e2e/test_pkvs_notify.py compares
+ * them with redis-server's).
  * The events the core knows (a key expired, a key created: "expired",
  * "new") come from its change listener (kv_touch_add), not from commands.
  *

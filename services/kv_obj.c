@@ -180,6 +180,12 @@ static int copy_in(struct kv *kv, const void *p, size_t len, struct paste_extent
 	return r == -E2BIG ? -EFBIG : r;
 }
 
+int kv_copy_in(struct kv *kv, const void *p, size_t len, struct paste_extent *ext, uint32_t max,
+	       uint32_t *n)
+{
+	return copy_in(kv, p, len, ext, max, n);
+}
+
 static void drop_refs(struct kv *kv, const struct paste_extent *ext, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
@@ -297,6 +303,8 @@ static int put_index(struct kv *kv, const struct kv_key *k, int64_t expire_ms)
 {
 	uint8_t ik[PASTE_BTREE_MAX_KEY];
 	uint32_t ilen = kv_expire_key(ik, expire_ms, k);
+	if (expire_ms < kv->next_due_ms)
+		kv->next_due_ms = expire_ms;
 	return kv_tree_set(kv, ik, ilen);
 }
 

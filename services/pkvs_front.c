@@ -81,6 +81,12 @@ void pkvs_svc_pass(struct worker *w, void *state)
 	kv_pass(pkvs_kv(state));
 }
 
+uint64_t pkvs_svc_wake(struct worker *w, void *state)
+{
+	struct kv *kv = pkvs_kv(state);
+	return kv ? kv_wake_at(kv, w->now_ms) : UINT64_MAX;
+}
+
 size_t pkvs_stats_json(struct kv *kv, char *out, size_t at, size_t cap)
 {
 	struct paste_btree_info bi;

@@ -34,10 +34,13 @@ void pkvs_svc_close(struct server *s, void *state);
 int pkvs_svc_started(struct server *s, void *state, struct paste_error *err);
 void pkvs_svc_banner(struct server *s, void *state);
 void pkvs_svc_pass(struct worker *w, void *state);
+/* When the next pass is due for the store's own work (active expiry). */
+uint64_t pkvs_svc_wake(struct worker *w, void *state);
 /* The .base of both front ends' tables; conn: the front end's slot part. */
 #define PKVS_SERVICE_BASE(conn) { .name = "kv", .conn_size = sizeof(conn), .open = pkvs_svc_open, \
 				  .close = pkvs_svc_close, .banner = pkvs_svc_banner, \
-				  .started = pkvs_svc_started, .pass = pkvs_svc_pass }
+				  .started = pkvs_svc_started, .pass = pkvs_svc_pass, \
+				  .wake = pkvs_svc_wake }
 
 static inline struct kv *pkvs_kv(void *service_state)
 {

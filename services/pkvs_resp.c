@@ -5,13 +5,18 @@
  * command"; options pkvs does not implement get a clear error of their
  * own. The commands are in cmd_string.c, cmd_keyspace.c, cmd_server.c.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
+#include <time.h>
 
+#include "cmd_block.h"
+#include "kv_notify.h"
 #include "pkvs_resp.h"
 
 bool kv_arg_key(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, struct kv_key *k)
@@ -86,14 +91,175 @@ int kv_reply_value(struct resp_ctx *x, struct kv *kv, const struct kv_obj *o, ui
 	return resp_bulk_end(x);
 }
 
+/* ------------------------------------------------- shared by the commands */
+
+bool kv_arg_range(struct resp_ctx *x, const struct paste_resp_arg *a, int64_t min, int64_t max,
+		  const char *msg, int64_t *v)
+{
+	if (paste_resp_arg_i64(a, v)) {
+		resp_error(x, "ERR %s", msg ? msg : "value is not an integer or out of range");
+		return false;
+	}
+	if (*v < min || *v > max) {
+		if (msg)
+			resp_error(x, "ERR %s", msg);
+		else
+			resp_error(x, "ERR value is out of range, value must between %" PRId64 " and %" PRId64,
+				   min, max);
+		return false;
+	}
+	return true;
+}
+
+bool kv_arg_scan(struct resp_ctx *x, const struct paste_resp_arg *a, uint32_t n, uint32_t from,
+		 int64_t *count, const struct paste_resp_arg **match)
+{
+	*count = 10;
+	*match = NULL;
+	for (uint32_t i = from; i < n; i += 2) {
+		if (i + 1 < n && paste_resp_arg_eq(&a[i], "COUNT")) {
+			if (!kv_arg_int(x, &a[i + 1], count))
+				return false;
+			if (*count < 1) {
+				resp_error(x, "ERR syntax error");
+				return false;
+			}
+		} else if (i + 1 < n && paste_resp_arg_eq(&a[i], "MATCH")) {
+			*match = a[i + 1].len == 1 && a[i + 1].p[0] == '*' ? NULL : &a[i + 1];
+		} else {
+			resp_error(x, "ERR syntax error");
+			return false;
+		}
+	}
+	return true;
+}
+
+bool kv_arg_mpop(struct resp_ctx *x, const struct paste_resp_arg *a, uint32_t n, uint32_t at,
+		 const char *const words[2], uint32_t *k, int *which, int64_t *count)
+{
+	int64_t numkeys;
+	if (!kv_arg_range(x, &a[at], 1, INT64_MAX, "numkeys should be greater than 0", &numkeys))
+		return false;
+	uint64_t w = at + 1 + (uint64_t)numkeys;
+	if (w >= n || (*which = paste_resp_lookup(&a[w], words, 2)) < 0) {
+		resp_error(x, "ERR syntax error");
+		return false;
+	}
+	*count = -1;
+	for (uint64_t i = w + 1; i < n; i++) {
+		if (*count == -1 && i + 1 < n && paste_resp_arg_eq(&a[i], "COUNT")) {
+			if (!kv_arg_range(x, &a[++i], 1, INT64_MAX, "count should be greater than 0", count))
+				return false;
+		} else {
+			resp_error(x, "ERR syntax error");
+			return false;
+		}
+	}
+	if (*count == -1)
+		*count = 1;
+	*k = (uint32_t)numkeys;
+	return true;
+}
+
+bool kv_arg_cursor(const struct paste_resp_arg *a, uint64_t *v)
+{
+	char buf[32];
+	if (a->len >= sizeof(buf))
+		return false;
+	memcpy(buf, a->p, a->len);
+	buf[a->len] = 0;
+	if (isspace((unsigned char)buf[0]))
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long long c = strtoull(buf, &end, 10);
+	if (*end || errno == ERANGE)
+		return false;
+	*v = c;
+	return true;
+}
+
+static uint64_t rnd_state[4];
+
+static uint64_t rotl(uint64_t v, int k)
+{
+	return (v << k) | (v >> (64 - k));
+}
+
+static uint64_t rnd64(void)
+{
+	if (!(rnd_state[0] | rnd_state[1] | rnd_state[2] | rnd_state[3])) {
+		if (getrandom(rnd_state, sizeof(rnd_state), 0) != (ssize_t)sizeof(rnd_state)) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			rnd_state[0] = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30);
+		}
+		rnd_state[3] |= 1;
+	}
+	uint64_t *s = rnd_state, out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl(s[3], 45);
+	return out;
+}
+
+/* Lemire's multiply and reject. */
+uint64_t kv_rand_below(uint64_t n)
+{
+	unsigned __int128 m = (unsigned __int128)rnd64() * n;
+	if ((uint64_t)m < n) {
+		uint64_t t = -n % n;
+		while ((uint64_t)m < t)
+			m = (unsigned __int128)rnd64() * n;
+	}
+	return (uint64_t)(m >> 64);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int kv_rand_distinct(uint64_t n, uint64_t k, uint64_t *out)
+{
+	if (k * 3 > n) {
+		/* Selection sampling: each index kept with the chance that
+		 * leaves every k-subset equally likely. O(n). */
+		uint64_t got = 0;
+		for (uint64_t i = 0; i < n && got < k; i++)
+			if (kv_rand_below(n - i) < k - got)
+				out[got++] = i;
+		return 0;
+	}
+	/* Draws with rejection of repeats: the first k distinct draws are a
+	 * uniform k-subset. A round draws what is missing, sorts and drops
+	 * repeats (k <= n / 3: few rounds). */
+	uint64_t have = 0;
+	while (have < k) {
+		for (uint64_t i = have; i < k; i++)
+			out[i] = kv_rand_below(n);
+		qsort(out, k, sizeof(*out), cmp_u64);
+		have = 0;
+		for (uint64_t i = 0; i < k; i++)
+			if (i == 0 || out[i] != out[have - 1])
+				out[have++] = out[i];
+	}
+	return 0;
+}
+
 /* ------------------------------------------------- the command table */
 
 /* The families, one table each (cmd_*.c). */
 static const struct kv_cmd *const families[] = {
 	kv_cmds_string, kv_cmds_keyspace, kv_cmds_expire, kv_cmds_hash,
-	kv_cmds_multi, kv_cmds_conn, kv_cmds_server, kv_cmds_db,
+	kv_cmds_multi, kv_cmds_conn, kv_cmds_server, kv_cmds_db, kv_cmds_list,
 	kv_cmds_pubsub,
 	kv_cmds_script,
+	kv_cmds_set, kv_cmds_zset,
 };
 
 /* Every command once, and an open-addressing hash of their names (lower
@@ -125,7 +291,6 @@ static uint32_t parse_flags(const char *f)
 		{ "no_mandatory_keys", KV_CMD_NO_MANDATORY_KEYS },
 		{ "no_async_loading", KV_CMD_NO_ASYNC_LOADING }, { "movablekeys", KV_CMD_MOVABLE_KEYS },
 	};
-
 	uint32_t fl = 0;
 	for (const char *p = f; *p;) {
 		size_t len = strcspn(p, " ");
@@ -327,6 +492,7 @@ static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, ui
 	if (kv_multi_queue(x, rt, argv, argc))
 		return;                          /* queued: "+QUEUED" */
 	kv_run(x, kv, rt, argv, argc);
+	kv_block_serve(kv);                      /* clients blocked on keys it filled */
 }
 
 /* ------------------------------------------------- streamed values */
@@ -443,6 +609,8 @@ static void kv_stream_end(struct resp_ctx *x)
 	if (kc->big.id) {                       /* in chunks */
 		kv_clock(kv);
 		int r = kv_writer_put(kv, &kc->big, &kc->key, KV_NO_TTL, NULL);
+		if (r == 0)
+			kv_notify(KV_NOTIFY_STRING, "set", &kc->key);
 		free(kc->name);
 		kc->name = NULL;
 		if (r)
@@ -453,6 +621,8 @@ static void kv_stream_end(struct resp_ctx *x)
 	}
 	kv_clock(kv);
 	int r = kv_put_body(kv, &kc->key, &kc->body, KV_NO_TTL, NULL);
+	if (r == 0)
+		kv_notify(KV_NOTIFY_STRING, "set", &kc->key);
 	free(kc->name);
 	kc->name = NULL;
 	if (r)
@@ -470,6 +640,7 @@ static void kv_resp_closed(struct resp_ctx *x)
 	free(kc->name);
 	kc->name = NULL;
 	kv_multi_closed(x);
+	kv_block_closed(x);
 	kv_pubsub_closed(x);
 }
 
@@ -484,8 +655,23 @@ static void kv_prefetch(void *ss, void *sc, const char *key, size_t klen)
 	(void)paste_btree_prefetch(kv->tree, k.t, k.tlen);
 }
 
+/* The shared pass, and blocked clients' timeouts (cmd_block.c). */
+static void kv_resp_pass(struct worker *w, void *state)
+{
+	pkvs_svc_pass(w, state);
+	kv_block_pass(w, pkvs_kv(state));
+}
+
+static uint64_t kv_resp_wake(struct worker *w, void *state)
+{
+	uint64_t a = pkvs_svc_wake(w, state), b = kv_block_wake(w, state);
+	return a < b ? a : b;
+}
+
 const struct resp_service pkvs_resp_service = {
-	.base = PKVS_SERVICE_BASE(struct kv_resp_conn),
+	.base = { .name = "kv", .conn_size = sizeof(struct kv_resp_conn), .open = pkvs_svc_open,
+		  .close = pkvs_svc_close, .banner = pkvs_svc_banner, .started = pkvs_svc_started,
+		  .pass = kv_resp_pass, .wake = kv_resp_wake },
 	.command = kv_command,
 	.stream_begin = kv_stream_begin,
 	.stream_data = kv_stream_data,

@@ -35,7 +35,6 @@ struct kv_cmd {
 	const char *summary;
 	kv_cmd_fn fn;          /* NULL: the protocol's own (HELLO, QUIT), or a container
 				* whose subcommands are the rows "name|sub" right after it */
-
 	/* Redis's legacy key positions (COMMAND INFO, GETKEYS): the first
 	 * key's argument index (0: no keys), the last's (negative: counted
 	 * from the end, -1 the last argument) and the step between keys. */
@@ -95,7 +94,6 @@ struct kv_cmd_meta {
 extern const struct kv_cmd_meta kv_cmd_metas[];
 extern const uint32_t kv_cmd_nmetas;
 
-
 /* A command at run time: its row, flags, and INFO commandstats. */
 struct kv_cmd_rt {
 	const struct kv_cmd *c;
@@ -118,6 +116,10 @@ extern const struct kv_cmd kv_cmds_db[];
 extern const struct kv_cmd kv_cmds_script[];
 /* cmd_pubsub.c: SUBSCRIBE, PUBLISH, PUBSUB, ... */
 extern const struct kv_cmd kv_cmds_pubsub[];
+/* cmd_list.c: LPUSH ... BLMPOP (blocked clients: cmd_block.h). */
+extern const struct kv_cmd kv_cmds_list[];
+/* cmd_set.c: SADD ... SSCAN; cmd_zset.c: ZADD ... ZRANDMEMBER (cmd_set.h). */
+extern const struct kv_cmd kv_cmds_set[], kv_cmds_zset[];
 
 /* Every command: count, the i-th, and by name (any case; NULL: unknown). */
 uint32_t kv_cmd_count(void);
@@ -171,6 +173,7 @@ struct kv_resp_conn {
 	struct kv_multi *multi;        /* MULTI's queue, WATCH (cmd_multi.c); NULL: none yet */
 	struct kv_psclient *pubsub;    /* its subscriptions (cmd_pubsub.c); NULL: none yet */
 	const struct kv_cmd *last;     /* the last command run (CLIENT LIST cmd=) */
+	struct kv_bclient *block;      /* blocked on keys (cmd_block.c); NULL: not */
 };
 
 static inline uint32_t kv_resp_db(const struct resp_ctx *x)
@@ -191,6 +194,30 @@ void kv_reply_errno(struct resp_ctx *x, int r);
  * from where the value lies: 0 or -EIO. */
 int kv_reply_value(struct resp_ctx *x, struct kv *kv, const struct kv_obj *o, uint64_t from,
 		   uint64_t len);
+/* An integer argument as Redis's getRangeLongFromObjectOrReply reads one:
+ * false after replying "ERR <msg>" (for a bad number too), or when msg is
+ * NULL "value is not an integer or out of range" and the range's words. */
+bool kv_arg_range(struct resp_ctx *x, const struct paste_resp_arg *a, int64_t min, int64_t max,
+		  const char *msg, int64_t *v);
+/* A SCAN cursor as Redis's parseScanCursorOrReply reads one: strtoul's
+ * digits (a sign allowed), no leading space, nothing after, no overflow
+ * (the empty string is 0). */
+bool kv_arg_cursor(const struct paste_resp_arg *a, uint64_t *v);
+/* LMPOP, BLMPOP, ZMPOP, BZMPOP: numkeys (at a[at]) key... words[0]|words[1]
+ * [COUNT count], as Redis reads them: false after replying; *k the keys
+ * (a[at + 1 ..]), *which the word given, *count (1 when none). */
+bool kv_arg_mpop(struct resp_ctx *x, const struct paste_resp_arg *a, uint32_t n, uint32_t at,
+		 const char *const words[2], uint32_t *k, int *which, int64_t *count);
+/* The options of HSCAN, SSCAN, ZSCAN at a[from..n): [COUNT count] [MATCH
+ * pattern], as Redis reads them (count 10 by default; a MATCH of "*" is
+ * none: *match NULL). false after replying the error. */
+bool kv_arg_scan(struct resp_ctx *x, const struct paste_resp_arg *a, uint32_t n, uint32_t from,
+		 int64_t *count, const struct paste_resp_arg **match);
+/* Uniform in [0, n), n > 0 (xoshiro256** seeded from getrandom). */
+uint64_t kv_rand_below(uint64_t n);
+/* k distinct indexes of [0, n) (k <= n), increasing, into out[]: every
+ * k-subset as likely. 0, or -ENOMEM. */
+int kv_rand_distinct(uint64_t n, uint64_t k, uint64_t *out);
 /* Redis's glob (stringmatchlen): * ? [abc] [^a] [a-z] and \ escapes. */
 bool kv_glob(const char *pat, size_t plen, const uint8_t *s, size_t slen);
 
@@ -256,7 +283,6 @@ void kv_reply_help(struct resp_ctx *x, const char *const *lines, uint32_t n);
 bool kv_over_maxmemory(struct resp_ctx *x);
 /* The --config file (INFO config_file), NULL: none; apps/pkvs.c sets it. */
 extern const char *kv_config_file;
-
 /* cmd_script.c */
 /* Dispatch while a script runs past busy-reply-threshold (false when
  * none does): a command not flagged allow_busy is answered Redis's BUSY
@@ -274,7 +300,6 @@ void kv_script_info(struct kv *kv, struct kv_script_info *out);
 /* A setting CONFIG keeps as a string, as CONFIG GET reads it back (a new
  * string after each change); NULL for another name. */
 const char *kv_config_kept(const char *name);
-
 
 extern const struct resp_service pkvs_resp_service;
 

@@ -63,6 +63,18 @@ def uring_unavailable_reason():
     return None
 
 
+def sanitized():
+    """Is $PASTE_BUILD built with a sanitizer? Its allocator keeps freed
+    memory in quarantine and pads every block: RSS is not the server's."""
+    import json
+    try:
+        with open(os.path.join(BUILD, "meson-info", "intro-buildoptions.json")) as f:
+            opts = {o["name"]: o["value"] for o in json.load(f)}
+    except OSError:
+        return False
+    return opts.get("b_sanitize", "none") not in ("", "none")
+
+
 def wait_until(pred, timeout, interval=0.05):
     """Poll pred() until it returns a true value or timeout passes; returns its last value."""
     deadline = time.monotonic() + timeout

@@ -25,27 +25,12 @@ import time
 import pytest
 import redis
 
-import json
-import os
-
 from conftest import (HttpConn, ProtocolError, RespConn, RespError, connect, get_stats,
-                      http_once, resp_command, wait_until)
+                      http_once, resp_command, sanitized, wait_until)
 
 REFUSAL = b"-ERR max number of clients reached\r\n"
 MIB = 1 << 20
 
-
-
-def sanitized():
-    """Is $PASTE_BUILD built with a sanitizer? Its allocator keeps freed
-    memory in quarantine and pads every block: RSS is not the server's."""
-    from conftest import BUILD
-    try:
-        with open(os.path.join(BUILD, "meson-info", "intro-buildoptions.json")) as f:
-            opts = {o["name"]: o["value"] for o in json.load(f)}
-    except OSError:
-        return False
-    return opts.get("b_sanitize", "none") not in ("", "none")
 
 
 def check_rss(ok, msg):

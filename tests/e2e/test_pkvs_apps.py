@@ -9,11 +9,12 @@ run against Debian's redis-server, to show they expect what Redis does).
   WATCH / GET / MULTI / SET / EXEC, retrying when EXEC answers null: the
   counter ends at exactly 4 N (a WATCH that missed a change would lose
   increments). redis-py's transaction() helper does the same.
-- kill -9 under a load of mixed transactions (SETs, INCR, HSET when pkvs
-  has hashes, SETs with a deadline when it has expiry), three rounds on
-  one store: after each restart every acknowledged EXEC is wholly there
-  and none is there in part (each transaction writes several keys with
-  one tag and a per-writer counter, so a partial one shows).
+- kill -9 under a load of mixed transactions and scripts (SETs, INCR,
+  HSET, SETs with a deadline, RPUSH, SADD, ZADD), the even steps in
+  MULTI/EXEC, the odd ones as one EVAL, three rounds on one store: after
+  each restart every acknowledged step is wholly there and none is there
+  in part (each step writes several keys with one tag and a per-writer
+  counter, so a partial one shows).
 """
 import multiprocessing
 import random
@@ -27,7 +28,7 @@ from redis.backoff import NoBackoff  # noqa: E402
 from redis.retry import Retry  # noqa: E402
 
 from conftest import RespConn  # noqa: E402
-from pkvs_module import pkvs_has, pkvs_srv  # noqa: E402,F401 (pkvs_srv: a fixture)
+from pkvs_module import pkvs_srv  # noqa: E402,F401 (pkvs_srv: a fixture)
 from redis_peer import redis_peer  # noqa: E402,F401 (a fixture)
 
 
@@ -161,8 +162,25 @@ class TxLoad:
     commands keeps the server inside EXEC much of the time, where a kill
     lands in the middle of one."""
 
-    def __init__(self, port, writers, hashes, expiry, first):
-        self.port, self.hashes, self.expiry = port, hashes, expiry
+    # One step as a script: KEYS a, b, e, x, n, h, l, m, z, last, s:0..;
+    # ARGV tag, i. The same writes as the MULTI form below.
+    SCRIPT = """
+        local tag, i = ARGV[1], ARGV[2]
+        redis.call('SET', KEYS[1], tag)
+        local n = redis.call('INCR', KEYS[5])
+        redis.call('SET', KEYS[2], tag)
+        for j = 11, #KEYS do redis.call('SET', KEYS[j], tag) end
+        redis.call('HSET', KEYS[6], 'f' .. i, tag)
+        redis.call('SET', KEYS[3], tag, 'PX', 3600000)
+        redis.call('SET', KEYS[4], tag, 'PX', 1)
+        redis.call('RPUSH', KEYS[7], tag)
+        redis.call('SADD', KEYS[8], tag)
+        redis.call('ZADD', KEYS[9], i, tag)
+        redis.call('SET', KEYS[10], i)
+        return n"""
+
+    def __init__(self, port, writers, first):
+        self.port = port
         self.acked = dict(first)
         self.stop = threading.Event()
         self.errors = []
@@ -176,18 +194,23 @@ class TxLoad:
             i = self.acked.get(w, -1) + 1
             while not self.stop.is_set():
                 tag = f"{w}:{i}" + "x" * rng.choice((0, 10, 600, 3000))
-                pipe = r.pipeline()
-                pipe.set(f"a:{w}:{i}", tag).incr(f"n:{w}").set(f"b:{w}:{i}", tag)
-                for j in range(SLOTS):            # the same keys in every transaction
-                    pipe.set(f"s:{w}:{j}", tag)
-                if self.hashes:
+                if i % 2:
+                    keys = [f"a:{w}:{i}", f"b:{w}:{i}", f"e:{w}:{i}", f"x:{w}:{i}", f"n:{w}",
+                            f"h:{w}", f"l:{w}", f"m:{w}", f"z:{w}", f"last:{w}"]
+                    keys += [f"s:{w}:{j}" for j in range(SLOTS)]
+                    n = r.eval(self.SCRIPT, len(keys), *keys, tag, i)
+                else:
+                    pipe = r.pipeline()
+                    pipe.set(f"a:{w}:{i}", tag).incr(f"n:{w}").set(f"b:{w}:{i}", tag)
+                    for j in range(SLOTS):        # the same keys in every transaction
+                        pipe.set(f"s:{w}:{j}", tag)
                     pipe.hset(f"h:{w}", f"f{i}", tag)
-                if self.expiry:
                     pipe.set(f"e:{w}:{i}", tag, px=3_600_000).set(f"x:{w}:{i}", tag, px=1)
-                pipe.set(f"last:{w}", i)
-                res = pipe.execute()
-                if res[1] != i + 1:
-                    self.errors.append(f"writer {w}: INCR answered {res[1]} at {i}")
+                    pipe.rpush(f"l:{w}", tag).sadd(f"m:{w}", tag).zadd(f"z:{w}", {tag: i})
+                    pipe.set(f"last:{w}", i)
+                    n = pipe.execute()[1]
+                if n != i + 1:
+                    self.errors.append(f"writer {w}: INCR answered {n} at {i}")
                 self.acked[w] = i
                 i += 1
         except (redis.ConnectionError, redis.TimeoutError):
@@ -205,7 +228,7 @@ class TxLoad:
             t.join(30)
 
 
-def check_writer(r, w, acked, hashes, expiry):
+def check_writer(r, w, acked):
     """Transactions 0..n-1 of writer w wholly there, n on none."""
     n = int(r.get(f"n:{w}") or 0)
     problems = []
@@ -215,32 +238,34 @@ def check_writer(r, w, acked, hashes, expiry):
     if (int(last) if last is not None else -1) != n - 1:
         problems.append(f"writer {w}: last {last!r} with counter {n}")
     for i in list(range(max(0, n - 400), n)) + [n, n + 1]:
-        keys = [f"a:{w}:{i}", f"b:{w}:{i}"] + ([f"e:{w}:{i}"] if expiry else [])
-        vals = r.mget(keys)
-        if hashes:
-            vals.append(r.hget(f"h:{w}", f"f{i}"))
+        vals = r.mget([f"a:{w}:{i}", f"b:{w}:{i}", f"e:{w}:{i}"])
+        vals.append(r.hget(f"h:{w}", f"f{i}"))
+        vals.append(r.lindex(f"l:{w}", i) if i < n else r.lindex(f"l:{w}", n))
+        z = r.zrangebyscore(f"z:{w}", i, i)
+        vals.append(z[0] if z else None)
+        if vals[0] is not None and not r.sismember(f"m:{w}", vals[0]):
+            problems.append(f"writer {w} transaction {i}: its set member is missing")
         tags = {v.split(b"x")[0] if v else v for v in vals}
         want = {f"{w}:{i}".encode()} if i < n else {None}
         if tags != want:
             problems.append(f"writer {w} transaction {i} (counter {n}): {sorted(map(repr, tags))}")
-        if expiry and r.exists(f"x:{w}:{i}"):
+        if r.exists(f"x:{w}:{i}"):
             problems.append(f"writer {w}: x:{w}:{i} outlived its deadline")
     slots = {v.split(b"x")[0] if v else v for v in r.mget([f"s:{w}:{j}" for j in range(SLOTS)])}
     if slots != ({f"{w}:{n - 1}".encode()} if n else {None}):
         problems.append(f"writer {w}: slots {sorted(map(repr, slots))} with counter {n}")
-    if hashes and r.hlen(f"h:{w}") != n:
-        problems.append(f"writer {w}: HLEN {r.hlen(f'h:{w}')} with counter {n}")
+    sizes = (r.hlen(f"h:{w}"), r.llen(f"l:{w}"), r.scard(f"m:{w}"), r.zcard(f"z:{w}"))
+    if sizes != (n,) * 4:
+        problems.append(f"writer {w}: HLEN, LLEN, SCARD, ZCARD {sizes} with counter {n}")
     return problems
 
 
 @pytest.mark.crash
-def test_kill9_under_transactions(pkvs):
+def test_kill9_under_transactions_and_scripts(pkvs):
     srv = pkvs.start(["--checkpoint-records", "2000"], http=False, store_size="256M")
-    hashes = pkvs_has(srv.resp_port, "HSET", "probe:h", "f", "v")
-    expiry = pkvs_has(srv.resp_port, "SET", "probe:e", "v", "PX", "100000")
     writers, acked = 4, {}
     for rnd in range(3):
-        load = TxLoad(srv.resp_port, writers, hashes, expiry, acked)
+        load = TxLoad(srv.resp_port, writers, acked)
         load.start()
         time.sleep(1.0 + 0.3 * rnd)
         srv.kill9()
@@ -252,7 +277,7 @@ def test_kill9_under_transactions(pkvs):
         r = redis.Redis(port=srv.resp_port)
         problems = []
         for w in range(writers):
-            problems += check_writer(r, w, acked.get(w, -1), hashes, expiry)
+            problems += check_writer(r, w, acked.get(w, -1))
             # The next round goes on after what is there.
             acked[w] = int(r.get(f"n:{w}") or 0) - 1
         r.close()

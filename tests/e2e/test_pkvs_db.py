@@ -17,7 +17,7 @@ import time
 import pytest
 
 from conftest import RespConn
-from pkvs_module import pkvs_has, pkvs_srv  # noqa: F401 (pkvs_srv: a fixture)
+from pkvs_module import pkvs_srv  # noqa: F401 (pkvs_srv: a fixture)
 from redis_peer import Peers, redis_peer  # noqa: F401 (redis_peer: a fixture)
 
 PROTOS = [2, 3]
@@ -140,8 +140,6 @@ def test_move(peers):
 
 
 def test_move_keeps_the_deadline(peers, pkvs_srv):
-    if not pkvs_has(pkvs_srv.resp_port, "PEXPIRE", "probe", "1"):
-        pytest.skip("pkvs has no expiry yet")
     same_all(peers, """
         SET t v EX 1000
         SET p v
@@ -174,8 +172,6 @@ def test_move_keeps_the_deadline(peers, pkvs_srv):
 
 
 def test_move_a_hash(peers, pkvs_srv):
-    if not pkvs_has(pkvs_srv.resp_port, "HSET", "probe:h", "f", "v"):
-        pytest.skip("pkvs has no hashes yet")
     fields = []
     for i in range(300):
         fields += [f"f{i:03d}", f"v{i}"]

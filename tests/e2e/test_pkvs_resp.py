@@ -10,6 +10,7 @@ import base64
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import time
@@ -224,8 +225,10 @@ def test_redis_py(pkvs, engine, protocol):
     info = r.info()
     assert info["db0"]["keys"] == 3, info.get("db0")
     assert "redis_version" in info
-    with pytest.raises(redis.ResponseError, match="(?i)expir|EX"):
-        r.set("t", "v", ex=10)
+    assert r.set("t", "v", ex=10) is True
+    assert 0 < r.ttl("t") <= 10
+    with pytest.raises(redis.ResponseError, match="invalid expire time"):
+        r.set("t", "v", ex=0)
     p = r.pipeline(transaction=False)
     for i in range(200):
         p.set(f"p{i}", str(i))
@@ -376,8 +379,8 @@ def test_argument_errors_keep_the_connection(pkvs):
         assert isinstance(e, RespError) and "wrong number of arguments" in str(e), e
         e = c.command("NOSUCH", "a", "b")
         assert isinstance(e, RespError) and "unknown command" in str(e), e
-        e = c.command("SET", "k", "v", "EX", "10")
-        assert isinstance(e, RespError), e
+        e = c.command("SET", "k", "v", "EX", "0")
+        assert isinstance(e, RespError) and "invalid expire time" in str(e), e
         e = c.command("SET", "k", "v", "NX", "XX")
         assert isinstance(e, RespError) and "syntax error" in str(e), e
         assert c.command("PING") == "PONG"
@@ -434,6 +437,28 @@ def test_redis_benchmark(pkvs, engine, pipeline):
             assert len(c.command("GET", k)) == 1024, k
         v = c.command("SCAN", "0", "MATCH", "key:*", "COUNT", "10")
         assert isinstance(v, list) and len(v) == 2
+
+
+@pytest.mark.parametrize("pipeline", [1, 16])
+def test_redis_benchmark_default_tests(pkvs, pipeline):
+    """redis-benchmark's whole default list (no -t): every test runs, none
+    prints an error, the exit status is 0."""
+    srv = pkvs.start()
+    r = subprocess.run([tool("redis-benchmark"), "-p", str(srv.resp_port), "-q", "-n", "2000",
+                        "-c", "50", "-P", str(pipeline)], capture_output=True, timeout=600)
+    out = r.stdout.decode() + r.stderr.decode()
+    assert r.returncode == 0, out
+    tests = ("PING_INLINE", "PING_MBULK", "SET", "GET", "INCR", "LPUSH", "RPUSH", "LPOP", "RPOP",
+             "SADD", "HSET", "SPOP", "ZADD", "ZPOPMIN", "LPUSH (needed to benchmark LRANGE)",
+             "LRANGE_100 (first 100 elements)", "LRANGE_300 (first 300 elements)",
+             "LRANGE_500 (first 500 elements)", "LRANGE_600 (first 600 elements)",
+             "MSET (10 keys)")
+    for test in tests:
+        assert f"\n{test}: " in "\n" + out.replace("\r", "\n"), (test, out)
+    assert not re.search(r"(?i)\berr|error|wrongtype", out), out
+    with RespConn(srv.resp_port) as c:
+        assert c.command("LLEN", "mylist") > 0
+        assert len(c.command("LRANGE", "mylist", "0", "99")) == 100
 
 
 def test_epoll_batch_shares_one_fdatasync_per_batch(pkvs):
