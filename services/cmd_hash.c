@@ -9,7 +9,7 @@
  * ones are packed densely. Replies that carry values (HGET, HMGET,
  * HGETALL, HVALS, HSCAN, HRANDFIELD) are built in a small buffer with the
  * small values copied in, and each large value is sent from the buffers
- * it lies in (struct hout).
+ * it lies in (kv_out.h).
  *
  * Order: fields come in the tree's order (bytes; a name over 400 bytes by
  * its first 375 and then its digest), not Redis's insertion or hash
@@ -25,101 +25,8 @@
 
 #include "kv_hash.h"
 #include "kv_notify.h"
+#include "kv_out.h"
 #include "pkvs_resp.h"
-
-/* ------------------------------------------------------------ replies */
-
-/* A reply built in a buffer and queued as it fills; a large value is
- * queued from its own buffers between two fills. */
-struct hout {
-	struct resp_ctx *x;
-	int r;                          /* the first error (-EIO: the store failed) */
-	size_t len;
-	char buf[8192];
-};
-
-static void out_flush(struct hout *o)
-{
-	if (o->len && !o->r)
-		o->r = resp_send(o->x, o->buf, o->len);
-	o->len = 0;
-}
-
-static void out_put(struct hout *o, const void *p, size_t n)
-{
-	if (o->len + n > sizeof(o->buf)) {
-		out_flush(o);
-		if (n > sizeof(o->buf)) {
-			if (!o->r)
-				o->r = resp_send(o->x, p, n);
-			return;
-		}
-	}
-	memcpy(o->buf + o->len, p, n);
-	o->len += n;
-}
-
-/* A header line made by one of paste_resp_put_*. */
-#define OUT_LINE(o, call)                                       \
-	do {                                                    \
-		char l_[48];                                    \
-		int n_ = (call);                                \
-		if (n_ > 0)                                     \
-			out_put((o), l_, (size_t)n_);           \
-	} while (0)
-
-static void out_bulk(struct hout *o, const void *p, size_t n)
-{
-	OUT_LINE(o, paste_resp_put_bulk_head(l_, sizeof(l_), n));
-	out_put(o, p, n);
-	out_put(o, "\r\n", 2);
-}
-
-static void out_value(struct hout *o, struct kv *kv, const struct paste_extent *ext, uint32_t n,
-		      uint32_t len)
-{
-	OUT_LINE(o, paste_resp_put_bulk_head(l_, sizeof(l_), len));
-	if (len <= KV_PACK_MAX) {
-		for (uint32_t i = 0; i < n; i++)
-			out_put(o, paste_store_buf(kv->store, ext[i].buf) + ext[i].off, ext[i].len);
-	} else {
-		out_flush(o);
-		if (!o->r && paste_port_send_extents(o->x->w->port, o->x->conn, ext, n, 0, len,
-						     PASTE_SEND_DURABLE)) {
-			resp_reply_failed(o->x);
-			o->r = -EIO;
-		}
-	}
-	out_put(o, "\r\n", 2);
-}
-
-static int proto(const struct hout *o)
-{
-	return o->x->r->proto == 3 ? 3 : 2;
-}
-
-static void out_null(struct hout *o)
-{
-	OUT_LINE(o, paste_resp_put_null(l_, sizeof(l_), proto(o)));
-}
-
-static void out_array(struct hout *o, uint64_t n)
-{
-	OUT_LINE(o, paste_resp_put_array(l_, sizeof(l_), n));
-}
-
-static int out_end(struct hout *o)
-{
-	out_flush(o);
-	return o->r;
-}
-
-static void out_init(struct hout *o, struct resp_ctx *x)
-{
-	o->x = x;
-	o->r = 0;
-	o->len = 0;
-}
 
 /* ------------------------------------------------------------ arguments */
 
@@ -441,15 +348,15 @@ static void cmd_hincrbyfloat(struct resp_ctx *x, struct kv *kv, const struct pas
 /* ------------------------------------------------------------ reads */
 
 /* Field f of h (r: how opening h went) as a bulk, or null. */
-static void out_get(struct hout *o, struct kv *kv, struct kv_hash *h, int r,
+static void out_get(struct kv_out *o, struct kv *kv, struct kv_hash *h, int r,
 		    const struct paste_resp_arg *f)
 {
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 	uint32_t en, len;
 	if (r || f->len > KV_MAX_KEY || kv_hash_get(kv, h, f->p, f->len, ext, &en, &len))
-		out_null(o);
+		kv_out_null(o);
 	else
-		out_value(o, kv, ext, en, len);
+		kv_out_value(o, kv, ext, en, len);
 }
 
 /* HGET (a bulk), HMGET (an array of them). */
@@ -459,14 +366,14 @@ static void cmd_hget(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 	int r = open_hash(x, kv, a, n, &h, false, true);
 	if (r == -EINVAL)
 		return;
-	struct hout o;
-	out_init(&o, x);
+	struct kv_out o;
+	kv_out_init(&o, x);
 	bool many = a[0].len == 5;                /* HMGET */
 	if (many)
-		out_array(&o, n - 2);
+		kv_out_array(&o, n - 2);
 	for (uint32_t i = 2; i < n && !o.r; i++)
 		out_get(&o, kv, &h, r, &a[i]);
-	out_end(&o);
+	kv_out_end(&o);
 }
 
 /* HLEN, HEXISTS, HSTRLEN: a number, 0 for an absent key. */
@@ -494,18 +401,18 @@ enum { H_NAMES = 1, H_VALUES = 2 };
 
 /* One field as a reply wants it: its name, its value, or both (a pair of
  * its own in RESP3 when `pair`). */
-static void out_field(struct hout *o, struct kv *kv, unsigned what, bool pair, const uint8_t *name,
+static void out_field(struct kv_out *o, struct kv *kv, unsigned what, bool pair, const uint8_t *name,
 		      size_t nlen, const struct paste_extent *ext, uint32_t en, uint32_t len)
 {
-	if (pair && what == (H_NAMES | H_VALUES) && proto(o) == 3)
-		out_array(o, 2);
+	if (pair && what == (H_NAMES | H_VALUES) && kv_out_proto(o) == 3)
+		kv_out_array(o, 2);
 	if (what & H_NAMES)
-		out_bulk(o, name, nlen);
+		kv_out_bulk(o, name, nlen);
 	if (what & H_VALUES)
-		out_value(o, kv, ext, en, len);
+		kv_out_value(o, kv, ext, en, len);
 }
 
-static void out_walked(struct hout *o, struct kv *kv, unsigned what, bool pair,
+static void out_walked(struct kv_out *o, struct kv *kv, unsigned what, bool pair,
 		       const struct kv_hash_walk *w)
 {
 	out_field(o, kv, what, pair, w->name, w->nlen, w->ext, w->n, w->len);
@@ -521,13 +428,13 @@ static void cmd_hgetall(struct resp_ctx *x, struct kv *kv, const struct paste_re
 	int r = open_hash(x, kv, a, n, &h, false, true);
 	if (r == -EINVAL)
 		return;
-	struct hout o;
-	out_init(&o, x);
+	struct kv_out o;
+	kv_out_init(&o, x);
 	uint64_t count = r ? 0 : h.o.coll.count;
 	if (what == (H_NAMES | H_VALUES))
-		OUT_LINE(&o, paste_resp_put_map(l_, sizeof(l_), proto(&o), count));
+		kv_out_map(&o, count);
 	else
-		out_array(&o, count);
+		kv_out_array(&o, count);
 	struct kv_hash_walk w;
 	if (count && (r = kv_hash_walk_init(kv, &h, &w, NULL, 0)) != 0) {
 		resp_error(x, "ERR %s", strerror(-r));
@@ -541,7 +448,7 @@ static void cmd_hgetall(struct resp_ctx *x, struct kv *kv, const struct paste_re
 		}
 		out_walked(&o, kv, what, false, &w);
 	}
-	out_end(&o);
+	kv_out_end(&o);
 }
 
 /* ------------------------------------------------------------ HSCAN */
@@ -612,12 +519,12 @@ static void cmd_hscan(struct resp_ctx *x, struct kv *kv, const struct paste_resp
 		seen++;
 		found += !match || kv_glob(match->p, match->len, w.name, w.nlen);
 	}
-	struct hout o;
-	out_init(&o, x);
+	struct kv_out o;
+	kv_out_init(&o, x);
 	char num[24];
-	out_array(&o, 2);
-	out_bulk(&o, num, (size_t)snprintf(num, sizeof(num), "%" PRIu64, next));
-	out_array(&o, found * 2);
+	kv_out_array(&o, 2);
+	kv_out_bulk(&o, num, (size_t)snprintf(num, sizeof(num), "%" PRIu64, next));
+	kv_out_array(&o, found * 2);
 	for (uint64_t i = 0; i < seen && !o.r; i++) {
 		if (kv_hash_walk_next(kv, &w2) != 1) {
 			resp_close(x);                  /* a damaged hash: end the reply unfinished */
@@ -626,7 +533,7 @@ static void cmd_hscan(struct resp_ctx *x, struct kv *kv, const struct paste_resp
 		if (!match || kv_glob(match->p, match->len, w2.name, w2.nlen))
 			out_walked(&o, kv, H_NAMES | H_VALUES, false, &w2);
 	}
-	out_end(&o);
+	kv_out_end(&o);
 }
 
 /* ------------------------------------------------------------ HRANDFIELD */
@@ -653,7 +560,7 @@ static int pick_cmp(const void *a, const void *b)
 	return p->at < q->at ? -1 : p->at > q->at;
 }
 
-static int pick_batch(struct hout *o, struct kv *kv, struct kv_hash *h, uint32_t m, unsigned what,
+static int pick_batch(struct kv_out *o, struct kv *kv, struct kv_hash *h, uint32_t m, unsigned what,
 		      struct pick *picks, struct picked *got, struct reasm *names,
 		      struct paste_extent **exts, size_t *ecap)
 {
@@ -696,7 +603,7 @@ static int pick_batch(struct hout *o, struct kv *kv, struct kv_hash *h, uint32_t
 }
 
 /* Count drawn with repetition (a negative count, or 1). */
-static int rand_repeat(struct hout *o, struct kv *kv, struct kv_hash *h, uint64_t count,
+static int rand_repeat(struct kv_out *o, struct kv *kv, struct kv_hash *h, uint64_t count,
 		       unsigned what)
 {
 	uint32_t m = count < PICK_BATCH ? (uint32_t)count : PICK_BATCH;
@@ -730,7 +637,7 @@ static int u64_cmp(const void *a, const void *b)
  * walk takes each field with the chance still needed over the fields
  * still to come (selection sampling); against a few, count distinct
  * indexes are drawn and the walk skips from one to the next. */
-static int rand_distinct(struct hout *o, struct kv *kv, struct kv_hash *h, uint64_t count,
+static int rand_distinct(struct kv_out *o, struct kv *kv, struct kv_hash *h, uint64_t count,
 			 unsigned what)
 {
 	struct kv_hash_walk w;
@@ -808,8 +715,8 @@ static void cmd_hrandfield(struct resp_ctx *x, struct kv *kv, const struct paste
 	int r = open_hash(x, kv, a, 2, &h, false, true);
 	if (r == -EINVAL)
 		return;
-	struct hout o;
-	out_init(&o, x);
+	struct kv_out o;
+	kv_out_init(&o, x);
 	if (n == 2) {
 		if (r) {
 			resp_null(x);
@@ -824,7 +731,7 @@ static void cmd_hrandfield(struct resp_ctx *x, struct kv *kv, const struct paste
 		uint64_t size = h.o.coll.count, count = l < 0 ? (uint64_t)-l : (uint64_t)l;
 		bool repeat = l < 0 || count == 1;
 		uint64_t replies = repeat ? count : count < size ? count : size;
-		out_array(&o, withvalues && proto(&o) == 2 ? 2 * replies : replies);
+		kv_out_array(&o, withvalues && kv_out_proto(&o) == 2 ? 2 * replies : replies);
 		if (repeat)
 			r = rand_repeat(&o, kv, &h, count, what);
 		else
@@ -835,7 +742,7 @@ static void cmd_hrandfield(struct resp_ctx *x, struct kv *kv, const struct paste
 		resp_close(x);
 		return;
 	}
-	out_end(&o);
+	kv_out_end(&o);
 }
 
 /* name, arity, flags, group, summary, handler, first key, last key, step */

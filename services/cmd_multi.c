@@ -509,14 +509,13 @@ bool kv_multi_queue(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct paste
 	return true;
 }
 
-bool kv_multi_exec_arity(struct resp_ctx *x, const struct kv_cmd_rt *rt)
+bool kv_multi_exec_abort(struct resp_ctx *x, const struct kv_cmd_rt *rt, const char *why)
 {
 	struct kv_multi *m = multi_of(x);
 	if (!m || !m->active || rt->c->fn != cmd_exec)
 		return false;
 	discard(pkvs_kv(x->ss), m);
-	resp_error(x, "EXECABORT Transaction discarded because of: wrong number of arguments for "
-		   "'exec' command");
+	resp_error(x, "EXECABORT Transaction discarded because of: %s", why);
 	return true;
 }
 

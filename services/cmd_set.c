@@ -1,11 +1,11 @@
 /*
  * cmd_set.c - pkvs's set commands: SADD, SREM, SMEMBERS, SISMEMBER,
- * SMISMEMBER, SCARD, SPOP, SRANDMEMBER, SMOVE, SINTER, SINTERSTORE,
- * SINTERCARD, SUNION, SUNIONSTORE, SDIFF, SDIFFSTORE, SSCAN, with Redis
- * 7.0's replies and errors in RESP2 and RESP3 (kv_set.h keeps the
- * members), and what the sorted-set commands share with them: member
- * arguments held where they landed, set-typed replies, SCAN cursors of a
- * collection, random picks.
+ * SMISMEMBER, SCARD, SPOP, SRANDMEMBER, SMOVE, SSCAN, with Redis 7.0's
+ * replies and errors in RESP2 and RESP3 (kv_set.h keeps the members),
+ * the table of every set command (the algebra, SINTER ... SDIFFSTORE, is
+ * cmd_setop.c's), and what the sorted-set commands share with them:
+ * member arguments held where they landed, set-typed replies, SCAN
+ * cursors of a collection, random picks.
  *
  * Order: members come in the tree's order (bytes; a member over 400
  * bytes by its first 375 and then its digest), not Redis's (an intset's
@@ -479,7 +479,7 @@ static void reply_names_after(struct resp_ctx *x, const char *pre, const struct 
 	free(order);
 }
 
-static void reply_names(struct resp_ctx *x, const struct kv_names *m, bool set_type)
+void kv_reply_names(struct resp_ctx *x, const struct kv_names *m, bool set_type)
 {
 	reply_names_after(x, "", m, set_type);
 }
@@ -505,7 +505,7 @@ static void reply_all(struct resp_ctx *x, struct kv *kv, const struct kv_cset *s
 	if (r)
 		kv_reply_errno(x, r);
 	else
-		reply_names(x, &m, set_type);
+		kv_reply_names(x, &m, set_type);
 	kv_names_free(&m);
 }
 
@@ -757,7 +757,7 @@ static void cmd_spop(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		} else {
 			kv_notify(KV_NOTIFY_SET, "spop", &s.key);
 			kv_notify(KV_NOTIFY_GENERIC, "del", &s.key);
-			reply_names(x, &m, true);
+			kv_reply_names(x, &m, true);
 		}
 		kv_names_free(&m);
 		return;
@@ -798,229 +798,9 @@ static void cmd_spop(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 	} else if (n == 2) {
 		resp_bulk(x, got.bytes, got.at[1]);
 	} else {
-		reply_names(x, &got, true);
+		kv_reply_names(x, &got, true);
 	}
 	kv_names_free(&got);
-}
-
-/* ------------------------------------------------------------ algebra */
-
-/* The sets named by a[0..k): each opened (absent: count 0); false after
- * replying WRONGTYPE (every key is looked up first, in order, as Redis
- * does). */
-static bool open_sets(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t k,
-		      struct kv_cset *sets)
-{
-	for (uint32_t i = 0; i < k; i++) {
-		int r = kv_cset_arg(x, kv, &a[i], &sets[i], KV_SET, false, true);
-		if (r == -EINVAL)
-			return false;
-		if (r)
-			sets[i].o.coll = (struct kv_coll){ 0 };
-	}
-	return true;
-}
-
-enum set_op { OP_INTER, OP_UNION, OP_DIFF };
-
-/* Where the members of a set operation go: a reply being built (count
- * first, so the body is gathered), a new set being written, or a count. */
-struct sink {
-	struct kv *kv;
-	struct kv_names got;
-	struct kv_cbuild *build;
-	uint64_t n, limit;           /* limit: a count stops there (0: none) */
-	int r;
-};
-
-static bool sink_add(struct sink *k, const uint8_t *p, size_t len)
-{
-	k->n++;
-	if (k->build) {
-		if (!k->r) {
-			k->r = kv_cbuild_put(k->kv, k->build, KV_SET_MEMBER, NULL, 0, p, len, NULL, 0);
-			k->build->o.coll.count++;
-		}
-	} else if (!k->limit) {
-		kv_names_add(&k->got, p, len);
-	}
-	return !(k->limit && k->n >= k->limit) && !k->r;
-}
-
-/* Tree-order compare of two walks' current members: their tree names. */
-static int name_cmp(const struct kv_cwalk *a, const struct kv_cwalk *b)
-{
-	return paste_btree_keycmp(a->t + 10, a->tlen - 10, b->t + 10, b->tlen - 10);
-}
-
-static int run_op(struct kv *kv, enum set_op op, struct kv_cset *sets, uint32_t k, struct sink *out)
-{
-	int r = 0;
-	if (op == OP_INTER || op == OP_DIFF) {
-		/* INTER: the smallest set's members found in every other;
-		 * DIFF: the first set's found in none of the others. */
-		uint32_t first = 0;
-		for (uint32_t i = 1; op == OP_INTER && i < k; i++)
-			if (sets[i].o.coll.count < sets[first].o.coll.count)
-				first = i;
-		if (sets[first].o.coll.count == 0)
-			return 0;
-		for (uint32_t i = 0; op == OP_DIFF && i < k; i++)
-			if (i && sets[i].o.coll.id && sets[i].o.coll.id == sets[0].o.coll.id)
-				return 0;                /* A - A - ...: nothing */
-		struct kv_cwalk w;
-		kv_cwalk_init(kv, &w, sets[first].o.coll.id, KV_SET_MEMBER, 0, false, NULL, 0);
-		while ((r = kv_cwalk_next(kv, &w)) == 1) {
-			bool keep = true;
-			for (uint32_t i = 0; keep && i < k; i++) {
-				if (i == first || (op == OP_INTER && sets[i].o.coll.id == sets[first].o.coll.id))
-					continue;
-				keep = kv_set_has(kv, &sets[i], w.name, w.nlen) == (op == OP_INTER);
-			}
-			if (keep && !sink_add(out, w.name, w.nlen))
-				break;
-		}
-		return r < 0 ? r : 0;
-	}
-	/* UNION: a merge of the sets' walks in the tree's order, each member
-	 * once. */
-	struct kv_cwalk *w = malloc(sizeof(*w) * k);
-	bool *live = calloc(k, sizeof(*live));
-	if (!w || !live) {
-		free(w);
-		free(live);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < k && r >= 0; i++) {
-		if (!sets[i].o.coll.count)
-			continue;
-		kv_cwalk_init(kv, &w[i], sets[i].o.coll.id, KV_SET_MEMBER, 0, false, NULL, 0);
-		r = kv_cwalk_next(kv, &w[i]);
-		live[i] = r == 1;
-	}
-	while (r >= 0) {
-		int min = -1;
-		for (uint32_t i = 0; i < k; i++)
-			if (live[i] && (min < 0 || name_cmp(&w[i], &w[min]) < 0))
-				min = (int)i;
-		if (min < 0)
-			break;
-		/* The member's bytes outlive the other walks' steps only in
-		 * the sink: add it before stepping any of them. */
-		if (!sink_add(out, w[min].name, w[min].nlen))
-			break;
-		uint8_t t[PASTE_BTREE_MAX_KEY];
-		uint32_t tlen = w[min].tlen;
-		memcpy(t, w[min].t, tlen);
-		for (uint32_t i = 0; i < k && r >= 0; i++)
-			if (live[i] && paste_btree_keycmp(w[i].t + 10, w[i].tlen - 10, t + 10, tlen - 10) == 0) {
-				r = kv_cwalk_next(kv, &w[i]);
-				live[i] = r == 1;
-			}
-	}
-	free(w);
-	free(live);
-	return r < 0 ? r : 0;
-}
-
-/* SINTER/SUNION/SDIFF key..., and their STORE forms (dst first). */
-static void set_op(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n,
-		   enum set_op op, bool store)
-{
-	uint32_t first = store ? 2 : 1, k = n - first;
-	struct kv_key dst;
-	if (store && !kv_arg_key(x, kv, &a[1], &dst))
-		return;
-	struct kv_cset *sets = malloc(sizeof(*sets) * k);
-	if (!sets) {
-		resp_error(x, "ERR out of memory");
-		return;
-	}
-	if (!open_sets(x, kv, a + first, k, sets)) {
-		free(sets);
-		return;
-	}
-	struct sink out = { .kv = kv };
-	struct kv_cbuild build;
-	int r = 0;
-	bool had = store && kv_key_held(kv, &dst);
-	if (store) {
-		out.build = &build;
-		r = kv_cbuild_begin(kv, &build, KV_SET);
-	}
-	if (r == 0)
-		r = run_op(kv, op, sets, k, &out);
-	if (r == 0)
-		r = out.r;
-	if (r == 0 && out.got.oom)
-		r = -ENOMEM;
-	free(sets);
-	if (store) {
-		r = kv_cbuild_end(kv, &build, &dst, r);
-		if (r) {
-			kv_reply_errno(x, r);
-			return;
-		}
-		static const char *const ev[] = { [OP_INTER] = "sinterstore", [OP_UNION] = "sunionstore",
-						  [OP_DIFF] = "sdiffstore" };
-		kv_notify_stored(kv, &dst, had, out.n, KV_NOTIFY_SET, ev[op]);
-		resp_int(x, (int64_t)out.n);
-		return;
-	}
-	if (r)
-		kv_reply_errno(x, r);
-	else
-		reply_names(x, &out.got, true);
-	kv_names_free(&out.got);
-}
-
-/* SINTER, SUNION, SDIFF and their STORE forms, told apart by name. */
-static void cmd_setop(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
-{
-	char c = (char)(a[0].p[1] | 0x20);
-	set_op(x, kv, a, n, c == 'i' ? OP_INTER : c == 'u' ? OP_UNION : OP_DIFF, a[0].len > 6);
-}
-
-/* SINTERCARD numkeys key [key ...] [LIMIT limit] */
-static void cmd_sintercard(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
-			   uint32_t n)
-{
-	int64_t k, limit = 0;
-	if (!kv_arg_range(x, &a[1], 1, INT64_MAX, "numkeys should be greater than 0", &k))
-		return;
-	if (k > (int64_t)n - 2) {
-		resp_error(x, "ERR Number of keys can't be greater than number of args");
-		return;
-	}
-	for (uint32_t i = 2 + (uint32_t)k; i < n; i++) {
-		if (paste_resp_arg_eq(&a[i], "LIMIT") && i + 1 < n) {
-			if (!kv_arg_range(x, &a[++i], 0, INT64_MAX, "LIMIT can't be negative", &limit))
-				return;
-		} else {
-			resp_error(x, "ERR syntax error");
-			return;
-		}
-	}
-	struct kv_cset *sets = malloc(sizeof(*sets) * (size_t)k);
-	if (!sets) {
-		resp_error(x, "ERR out of memory");
-		return;
-	}
-	if (!open_sets(x, kv, a + 2, (uint32_t)k, sets)) {
-		free(sets);
-		return;
-	}
-	struct sink out = { .kv = kv, .limit = (uint64_t)limit ? (uint64_t)limit : 0 };
-	/* A count only: limit 0 gathers nothing either (UINT64_MAX never
-	 * stops). */
-	if (!out.limit)
-		out.limit = UINT64_MAX;
-	int r = run_op(kv, OP_INTER, sets, (uint32_t)k, &out);
-	free(sets);
-	if (r)
-		kv_reply_errno(x, r);
-	else
-		resp_int(x, (int64_t)out.n);
 }
 
 const char *kv_set_encoding(struct kv *kv, const struct kv_obj *o)

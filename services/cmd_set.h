@@ -1,7 +1,8 @@
 /*
- * cmd_set.h - what the set commands (cmd_set.c) and the sorted-set
- * commands (cmd_zset.c) share over the Redis protocol, and what the key
- * commands ask of both (OBJECT ENCODING).
+ * cmd_set.h - what the set commands (cmd_set.c, cmd_setop.c) and the
+ * sorted-set commands (cmd_zset.c, cmd_zrange.c, cmd_zsetop.c) share over
+ * the Redis protocol, and what the key commands ask of both (OBJECT
+ * ENCODING).
  */
 #ifndef PASTE_SERVICES_CMD_SET_H
 #define PASTE_SERVICES_CMD_SET_H
@@ -68,14 +69,81 @@ static inline const uint8_t *kv_names_get(const struct kv_names *s, uint64_t i, 
 	return s->bytes + s->at[i];
 }
 
+/* Members gathered in m as a set reply (RESP3 "~"; set_type false: an
+ * array): in Redis's order when it would keep them as an intset, else as
+ * gathered. */
+void kv_reply_names(struct resp_ctx *x, const struct kv_names *m, bool set_type);
+
+/* cmd_setop.c: SINTER, SUNION, SDIFF and their STORE forms (told apart
+ * by the name); SINTERCARD. */
+void cmd_setop(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
+void cmd_sintercard(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
+
 /* OBJECT ENCODING: the encoding Redis 7.0 would give (intset or
  * hashtable; listpack or skiplist), by its settings. */
 const char *kv_set_encoding(struct kv *kv, const struct kv_obj *o);
 const char *kv_zset_encoding(struct kv *kv, const struct kv_obj *o);
 
+/* ---- sorted sets: cmd_zset.c, cmd_zrange.c, cmd_zsetop.c ---- */
+
 /* cmd_zset.c: a score as Redis writes it in a reply's bulk (%.17g, inf,
  * -inf), or as its small sorted sets keep it (listpack: an integer's
  * digits, ZSCAN). The length (< cap). */
 int kv_zscore_str(char *out, size_t cap, double d, bool listpack);
+/* A score as Redis's string2d reads one (ZADD, WEIGHTS). */
+bool kv_zscore_arg(const struct paste_resp_arg *a, double *d);
+/* A range's bound as Redis's zslParseRange reads one: "(" for an open
+ * one (*ex), then all that strtod takes (to the first NUL), not NaN. */
+bool kv_zbound_arg(const struct paste_resp_arg *a, double *d, bool *ex);
+
+/* Where the members of a range or an operation go: a reply gathered
+ * (its length comes first), or a sorted set being written whole
+ * (build). Zeroed but proto, scores, kv and build. */
+struct kv_zsink {
+	int proto;
+	bool scores;                 /* WITHSCORES */
+	struct resp_out body;
+	struct kv *kv;
+	struct kv_cbuild *build;
+	uint64_t n;
+	int r;
+};
+void kv_zsink_add(struct kv_zsink *k, const uint8_t *p, size_t len, double d);
+/* The gathered reply: its array head and body (or the failure r). */
+void kv_zsink_send(struct resp_ctx *x, struct kv_zsink *k, int r);
+
+/* Members gathered with their scores (removals, pops, the algebra's
+ * result, random picks). Zeroed: empty. */
+struct kv_zgather {
+	struct kv_names names;
+	double *scores;
+	uint64_t cap;
+};
+/* Add one: false when out of memory (names.oom). */
+bool kv_zgather_add(struct kv_zgather *g, const uint8_t *p, size_t len, double d);
+/* A walk's entry (arg: the gather), as zrange_fn wants: false to stop. */
+bool kv_zgather_walked(void *arg, const struct kv_cwalk *w);
+void kv_zgather_free(struct kv_zgather *g);
+/* Remove the gathered members of s, which are the positions [lo, lo +
+ * count) of its order: all of them (the key goes, O(1)), more than stay
+ * (s written again without them), or in one group. */
+int kv_zgather_remove(struct kv *kv, struct kv_cset *s, const struct kv_zgather *g, uint64_t lo);
+
+/* cmd_zrange.c: the members at ranks [start, end] of s (negative: from
+ * the end, as ZRANGE's), lowest first (rev: highest first), into g. 0 or
+ * a failure. */
+int kv_zgather_ranks(struct kv *kv, const struct kv_cset *s, bool rev, int64_t start, int64_t end,
+		     struct kv_zgather *g);
+/* ZRANGE and its older forms and ZRANGESTORE (by the name); ZCOUNT;
+ * ZLEXCOUNT; ZRANK, ZREVRANK; ZREMRANGEBYRANK, ZREMRANGEBYSCORE,
+ * ZREMRANGEBYLEX (by the name). */
+void cmd_zrange(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
+void cmd_zcount(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
+void cmd_zlexcount(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
+void cmd_zrank(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
+void cmd_zremrange(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
+/* cmd_zsetop.c: ZUNION, ZINTER, ZDIFF, their STORE forms and ZINTERCARD,
+ * by the name. */
+void cmd_zop(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
 
 #endif

@@ -50,14 +50,15 @@ void kv_out_put(struct kv_out *o, const void *p, size_t n)
 			kv_out_put((o), l_, (size_t)n_);        \
 	} while (0)
 
-static int proto(const struct kv_out *o)
+int kv_out_proto(const struct kv_out *o)
 {
 	return o->x->r->proto == 3 ? 3 : 2;
 }
 
 void kv_out_array(struct kv_out *o, uint64_t n) { LINE(o, paste_resp_put_array(l_, sizeof(l_), n)); }
-void kv_out_null(struct kv_out *o) { LINE(o, paste_resp_put_null(l_, sizeof(l_), proto(o))); }
-void kv_out_null_array(struct kv_out *o) { LINE(o, paste_resp_put_null_array(l_, sizeof(l_), proto(o))); }
+void kv_out_map(struct kv_out *o, uint64_t n) { LINE(o, paste_resp_put_map(l_, sizeof(l_), kv_out_proto(o), n)); }
+void kv_out_null(struct kv_out *o) { LINE(o, paste_resp_put_null(l_, sizeof(l_), kv_out_proto(o))); }
+void kv_out_null_array(struct kv_out *o) { LINE(o, paste_resp_put_null_array(l_, sizeof(l_), kv_out_proto(o))); }
 void kv_out_int(struct kv_out *o, int64_t v) { LINE(o, paste_resp_put_int(l_, sizeof(l_), v)); }
 
 void kv_out_bulk(struct kv_out *o, const void *p, size_t n)

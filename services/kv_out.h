@@ -28,7 +28,10 @@ struct kv_out {
 void kv_out_init(struct kv_out *o, struct resp_ctx *x);
 int kv_out_end(struct kv_out *o);
 void kv_out_put(struct kv_out *o, const void *p, size_t n);
+/* The connection's protocol: 2 or 3. */
+int kv_out_proto(const struct kv_out *o);
 void kv_out_array(struct kv_out *o, uint64_t n);
+void kv_out_map(struct kv_out *o, uint64_t n);   /* RESP2 "*2n", RESP3 "%n" */
 void kv_out_null(struct kv_out *o);          /* RESP2 "$-1", RESP3 "_" */
 void kv_out_null_array(struct kv_out *o);    /* RESP2 "*-1", RESP3 "_" */
 void kv_out_int(struct kv_out *o, int64_t v);

@@ -292,6 +292,8 @@ void kv_cwalk_init(struct kv *kv, struct kv_cwalk *w, uint64_t id, uint8_t kind,
 		t[tlen - 1] = (uint8_t)(kind + 1);
 	}
 	w->back = back;
+	w->owns = false;
+	w->own = NULL;
 	w->skip = skip;
 	paste_btree_cursor_init(&w->c, kv->tree, t, tlen);
 }
@@ -303,6 +305,8 @@ bool kv_cwalk_at(struct kv *kv, struct kv_cwalk *w, uint64_t id, uint8_t kind, u
 	if (tlen < sizeof(w->prefix) || memcmp(t, w->prefix, sizeof(w->prefix)) != 0)
 		return false;
 	w->back = false;
+	w->owns = false;
+	w->own = NULL;
 	w->skip = skip;
 	paste_btree_cursor_init(&w->c, kv->tree, t, tlen);
 	return true;
@@ -325,11 +329,12 @@ int kv_cwalk_next(struct kv *kv, struct kv_cwalk *w)
 		uint32_t next, l;
 		if (kv_long_span(kv, w->ext, w->n, &next, &l) || l < w->skip)
 			return -EBADMSG;
-		if (!kv->namebuf && !(kv->namebuf = malloc(KV_MAX_KEY + 16)))
+		uint8_t **buf = w->owns ? &w->own : &kv->namebuf;
+		if (!*buf && !(*buf = malloc(KV_MAX_KEY + 16)))
 			return -ENOMEM;
-		size_t got_len = kv_long_read(kv, w->ext, next, l, kv->namebuf);
-		w->pre = kv->namebuf;
-		w->name = kv->namebuf + w->skip;
+		size_t got_len = kv_long_read(kv, w->ext, next, l, *buf);
+		w->pre = *buf;
+		w->name = *buf + w->skip;
 		w->nlen = got_len - w->skip;
 		for (uint32_t i = 0; i < next; i++)
 			w->len -= w->ext[i].len;
@@ -356,6 +361,77 @@ uint64_t kv_cwalk_skip(struct kv_cwalk *w, uint64_t n, const void *end, uint32_t
 		t[tlen - 1]++;                  /* the next kind: past every entry of this one */
 	}
 	return paste_btree_cursor_skip(&w->c, n, t, tlen);
+}
+
+/* ---- a merge of walks ----------------------------------------------------- */
+
+int kv_cmerge_init(struct kv_cmerge *m, uint32_t k)
+{
+	m->k = k;
+	m->at = -1;
+	m->tlen = 0;
+	m->w = calloc(k, sizeof(*m->w));
+	m->live = calloc(k, sizeof(*m->live));
+	if (!m->w || !m->live) {
+		kv_cmerge_free(m);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int kv_cmerge_add(struct kv *kv, struct kv_cmerge *m, uint32_t i, uint64_t id, uint8_t kind)
+{
+	kv_cwalk_init(kv, &m->w[i], id, kind, 0, false, NULL, 0);
+	m->w[i].owns = true;                /* members of several walks side by side */
+	int r = kv_cwalk_next(kv, &m->w[i]);
+	m->live[i] = r == 1;
+	return r < 0 ? r : 0;
+}
+
+bool kv_cmerge_holds(const struct kv_cmerge *m, uint32_t i)
+{
+	const struct kv_cwalk *w = &m->w[i];
+	uint32_t p = sizeof(w->prefix);
+	return m->live[i] && paste_btree_keycmp(w->t + p, w->tlen - p, m->t + p, m->tlen - p) == 0;
+}
+
+/* Tree-order compare of two walks' current members: their tree names. */
+static int name_cmp(const struct kv_cwalk *a, const struct kv_cwalk *b)
+{
+	uint32_t p = sizeof(a->prefix);
+	return paste_btree_keycmp(a->t + p, a->tlen - p, b->t + p, b->tlen - p);
+}
+
+int kv_cmerge_next(struct kv *kv, struct kv_cmerge *m)
+{
+	for (uint32_t i = 0; m->at >= 0 && i < m->k; i++)
+		if (kv_cmerge_holds(m, i)) {
+			int r = kv_cwalk_next(kv, &m->w[i]);
+			m->live[i] = r == 1;
+			if (r < 0)
+				return r;
+		}
+	int min = -1;
+	for (uint32_t i = 0; i < m->k; i++)
+		if (m->live[i] && (min < 0 || name_cmp(&m->w[i], &m->w[min]) < 0))
+			min = (int)i;
+	m->at = min;
+	if (min < 0)
+		return 0;
+	/* Kept: stepping w[at] moves its key. */
+	m->tlen = m->w[min].tlen;
+	memcpy(m->t, m->w[min].t, m->tlen);
+	return 1;
+}
+
+void kv_cmerge_free(struct kv_cmerge *m)
+{
+	for (uint32_t i = 0; m->w && i < m->k; i++)
+		free(m->w[i].own);
+	free(m->w);
+	free(m->live);
+	m->w = NULL;
+	m->live = NULL;
 }
 
 /* ---- a collection written whole ------------------------------------------ */

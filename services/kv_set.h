@@ -130,6 +130,12 @@ struct kv_cwalk {
 	size_t nlen;
 	uint32_t n, len;
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+	/* A long name is read back into kv->namebuf, which the next walk's
+	 * long name overwrites; walks that hold their members side by side
+	 * (a merge) set owns and get a buffer of their own (own, freed by
+	 * kv_cmerge_free). */
+	bool owns;
+	uint8_t *own;
 };
 /* From the first entry whose tree key is >= prefix + from[0..flen)
  * (from NULL: the first); back: from the last entry below prefix +
@@ -145,6 +151,29 @@ int kv_cwalk_next(struct kv *kv, struct kv_cwalk *w);
  * or count those before tree name end[0..elen) (end NULL: to the last);
  * returns how many it passed. */
 uint64_t kv_cwalk_skip(struct kv_cwalk *w, uint64_t n, const void *end, uint32_t elen);
+
+/* The members of k collections merged in the tree's order, each once
+ * (SUNION, ZUNION): kv_cmerge_init, kv_cmerge_add for each collection
+ * that has members, then kv_cmerge_next until it returns 0; w[at] is at
+ * the member, and so is every walk i that kv_cmerge_holds (in the order
+ * of i: Redis's order of aggregation); they are stepped at the next
+ * call. kv_cmerge_free at the end. */
+struct kv_cmerge {
+	uint32_t k;
+	struct kv_cwalk *w;             /* w[i]: collection i's walk */
+	bool *live;                     /* w[i] is at a member not merged yet */
+	int at;                         /* the lowest walk at the member; -1: none yet */
+	uint8_t t[PASTE_BTREE_MAX_KEY]; /* the member's tree key */
+	uint32_t tlen;
+};
+/* 0 or -ENOMEM. */
+int kv_cmerge_init(struct kv_cmerge *m, uint32_t k);
+/* Walk i: collection id's entries of kind. 0 or a failure. */
+int kv_cmerge_add(struct kv *kv, struct kv_cmerge *m, uint32_t i, uint64_t id, uint8_t kind);
+/* The next member: 1 (w[at] is at it), 0 (no member left) or a failure. */
+int kv_cmerge_next(struct kv *kv, struct kv_cmerge *m);
+bool kv_cmerge_holds(const struct kv_cmerge *m, uint32_t i);
+void kv_cmerge_free(struct kv_cmerge *m);
 
 /* ---- a collection written whole ----------------------------------------- */
 

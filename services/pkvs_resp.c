@@ -256,7 +256,8 @@ int kv_rand_distinct(uint64_t n, uint64_t k, uint64_t *out)
 /* The families, one table each (cmd_*.c). */
 static const struct kv_cmd *const families[] = {
 	kv_cmds_string, kv_cmds_keyspace, kv_cmds_expire, kv_cmds_hash,
-	kv_cmds_multi, kv_cmds_conn, kv_cmds_server, kv_cmds_db, kv_cmds_list,
+	kv_cmds_multi, kv_cmds_conn, kv_cmds_info, kv_cmds_config, kv_cmds_command,
+	kv_cmds_server, kv_cmds_db, kv_cmds_list,
 	kv_cmds_pubsub,
 	kv_cmds_script,
 	kv_cmds_set, kv_cmds_zset,
@@ -471,7 +472,7 @@ static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, ui
 	int arity = rt->c->arity;
 	if ((arity > 0 && argc != (uint32_t)arity) || (arity < 0 && argc < (uint32_t)-arity)) {
 		rt->rejected++;
-		if (kv_multi_exec_arity(x, rt))
+		if (kv_multi_exec_abort(x, rt, "wrong number of arguments for 'exec' command"))
 			return;                  /* EXEC inside MULTI: EXECABORT */
 		kv_multi_reject(x);
 		resp_error(x, "ERR wrong number of arguments for '%s' command", rt->c->name);

@@ -6,7 +6,10 @@
  *   cmd_string.c    GET, SET..., GETEX, APPEND, SETRANGE, INCR..., MSET, SETBIT, LCS
  *   cmd_keyspace.c  DEL, EXISTS, TYPE, RENAME, COPY, RANDOMKEY, OBJECT, SCAN, KEYS
  *   cmd_expire.c    EXPIRE..., TTL..., PERSIST
- *   cmd_server.c    PING, ECHO, SELECT, INFO, CONFIG, COMMAND, CLIENT
+ *   cmd_info.c      INFO
+ *   cmd_config.c    CONFIG
+ *   cmd_command.c   COMMAND
+ *   cmd_server.c    TIME, SAVE..., WAIT, SHUTDOWN, CLUSTER
  *
  * A command reads the way Redis's do: check its arguments, call the
  * key-value core (kv.h), reply with resp_*() (server/resp.h). The table
@@ -110,6 +113,8 @@ struct kv_cmd_rt {
 /* The families (pkvs_resp.c lists them). */
 extern const struct kv_cmd kv_cmds_string[], kv_cmds_keyspace[], kv_cmds_expire[],
 	kv_cmds_hash[], kv_cmds_multi[], kv_cmds_conn[], kv_cmds_server[];
+/* cmd_info.c, cmd_config.c, cmd_command.c: INFO, CONFIG, COMMAND. */
+extern const struct kv_cmd kv_cmds_info[], kv_cmds_config[], kv_cmds_command[];
 /* cmd_db.c: SELECT, SWAPDB, MOVE. */
 extern const struct kv_cmd kv_cmds_db[];
 /* cmd_script.c: EVAL..., SCRIPT, FUNCTION, FCALL. */
@@ -140,9 +145,10 @@ void kv_run(struct resp_ctx *x, struct kv *kv, struct kv_cmd_rt *rt,
 bool kv_multi_queue(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct paste_resp_arg *argv,
 		    uint32_t argc);
 void kv_multi_reject(struct resp_ctx *x);
-/* EXEC of the wrong arity inside MULTI: Redis answers EXECABORT and
- * discards the transaction (true: replied). */
-bool kv_multi_exec_arity(struct resp_ctx *x, const struct kv_cmd_rt *rt);
+/* EXEC refused inside MULTI (its arity, a script running long): Redis
+ * answers "EXECABORT Transaction discarded because of: <why>" and
+ * discards the transaction (true: replied; false: rt is not such an EXEC). */
+bool kv_multi_exec_abort(struct resp_ctx *x, const struct kv_cmd_rt *rt, const char *why);
 /* A streamed SET's value is in (kv_resp_conn's body and key): inside
  * MULTI it is queued, its buffers held, and QUEUED replied (true). */
 bool kv_multi_stream_end(struct resp_ctx *x);
@@ -271,17 +277,32 @@ void cmd_scan(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 void cmd_keys(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
 
 /* cmd_server.c */
-void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
-void cmd_command(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
-/* ACL categories: names (bit i of a command's mask), and a command's. */
-extern const char *const kv_acl_names[];
-uint32_t kv_cmd_acl(const struct kv_cmd_rt *rt);
 /* A HELP reply: an array of simple strings. */
 void kv_reply_help(struct resp_ctx *x, const char *const *lines, uint32_t n);
+/* Redis's glob, any case (COMMAND LIST PATTERN, CONFIG GET): both sides
+ * lower-cased, then kv_glob. */
+bool kv_glob_nocase(const char *pat, size_t plen, const uint8_t *s, size_t slen);
+/* The Redis port's bound port (INFO tcp_port, CONFIG GET port). */
+unsigned kv_resp_port(const struct resp_ctx *x);
+/* SAVE, BGSAVE and BGREWRITEAOF calls; the last one's Unix time, or
+ * pkvs's start before any (LASTSAVE, INFO rdb_last_save_time). */
+uint64_t kv_save_count(void);
+uint64_t kv_last_save(const struct resp_ctx *x);
+/* cmd_command.c: ACL categories: names (bit i of a command's mask), and
+ * a command's. */
+extern const char *const kv_acl_names[];
+uint32_t kv_cmd_acl(const struct kv_cmd_rt *rt);
+/* cmd_config.c */
 /* CONFIG SET maxmemory is set and the store's used bytes exceed it: a
  * denyoom command is refused (Redis's OOM error). */
 bool kv_over_maxmemory(struct resp_ctx *x);
-/* The --config file (INFO config_file), NULL: none; apps/pkvs.c sets it. */
+/* CONFIG SET maxmemory's bound in bytes (0: none). */
+uint64_t kv_config_maxmemory(void);
+/* A setting CONFIG keeps as a string, as CONFIG GET reads it back (a new
+ * string after each change); NULL for another name. */
+const char *kv_config_kept(const char *name);
+/* cmd_info.c: the --config file (INFO config_file), NULL: none;
+ * apps/pkvs.c sets it. */
 extern const char *kv_config_file;
 /* cmd_script.c */
 /* Dispatch while a script runs past busy-reply-threshold (false when
@@ -297,9 +318,6 @@ struct kv_script_info {
 	uint64_t functions, libraries;
 };
 void kv_script_info(struct kv *kv, struct kv_script_info *out);
-/* A setting CONFIG keeps as a string, as CONFIG GET reads it back (a new
- * string after each change); NULL for another name. */
-const char *kv_config_kept(const char *name);
 
 extern const struct resp_service pkvs_resp_service;
 

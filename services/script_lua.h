@@ -1,12 +1,14 @@
 /*
  * script_lua.h - Lua 5.1 as Redis 7.0 runs it for EVAL and FUNCTION
  * (script_lua.c): the sandboxed state, the redis.* API, the conversions
- * between RESP replies and Lua values both ways, and SHA-1.
+ * between RESP replies and Lua values both ways (script_conv.c), and
+ * SHA-1.
  *
  * It knows nothing of pkvs's dispatch: a command a script calls
  * (redis.call, redis.pcall) goes to the host's call hook, which runs it
  * and hands back its reply as RESP bytes; the engine turns them into Lua
- * values. cmd_script.c is the host (EVAL, FCALL, SCRIPT, FUNCTION).
+ * values. cmd_script.c is the host of runs (EVAL, FCALL), cmd_function.c
+ * of FUNCTION LOAD's registrations.
  */
 #ifndef PASTE_SERVICES_SCRIPT_LUA_H
 #define PASTE_SERVICES_SCRIPT_LUA_H
@@ -37,6 +39,8 @@ struct sl_buf {
 };
 void sl_buf_put(struct sl_buf *b, const void *p, size_t n);
 void sl_buf_free(struct sl_buf *b);
+/* Bytes with CR and LF as spaces (a line of RESP). */
+void sl_buf_line(struct sl_buf *b, const char *s, size_t n);
 
 /* ---- the engine ---- */
 
@@ -128,7 +132,12 @@ void sl_run(struct sl_engine *e, struct sl_run *run, int ref, bool eval, int nke
 	    const char *const *keys, const size_t *klens, int nargs, const char *const *args,
 	    const size_t *alens, struct sl_buf *out, bool *err_reply, bool *counted);
 
-/* ---- conversions, exposed for the unit tests ---- */
+/* ---- conversions (script_conv.c), exposed for the unit tests too ---- */
+
+/* Push the error table Redis builds (luaPushErrorBuff) of s[0..n): from
+ * "-CODE msg" or a bare msg (code ERR), {err="CODE msg"} with CR and LF
+ * trimmed from msg's ends. */
+void sl_push_error(struct lua_State *L, const char *s, size_t n);
 
 /* Push the Lua value of the RESP reply p[0..n) (Redis's rules: integers
  * numbers, bulks strings, a null bulk or array false, status {ok=},

@@ -262,6 +262,33 @@ def test_large_and_long(server, redis_peer):
     p.close()
 
 
+def test_long_values_inside_exec_and_reply_off(server, redis_peer):
+    """A field value long enough to be sent from its own buffers, read
+    inside EXEC and under CLIENT REPLY OFF: inside EXEC it is part of
+    EXEC's reply, in order, and with replies off nothing is sent. (HGETALL
+    is left out of the byte comparison: Redis's hash table has its own
+    order.)"""
+    p = peers(server.resp_port, redis_peer.resp_port, 2)
+    big = blob(5000, 7)
+    p.same("HSET", "hx", "f", big)
+    for cmd in (("MULTI",), ("HSET", "hx", "g", "1"), ("HGET", "hx", "f"),
+                ("HMGET", "hx", "f", "g"), ("HSTRLEN", "hx", "f"), ("EXEC",)):
+        p.same(*cmd)
+    p.close()
+    with RespConn(server.resp_port) as c:
+        assert c.command("MULTI") == "OK" and c.command("HGETALL", "hx") == "QUEUED"
+        got = c.command("EXEC")[0]
+        assert dict(zip(got[::2], got[1::2])) == {b"f": big, b"g": b"1"}
+    # replies off: the bytes up to PONG are exactly +OK (REPLY ON) and PONG
+    for port in (server.resp_port, redis_peer.resp_port):
+        c = RawConn(port)
+        c.send(b"".join(resp_command(*cmd) for cmd in (
+            ("CLIENT", "REPLY", "OFF"), ("HGET", "hx", "f"), ("HGETALL", "hx"),
+            ("CLIENT", "REPLY", "ON"), ("PING",))))
+        assert c.read_raw() == b"+OK\r\n" and c.read_raw() == b"+PONG\r\n", port
+        c.close()
+
+
 def test_sizes_survive_restart(pkvs):
     srv = pkvs.start()
     fields = {blob(nl, nl) + b"x": blob(vl, vl) for nl, vl in zip(NAME_LENS, VALUE_LENS)}

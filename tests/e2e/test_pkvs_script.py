@@ -330,6 +330,12 @@ def test_busy_script_kill(pkvs):
     assert other.call("SET", "a", "b") == BUSY
     assert other.call("MULTI") == b"+OK\r\n"          # allow_busy: runs
     assert other.call("DISCARD") == b"+OK\r\n"
+    # EXEC while busy: the transaction is discarded with the reason, and
+    # the connection leaves MULTI (Redis's execCommandAbort).
+    assert other.call("MULTI") == b"+OK\r\n"
+    assert other.call("INCR", "n") == BUSY
+    assert other.call("EXEC") == b"-EXECABORT Transaction discarded because of: " + BUSY[1:]
+    assert other.call("PING") == BUSY                   # not QUEUED: no longer in MULTI
     assert other.call("FUNCTION", "STATS") == BUSY
     assert other.call("FUNCTION", "KILL") == BUSY
     assert other.call("SCRIPT", "KILL") == b"+OK\r\n"

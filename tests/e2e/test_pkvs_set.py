@@ -279,6 +279,21 @@ def test_big_members(server, redis_peer):
     p.close()
 
 
+def test_union_of_distinct_long_members(server, redis_peer):
+    """SUNION and SUNIONSTORE of sets whose long members differ: each walk
+    of the merge reads its long names into a buffer of its own, so the
+    member taken is the one its walk stands at."""
+    p = peers(server.resp_port, redis_peer.resp_port, 2)
+    for i, c in enumerate(b"abcdef"):
+        p.same("SADD", f"u{i % 3}", bytes([c]) * (450 + 50 * i))
+    got, want = p.both("SUNION", "u0", "u1", "u2")
+    assert unordered(got) == unordered(want)
+    p.same("SUNIONSTORE", "u", "u0", "u1", "u2")
+    got, want = p.both("SMEMBERS", "u")
+    assert unordered(got) == unordered(want)
+    p.close()
+
+
 def test_members_survive_restart(pkvs):
     srv = pkvs.start()
     members = {blob(n, n) + b"x" for n in MEMBER_LENS}

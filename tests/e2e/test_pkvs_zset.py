@@ -355,6 +355,18 @@ def test_big_members(server, redis_peer):
     p.close()
 
 
+def test_union_of_distinct_long_members(server, redis_peer):
+    """ZUNION and ZUNIONSTORE of sorted sets whose long members differ:
+    the merge's walks each keep their own long name."""
+    p = peers(server.resp_port, redis_peer.resp_port, 2)
+    for i, c in enumerate(b"abcdef"):
+        p.same("ZADD", f"u{i % 3}", str(i), bytes([c]) * (450 + 50 * i))
+    p.same("ZUNION", "3", "u0", "u1", "u2", "WITHSCORES")
+    p.same("ZUNIONSTORE", "u", "3", "u0", "u1", "u2")
+    p.same("ZRANGE", "u", "0", "-1", "WITHSCORES")
+    p.close()
+
+
 def test_members_survive_restart(pkvs):
     srv = pkvs.start()
     members = {blob(n, n) + b"x": float(i) for i, n in enumerate(MEMBER_LENS)}

@@ -1,0 +1,524 @@
+/*
+ * cmd_config.c - CONFIG GET, SET, RESETSTAT, REWRITE and HELP over the
+ * table of the settings CONFIG knows: those pkvs applies at run time,
+ * those fixed at its start, and Redis's tuning settings it only keeps to
+ * read back (docs/compat.md). The limit CONFIG SET maxmemory puts on
+ * writes is here too (kv_over_maxmemory).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "kv_notify.h"
+#include "pkvs_resp.h"
+
+/* Settings CONFIG knows: those pkvs applies (kind LIVE: a getter and a
+ * setter below), those fixed at start (FIXED: Redis changes them at run
+ * time, pkvs takes only the value they have; IMMUTABLE: Redis refuses
+ * them too, in its words), and Redis's tuning settings
+ * that mean nothing to pkvs's store (KEPT: any value of the right form
+ * is taken and read back, docs/compat.md). Values are kept as strings. */
+enum cfg_kind { CFG_LIVE, CFG_FIXED, CFG_IMMUTABLE, CFG_KEPT };
+enum cfg_type { T_STR, T_INT, T_BOOL, T_MEM, T_ENUM };
+struct cfg_param {
+	const char *name, *alias;
+	enum cfg_kind kind;
+	enum cfg_type type;
+	const char *dflt;
+	const char *choices;     /* T_ENUM: space-separated */
+};
+
+static const struct cfg_param params[] = {
+	{ "requirepass", NULL, CFG_LIVE, T_STR, "", NULL },
+	{ "protected-mode", NULL, CFG_LIVE, T_BOOL, "yes", NULL },
+	{ "timeout", NULL, CFG_LIVE, T_INT, "0", NULL },
+	{ "maxmemory", NULL, CFG_LIVE, T_MEM, "0", NULL },
+	{ "maxmemory-policy", NULL, CFG_LIVE, T_ENUM, "noeviction",
+	  "volatile-lru volatile-lfu volatile-random volatile-ttl allkeys-lru allkeys-lfu allkeys-random noeviction" },
+	{ "databases", NULL, CFG_IMMUTABLE, T_INT, NULL, NULL },
+	{ "port", NULL, CFG_FIXED, T_INT, NULL, NULL },
+	{ "bind", NULL, CFG_FIXED, T_STR, NULL, NULL },
+	{ "maxclients", NULL, CFG_FIXED, T_INT, NULL, NULL },
+	{ "appendonly", NULL, CFG_FIXED, T_BOOL, NULL, NULL },
+	{ "appendfsync", NULL, CFG_FIXED, T_ENUM, NULL, "always everysec no" },
+	{ "save", NULL, CFG_KEPT, T_STR, "", NULL },
+	{ "dir", NULL, CFG_FIXED, T_STR, NULL, NULL },
+	{ "dbfilename", NULL, CFG_FIXED, T_STR, NULL, NULL },
+	{ "daemonize", NULL, CFG_IMMUTABLE, T_BOOL, "no", NULL },
+	{ "io-threads", NULL, CFG_IMMUTABLE, T_INT, "1", NULL },
+	{ "cluster-enabled", NULL, CFG_IMMUTABLE, T_BOOL, "no", NULL },
+	{ "proto-max-bulk-len", NULL, CFG_FIXED, T_MEM, "536870912", NULL },
+	{ "notify-keyspace-events", NULL, CFG_KEPT, T_STR, "", NULL },
+	{ "hz", NULL, CFG_KEPT, T_INT, "10", NULL },
+	{ "loglevel", NULL, CFG_KEPT, T_ENUM, "notice", "debug verbose notice warning nothing" },
+	{ "lua-time-limit", "busy-reply-threshold", CFG_KEPT, T_INT, "5000", NULL },
+	{ "busy-reply-threshold", "lua-time-limit", CFG_KEPT, T_INT, "5000", NULL },
+	{ "hash-max-listpack-entries", "hash-max-ziplist-entries", CFG_KEPT, T_INT, "512", NULL },
+	{ "hash-max-listpack-value", "hash-max-ziplist-value", CFG_KEPT, T_MEM, "64", NULL },
+	{ "hash-max-ziplist-entries", "hash-max-listpack-entries", CFG_KEPT, T_INT, "512", NULL },
+	{ "hash-max-ziplist-value", "hash-max-listpack-value", CFG_KEPT, T_MEM, "64", NULL },
+	{ "list-max-listpack-size", "list-max-ziplist-size", CFG_KEPT, T_INT, "-2", NULL },
+	{ "list-max-ziplist-size", "list-max-listpack-size", CFG_KEPT, T_INT, "-2", NULL },
+	{ "list-compress-depth", NULL, CFG_KEPT, T_INT, "0", NULL },
+	{ "set-max-intset-entries", NULL, CFG_KEPT, T_INT, "512", NULL },
+	{ "zset-max-listpack-entries", "zset-max-ziplist-entries", CFG_KEPT, T_INT, "128", NULL },
+	{ "zset-max-listpack-value", "zset-max-ziplist-value", CFG_KEPT, T_MEM, "64", NULL },
+	{ "zset-max-ziplist-entries", "zset-max-listpack-entries", CFG_KEPT, T_INT, "128", NULL },
+	{ "zset-max-ziplist-value", "zset-max-listpack-value", CFG_KEPT, T_MEM, "64", NULL },
+	{ "activerehashing", NULL, CFG_KEPT, T_BOOL, "yes", NULL },
+	{ "activedefrag", NULL, CFG_KEPT, T_BOOL, "no", NULL },
+	{ "lazyfree-lazy-eviction", NULL, CFG_KEPT, T_BOOL, "no", NULL },
+	{ "lazyfree-lazy-expire", NULL, CFG_KEPT, T_BOOL, "no", NULL },
+	{ "lazyfree-lazy-server-del", NULL, CFG_KEPT, T_BOOL, "no", NULL },
+	{ "lazyfree-lazy-user-del", NULL, CFG_KEPT, T_BOOL, "no", NULL },
+	{ "lazyfree-lazy-user-flush", NULL, CFG_KEPT, T_BOOL, "no", NULL },
+	{ "slowlog-log-slower-than", NULL, CFG_KEPT, T_INT, "10000", NULL },
+	{ "slowlog-max-len", NULL, CFG_KEPT, T_INT, "128", NULL },
+	{ "latency-monitor-threshold", NULL, CFG_KEPT, T_INT, "0", NULL },
+	{ "latency-tracking", NULL, CFG_KEPT, T_BOOL, "yes", NULL },
+	{ "maxmemory-samples", NULL, CFG_KEPT, T_INT, "5", NULL },
+	{ "maxmemory-clients", NULL, CFG_KEPT, T_MEM, "0", NULL },
+	{ "tcp-keepalive", NULL, CFG_KEPT, T_INT, "300", NULL },
+	{ "client-output-buffer-limit", NULL, CFG_KEPT, T_STR,
+	  "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", NULL },
+	{ "stream-node-max-bytes", NULL, CFG_KEPT, T_MEM, "4096", NULL },
+	{ "stream-node-max-entries", NULL, CFG_KEPT, T_INT, "100", NULL },
+	{ "active-expire-effort", NULL, CFG_KEPT, T_INT, "1", NULL },
+	{ "replica-read-only", "slave-read-only", CFG_KEPT, T_BOOL, "yes", NULL },
+	{ "replica-serve-stale-data", "slave-serve-stale-data", CFG_KEPT, T_BOOL, "yes", NULL },
+	{ "min-replicas-to-write", "min-slaves-to-write", CFG_KEPT, T_INT, "0", NULL },
+	{ "min-replicas-max-lag", "min-slaves-max-lag", CFG_KEPT, T_INT, "10", NULL },
+	{ "slave-read-only", "replica-read-only", CFG_KEPT, T_BOOL, "yes", NULL },
+	{ "slave-serve-stale-data", "replica-serve-stale-data", CFG_KEPT, T_BOOL, "yes", NULL },
+	{ "min-slaves-to-write", "min-replicas-to-write", CFG_KEPT, T_INT, "0", NULL },
+	{ "min-slaves-max-lag", "min-replicas-max-lag", CFG_KEPT, T_INT, "10", NULL },
+	{ "aof-use-rdb-preamble", NULL, CFG_KEPT, T_BOOL, "yes", NULL },
+	{ "rdbcompression", NULL, CFG_KEPT, T_BOOL, "yes", NULL },
+	{ "rdbchecksum", NULL, CFG_KEPT, T_BOOL, "yes", NULL },
+	{ "stop-writes-on-bgsave-error", NULL, CFG_KEPT, T_BOOL, "yes", NULL },
+	{ "lfu-log-factor", NULL, CFG_KEPT, T_INT, "10", NULL },
+	{ "lfu-decay-time", NULL, CFG_KEPT, T_INT, "1", NULL },
+};
+#define NPARAMS (sizeof(params) / sizeof(params[0]))
+
+/* The process's settings (one thread serves every front end). */
+static struct {
+	char *kept[NPARAMS];             /* CFG_KEPT values set (NULL: the default) */
+	uint64_t maxmemory;              /* 0: the store's size is the only bound */
+	uint64_t resets_ms;              /* CONFIG RESETSTAT */
+} conf;
+
+static const struct cfg_param *param_find(const char *p, size_t n)
+{
+	for (size_t i = 0; i < NPARAMS; i++)
+		if (strlen(params[i].name) == n && !strncasecmp(params[i].name, p, n))
+			return &params[i];
+	return NULL;
+}
+
+const char *kv_config_kept(const char *name)
+{
+	const struct cfg_param *p = param_find(name, strlen(name));
+	if (!p || p->kind != CFG_KEPT)
+		return NULL;
+	return conf.kept[p - params] ? conf.kept[p - params] : p->dflt;
+}
+
+/* The value of a setting now, into buf. */
+static const char *param_get(struct resp_ctx *x, struct kv *kv, const struct cfg_param *p,
+			     char *buf, size_t cap)
+{
+	struct server *s = x->w->srv;
+	struct srv_auth *a = resp_auth(x);
+	enum paste_durability d = x->w->persist ? paste_persist_mode(x->w->persist) : PASTE_DUR_NONE;
+	const char *n = p->name;
+	if (!strcmp(n, "requirepass")) {
+		snprintf(buf, cap, "%.*s", a && a->pass ? (int)a->len : 0, a && a->pass ? (const char *)a->pass : "");
+		return buf;
+	}
+	if (!strcmp(n, "protected-mode"))
+		return a && a->protected_mode ? "yes" : "no";
+	if (!strcmp(n, "timeout"))
+		snprintf(buf, cap, "%" PRIu64, s->cfg.idle_to_ms / 1000);
+	else if (!strcmp(n, "maxmemory"))
+		snprintf(buf, cap, "%" PRIu64, conf.maxmemory);
+	else if (!strcmp(n, "maxmemory-policy"))
+		return "noeviction";
+	else if (!strcmp(n, "databases"))
+		snprintf(buf, cap, "%u", kv->ndbs);
+	else if (!strcmp(n, "port"))
+		snprintf(buf, cap, "%u", kv_resp_port(x));
+	else if (!strcmp(n, "bind"))
+		return s->cfg.host;
+	else if (!strcmp(n, "maxclients"))
+		snprintf(buf, cap, "%u", s->cfg.max_conns);
+	else if (!strcmp(n, "appendonly"))
+		return d == PASTE_DUR_NONE ? "no" : "yes";
+	else if (!strcmp(n, "appendfsync"))
+		return d == PASTE_DUR_NONE ? "no" : "always";
+	else if (!strcmp(n, "dir")) {
+		const char *slash = strrchr(s->cfg.store_path, '/');
+		if (!slash)
+			return getcwd(buf, cap) ? buf : ".";
+		size_t len = slash == s->cfg.store_path ? 1 : (size_t)(slash - s->cfg.store_path);
+		snprintf(buf, cap, "%.*s", (int)len, s->cfg.store_path);
+	} else if (!strcmp(n, "dbfilename")) {
+		const char *slash = strrchr(s->cfg.store_path, '/');
+		return slash ? slash + 1 : s->cfg.store_path;
+	} else if (!strcmp(n, "notify-keyspace-events")) {
+		kv_notify_format(kv_notify_get(), buf);
+	} else if (p->kind == CFG_KEPT) {
+		const char *v = conf.kept[p - params];
+		if (!v && p->alias) {                 /* an alias set under its other name */
+			const struct cfg_param *o = param_find(p->alias, strlen(p->alias));
+			v = o ? conf.kept[o - params] : NULL;
+		}
+		return v ? v : p->dflt;
+	} else {
+		return p->dflt ? p->dflt : "";
+	}
+	return buf;
+}
+
+static void out_str(struct resp_out *o, const char *s)
+{
+	resp_out_bulk(o, s, strlen(s));
+}
+
+/* CONFIG GET pattern...: a name without glob characters is looked up
+ * and answered under the name as given (any case), as Redis does; a
+ * pattern matches every name, aliases included. */
+static void cmd_config_get(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
+			   uint32_t n)
+{
+	const struct paste_resp_arg *as[NPARAMS] = { 0 };
+	bool hit[NPARAMS] = { 0 };
+	uint32_t hits = 0;
+	for (uint32_t i = 2; i < n; i++) {
+		bool glob = memchr(a[i].p, '*', a[i].len) || memchr(a[i].p, '?', a[i].len) ||
+			    memchr(a[i].p, '[', a[i].len);
+		for (size_t j = 0; j < NPARAMS; j++) {
+			const char *name = params[j].name;
+			bool match = glob ? kv_glob_nocase(a[i].p, a[i].len, (const uint8_t *)name, strlen(name))
+					  : param_find(a[i].p, a[i].len) == &params[j];
+			if (!hit[j] && match) {
+				hit[j] = true;
+				as[j] = glob ? NULL : &a[i];
+				hits++;
+			}
+		}
+	}
+	struct resp_out o = { 0 };
+	char head[32], buf[512];
+	for (size_t j = 0; j < NPARAMS; j++) {
+		if (!hit[j])
+			continue;
+		if (as[j])
+			resp_out_bulk(&o, as[j]->p, as[j]->len);
+		else
+			out_str(&o, params[j].name);
+		const struct srv_auth *au = resp_auth(x);
+		if (!strcmp(params[j].name, "requirepass") && au && au->pass)
+			resp_out_bulk(&o, au->pass, au->len);      /* any bytes, NUL too */
+		else
+			out_str(&o, param_get(x, kv, &params[j], buf, sizeof(buf)));
+	}
+	resp_out_send(x, head, paste_resp_put_map(head, sizeof(head), x->r->proto, hits), &o);
+}
+
+/* A value in the form a setting takes: false with *why. */
+static bool value_ok(const struct cfg_param *p, const struct paste_resp_arg *v, uint64_t *num,
+		     const char **why)
+{
+	char s[64];
+	if (p->type == T_STR)
+		return true;
+	if (v->len >= sizeof(s)) {
+		*why = "argument too long";
+		return false;
+	}
+	memcpy(s, v->p, v->len);
+	s[v->len] = 0;
+	if (p->type == T_BOOL) {
+		if (strcasecmp(s, "yes") && strcasecmp(s, "no")) {
+			*why = "argument must be 'yes' or 'no'";
+			return false;
+		}
+		*num = !strcasecmp(s, "yes");
+		return true;
+	}
+	if (p->type == T_ENUM) {
+		for (const char *c = p->choices; *c;) {
+			size_t len = strcspn(c, " ");
+			if (len == v->len && !strncasecmp(c, s, len))
+				return true;
+			c += len + (c[len] == ' ');
+		}
+		*why = "enum";
+		return false;
+	}
+	char *end;
+	errno = 0;
+	long long ll = strtoll(s, &end, 10);
+	uint64_t mul = 1;
+	if (p->type == T_MEM && end != s) {
+		static const struct { const char *u; uint64_t m; } units[] = {
+			{ "k", 1000 }, { "kb", 1024 }, { "m", 1000000 }, { "mb", 1u << 20 },
+			{ "g", 1000000000 }, { "gb", 1u << 30 }, { "b", 1 },
+		};
+		for (size_t i = 0; *end && i < sizeof(units) / sizeof(units[0]); i++)
+			if (!strcasecmp(end, units[i].u)) {
+				mul = units[i].m;
+				end += strlen(end);
+			}
+	}
+	if (!*s || *end || errno || (p->type == T_MEM && ll < 0)) {
+		*why = p->type == T_MEM ? "argument must be a memory value" : "argument couldn't be parsed into an integer";
+		return false;
+	}
+	*num = (uint64_t)ll * mul;
+	return true;
+}
+
+static int param_set(struct resp_ctx *x, const struct cfg_param *p, const struct paste_resp_arg *v,
+		     uint64_t num, const char **why)
+{
+	if (!strcmp(p->name, "notify-keyspace-events")) {
+		int fl = kv_notify_parse(v->p, v->len);
+		if (fl < 0) {
+			*why = "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.";
+			return -1;
+		}
+		kv_notify_set(pkvs_kv(x->ss), (uint32_t)fl);   /* kv_notify.c keeps it */
+		return 0;
+	}
+	struct srv_auth *a = resp_auth(x);
+	const char *n = p->name;
+	if (!strcmp(n, "requirepass")) {
+		if (!a) {
+			*why = "this port has no password store";
+			return -1;
+		}
+		return srv_auth_set(a, v->p, v->len) ? (*why = "out of memory", -1) : 0;
+	}
+	if (!strcmp(n, "protected-mode")) {
+		if (a)
+			a->protected_mode = num;
+		return 0;
+	}
+	if (!strcmp(n, "timeout")) {
+		if ((int64_t)num < 0 || num > 1000000) {
+			*why = "argument must be between 0 and 1000000 inclusive";
+			return -1;
+		}
+		x->w->srv->cfg.idle_to_ms = num * 1000;
+		return 0;
+	}
+	if (!strcmp(n, "maxmemory")) {
+		conf.maxmemory = num;
+		return 0;
+	}
+	if (!strcmp(n, "maxmemory-policy"))
+		return 0;
+	/* Kept as Redis reads them back: numbers in bytes, words in lower case. */
+	char num_s[24];
+	struct paste_resp_arg nv;
+	if (p->type == T_INT || p->type == T_MEM) {
+		nv = (struct paste_resp_arg){ num_s, (size_t)snprintf(num_s, sizeof(num_s), "%lld",
+								    (long long)num) };
+		v = &nv;
+	} else if (p->type == T_BOOL) {
+		static const struct paste_resp_arg yes = { "yes", 3 }, no = { "no", 2 };
+		v = num ? &yes : &no;
+	}
+	char *copy = strndup(v->p, v->len);
+	if (copy && p->type == T_ENUM)
+		for (char *c = copy; *c; c++)
+			*c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
+	if (!copy) {
+		*why = "out of memory";
+		return -1;
+	}
+	free(conf.kept[p - params]);
+	conf.kept[p - params] = copy;
+	if (p->alias) {                          /* both names read back the last value */
+		const struct cfg_param *o = param_find(p->alias, strlen(p->alias));
+		if (o) {
+			free(conf.kept[o - params]);
+			conf.kept[o - params] = NULL;
+		}
+	}
+	return 0;
+}
+
+static void config_set_failed(struct resp_ctx *x, const struct paste_resp_arg *name, const char *why,
+			      const struct cfg_param *p)
+{
+	char arg[132];
+	size_t k = name->len < 128 ? name->len : 128;
+	memcpy(arg, name->p, k);
+	arg[k] = 0;
+	if (p && !strcmp(why, "enum")) {
+		char list[256];
+		size_t k = 0;
+		for (const char *c = p->choices; *c && k + 3 < sizeof(list); c++) {
+			if (*c == ' ')
+				list[k++] = ',';
+			list[k++] = *c;
+		}
+		list[k] = 0;
+		resp_error(x, "ERR CONFIG SET failed (possibly related to argument '%s') - argument(s) "
+			   "must be one of the following: %s", arg, list);
+	} else
+		resp_error(x, "ERR CONFIG SET failed (possibly related to argument '%s') - %s", arg, why);
+}
+
+/* The name Redis reports a setting's errors under: the current one of a
+ * renamed pair (hash-max-ziplist-value is hash-max-listpack-value). */
+static const char *canonical(const struct cfg_param *p)
+{
+	return p->alias && (strstr(p->name, "ziplist") || !strcmp(p->name, "lua-time-limit") ||
+			    !strncmp(p->name, "slave", 5) || strstr(p->name, "-slaves-"))
+	       ? p->alias : p->name;
+}
+
+/* CONFIG SET name value [name value ...]: all or none, as Redis: names
+ * first (unknown, immutable, duplicate), then values. */
+static void cmd_config_set(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
+			   uint32_t n)
+{
+	char buf[512];
+	if (n % 2) {
+		resp_error(x, "ERR syntax error");
+		return;
+	}
+	const struct cfg_param *ps[64];
+	uint64_t nums[64];
+	uint32_t np = (n - 2) / 2;
+	if (np > 64) {
+		resp_error(x, "ERR CONFIG SET: at most 64 settings at once");
+		return;
+	}
+	for (uint32_t i = 0; i < np; i++) {
+		const struct paste_resp_arg *name = &a[2 + 2 * i];
+		const struct cfg_param *p = param_find(name->p, name->len);
+		if (!p) {
+			resp_error(x, "ERR Unknown option or number of arguments for CONFIG SET - '%.*s'",
+				   (int)(name->len < 128 ? name->len : 128), name->p);
+			return;
+		}
+		if (p->kind == CFG_IMMUTABLE) {
+			config_set_failed(x, name, "can't set immutable config", NULL);
+			return;
+		}
+		for (uint32_t j = 0; j < i; j++)
+			if (!strcmp(canonical(ps[j]), canonical(p))) {
+				config_set_failed(x, name, "duplicate parameter", NULL);
+				return;
+			}
+		ps[i] = p;
+	}
+	for (uint32_t i = 0; i < np; i++) {
+		const struct cfg_param *p = ps[i];
+		const struct paste_resp_arg *v = &a[3 + 2 * i];
+		const struct paste_resp_arg cname = { p->name, strlen(p->name) };
+		const char *why = NULL;
+		nums[i] = 0;
+		if (!value_ok(p, v, &nums[i], &why)) {
+			config_set_failed(x, &cname, why, p);
+			return;
+		}
+		/* What Redis changes at run time and pkvs fixes at start: the
+		 * value it has is fine (a client setting back what it read). */
+		const char *now = p->kind == CFG_FIXED || !strcmp(p->name, "maxmemory-policy")
+				  ? param_get(x, kv, p, buf, sizeof(buf)) : NULL;
+		if (now && (strlen(now) != v->len || strncasecmp(now, v->p, v->len))) {
+			char why2[160];
+			snprintf(why2, sizeof(why2), "pkvs %s", !strcmp(p->name, "maxmemory-policy")
+				 ? "never evicts keys (noeviction only)" : "sets it at start (see pkvs(1))");
+			config_set_failed(x, &cname, why2, NULL);
+			return;
+		}
+	}
+	for (uint32_t i = 0; i < np; i++) {
+		const char *why = NULL;
+		const struct paste_resp_arg cname = { ps[i]->name, strlen(ps[i]->name) };
+		if (ps[i]->kind != CFG_FIXED && param_set(x, ps[i], &a[3 + 2 * i], nums[i], &why)) {
+			config_set_failed(x, &cname, why, NULL);
+			return;
+		}
+	}
+	resp_ok(x);
+}
+
+static void cmd_config_resetstat(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
+				 uint32_t n)
+{
+	(void)a, (void)n;
+	for (uint32_t i = 0; i < kv_cmd_count(); i++) {
+		struct kv_cmd_rt *rt = kv_cmd_at(i);
+		rt->calls = rt->ns = rt->rejected = rt->failed = 0;
+	}
+	resp_errstats_reset(x);
+	kv->n.hits = kv->n.misses = 0;
+	kv->n.expired = 0;
+	conf.resets_ms = paste_clock_coarse_ms();
+	resp_ok(x);
+}
+
+static void cmd_config_rewrite(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
+			       uint32_t n)
+{
+	(void)kv, (void)a, (void)n;
+	resp_error(x, "ERR The server is running without a config file");
+}
+
+static void cmd_config_help(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
+			    uint32_t n)
+{
+	(void)kv, (void)a, (void)n;
+	static const char *const help[] = {
+		"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"GET <pattern>",
+		"    Return parameters matching the glob-like <pattern> and their values.",
+		"SET <directive> <value>",
+		"    Set the configuration <directive> to <value>.",
+		"RESETSTAT",
+		"    Reset statistics reported by the INFO command.",
+		"REWRITE",
+		"    Rewrite the configuration file.",
+		"HELP",
+		"    Print this help.",
+	};
+	kv_reply_help(x, help, sizeof(help) / sizeof(help[0]));
+}
+
+uint64_t kv_config_maxmemory(void)
+{
+	return conf.maxmemory;
+}
+
+bool kv_over_maxmemory(struct resp_ctx *x)
+{
+	if (!conf.maxmemory)
+		return false;
+	struct paste_store *st = x->w->srv->store;
+	uint64_t used = (uint64_t)paste_store_nheld(st) * paste_store_geom(st)->buf_size;
+	return used > conf.maxmemory;
+}
+
+/* name, arity, flags, group, summary, handler, first key, last key, step.
+ * A container's subcommands follow it. */
+const struct kv_cmd kv_cmds_config[] = {
+	{ "config", -2, "", "server", "CONFIG subcommands: settings read and changed while pkvs runs.", NULL, 0, 0, 0 },
+	{ "config|get", -3, "admin noscript loading stale", "server", "The settings whose names match glob patterns, with their values.", cmd_config_get, 0, 0, 0 },
+	{ "config|set", -4, "admin noscript loading stale", "server", "Changes settings now: pkvs applies some, keeps others only to read back, and refuses those fixed at its start.", cmd_config_set, 0, 0, 0 },
+	{ "config|resetstat", 2, "admin noscript loading stale", "server", "Sets the counters INFO reports back to zero.", cmd_config_resetstat, 0, 0, 0 },
+	{ "config|rewrite", 2, "admin noscript loading stale", "server", "Answers the error of a server without a config file: pkvs never rewrites its --config file.", cmd_config_rewrite, 0, 0, 0 },
+	{ "config|help", 2, "loading stale", "server", "Lists CONFIG's subcommands.", cmd_config_help, 0, 0, 0 },
+	{ 0 }
+};
