@@ -9,7 +9,9 @@ COMMAND INFO, DOCS, GETKEYS and LIST FILTERBY ACLCAT:
 - the COMMAND DOCS map but its summary: since (a version), group, doc
   flags, deprecated_since (a version), replaced_by (the replacing
   commands' names only) and the arguments (name, type, key_spec_index,
-  token, since, deprecated_since, flags, nested arguments).
+  token, since, deprecated_since, flags, nested arguments);
+- arity and the noscript flag, for what a script calling a command pkvs
+  lacks is told (services/cmd_script.c).
 
 No prose is carried: summaries, complexity, history and key-spec notes
 are left out. COMMAND DOCS takes each command's summary from its row
@@ -207,11 +209,12 @@ def main():
         rows.append((full, d))
     print("/*\n * cmd_meta.c - the interface facts Redis %s's command reference gives\n"
           " * of the commands pkvs may answer (COMMAND INFO, DOCS, GETKEYS, LIST\n"
-          " * FILTERBY ACLCAT): ACL categories, key specifications, tips, and the\n"
+          " * FILTERBY ACLCAT): ACL categories, key specifications, tips, the\n"
           " * DOCS map but its summary (since, group, doc flags, deprecation,\n"
-          " * arguments). No prose: summaries are the cmd_*.c rows' own; complexity,\n"
-          " * history and key-spec notes are not kept. Written by\n"
-          " * scripts/gen_cmd_meta.py; do not edit by hand.\n */\n"
+          " * arguments), and arity and noscript (what a script that calls a\n"
+          " * command pkvs lacks is told). No prose: summaries are the cmd_*.c\n"
+          " * rows' own; complexity, history and key-spec notes are not kept.\n"
+          " * Written by scripts/gen_cmd_meta.py; do not edit by hand.\n */\n"
           "#include \"pkvs_resp.h\"\n" % TAG)
     for full, d in rows:
         if d.get("key_specs"):
@@ -225,9 +228,10 @@ def main():
         n, blob = docs_blob(d)
         tips = "\\n".join(d.get("command_tips", []))
         nspecs = len(d.get("key_specs", []))
-        print("\t{ \"%s\", 0x%x, %d, %s, %s, \"%s\", %d, %d,\n\t  %s },"
+        print("\t{ \"%s\", 0x%x, %d, %s, %s, \"%s\", %d, %d,\n\t  %s,\n\t  %d, %s },"
               % (full, acl_mask(d), nspecs, "ks_" + ident if nspecs else "NULL",
-                 "true" if movable(d) else "false", tips.lower(), n, len(blob), c_str(blob)))
+                 "true" if movable(d) else "false", tips.lower(), n, len(blob), c_str(blob),
+                 d["arity"], "true" if "NOSCRIPT" in d.get("command_flags", []) else "false"))
     print("};\nconst uint32_t kv_cmd_nmetas = %d;" % len(rows))
 
 

@@ -7,9 +7,11 @@ set -euo pipefail
 # redis-tools (redis-cli, redis-benchmark), redis-server (Redis 7, the
 # peer bench/kvs.py measures) and nutcracker (twemproxy, the sharding
 # proxy): pkvs's end-to-end tests and benchmark. Lua 5.1 with cjson and
-# bit (the -dev packages carry their pkg-config files): pkvs's scripting.
+# bit (the -dev packages carry their pkg-config files) and MessagePack
+# (lua-messagepack, pure Lua: the build compiles it into pkvs as Redis's
+# cmsgpack): pkvs's scripting.
 pkgs=(build-essential meson ninja-build pkg-config liburing-dev clang
-      liblua5.1-0-dev lua-cjson-dev lua-bitop-dev
+      liblua5.1-0-dev lua-cjson-dev lua-bitop-dev lua-messagepack
       libclang-rt-14-dev wrk curl python3 python3-pytest linux-perf
       apache2-utils nginx-light redis-tools redis-server nutcracker
       python3-prometheus-client python3-matplotlib)

@@ -120,13 +120,27 @@ static const struct cfg_param *param_find(const char *p, size_t n)
 	return NULL;
 }
 
+/* A kept setting's value: set under its name or its alias's (the
+ * other name forgets it), else the default. */
+static const char *kept_value(const struct cfg_param *p)
+{
+	const char *v = conf.kept[p - params];
+	if (!v && p->alias) {
+		const struct cfg_param *o = param_find(p->alias, strlen(p->alias));
+		v = o ? conf.kept[o - params] : NULL;
+	}
+	return v ? v : p->dflt;
+}
+
 const char *kv_config_kept(const char *name)
 {
 	const struct cfg_param *p = param_find(name, strlen(name));
 	if (!p || p->kind != CFG_KEPT)
 		return NULL;
-	return conf.kept[p - params] ? conf.kept[p - params] : p->dflt;
+	return kept_value(p);
 }
+
+bool kv_noreplicas;
 
 /* The value of a setting now, into buf. */
 static const char *param_get(struct resp_ctx *x, struct kv *kv, const struct cfg_param *p,
@@ -172,12 +186,7 @@ static const char *param_get(struct resp_ctx *x, struct kv *kv, const struct cfg
 	} else if (!strcmp(n, "notify-keyspace-events")) {
 		kv_notify_format(kv_notify_get(), buf);
 	} else if (p->kind == CFG_KEPT) {
-		const char *v = conf.kept[p - params];
-		if (!v && p->alias) {                 /* an alias set under its other name */
-			const struct cfg_param *o = param_find(p->alias, strlen(p->alias));
-			v = o ? conf.kept[o - params] : NULL;
-		}
-		return v ? v : p->dflt;
+		return kept_value(p);
 	} else {
 		return p->dflt ? p->dflt : "";
 	}
@@ -352,6 +361,12 @@ static int param_set(struct resp_ctx *x, const struct cfg_param *p, const struct
 			conf.kept[o - params] = NULL;
 		}
 	}
+	/* Redis's checkGoodReplicasStatus with no replicas: writes are
+	 * refused while both are set (to-write above the 0 good ones). Kept
+	 * in a flag so that dispatch reads no setting per command. */
+	if (!strncmp(n, "min-replicas-", 13) || !strncmp(n, "min-slaves-", 11))
+		kv_noreplicas = atoll(kv_config_kept("min-replicas-to-write")) > 0 &&
+				atoll(kv_config_kept("min-replicas-max-lag")) != 0;
 	return 0;
 }
 

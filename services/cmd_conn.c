@@ -1,7 +1,8 @@
 /*
  * cmd_conn.c - the connection's commands (pkvs_resp.h): who may run what
- * (AUTH, the maxmemory bound), AUTH, ACL WHOAMI and CAT, CLIENT, RESET,
- * PING, ECHO. HELLO and QUIT are the protocol's own (server/resp.c).
+ * (AUTH, the maxmemory bound, min-replicas-to-write), AUTH, ACL WHOAMI
+ * and CAT, CLIENT, RESET, PING, ECHO. HELLO and QUIT are the protocol's
+ * own (server/resp.c).
  *
  * pkvs has one user, "default", whose password is requirepass (none by
  * default): AUTH pass and AUTH default pass check it, in constant time
@@ -24,6 +25,11 @@ bool kv_conn_allowed(struct resp_ctx *x, struct kv_cmd_rt *rt)
 	}
 	if ((rt->fl & KV_CMD_DENYOOM) && kv_over_maxmemory(x)) {
 		resp_error(x, "OOM command not allowed when used memory > 'maxmemory'.");
+		return false;
+	}
+	if (kv_noreplicas && ((rt->fl & KV_CMD_WRITE) || kv_multi_exec_writes(x, rt))) {
+		if (!kv_multi_exec_abort(x, rt, KV_NOREPLICAS))   /* EXEC: EXECABORT ... */
+			resp_error(x, "%s", KV_NOREPLICAS);
 		return false;
 	}
 	((struct kv_resp_conn *)x->sc)->last = rt->c;

@@ -1,11 +1,12 @@
 /*
  * cmd_meta.c - the interface facts Redis 7.0.15's command reference gives
  * of the commands pkvs may answer (COMMAND INFO, DOCS, GETKEYS, LIST
- * FILTERBY ACLCAT): ACL categories, key specifications, tips, and the
+ * FILTERBY ACLCAT): ACL categories, key specifications, tips, the
  * DOCS map but its summary (since, group, doc flags, deprecation,
- * arguments). No prose: summaries are the cmd_*.c rows' own; complexity,
- * history and key-spec notes are not kept. Written by
- * scripts/gen_cmd_meta.py; do not edit by hand.
+ * arguments), and arity and noscript (what a script that calls a
+ * command pkvs lacks is told). No prose: summaries are the cmd_*.c
+ * rows' own; complexity, history and key-spec notes are not kept.
+ * Written by scripts/gen_cmd_meta.py; do not edit by hand.
  */
 #include "pkvs_resp.h"
 
@@ -514,7 +515,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "acl|cat", 0x8000, 0, NULL, false, "", 3, 145,
 	  "$5\r\n"
 	"since\r\n"
@@ -540,7 +542,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -2, true },
 	{ "acl|deluser", 0x2a000, 0, NULL, false, "", 3, 140,
 	  "$5\r\n"
 	"since\r\n"
@@ -566,7 +569,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "acl|dryrun", 0x2a000, 0, NULL, false, "", 3, 245,
 	  "$5\r\n"
 	"since\r\n"
@@ -611,7 +615,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -4, true },
 	{ "acl|genpass", 0x8000, 0, NULL, false, "", 3, 137,
 	  "$5\r\n"
 	"since\r\n"
@@ -637,7 +642,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -2, true },
 	{ "acl|getuser", 0x2a000, 0, NULL, false, "", 3, 114,
 	  "$5\r\n"
 	"since\r\n"
@@ -659,7 +665,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, true },
 	{ "acl|help", 0x8000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -669,7 +676,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "acl|list", 0x2a000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -679,7 +687,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "acl|load", 0x2a000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -689,7 +698,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "acl|log", 0x2a000, 0, NULL, false, "", 3, 281,
 	  "$5\r\n"
 	"since\r\n"
@@ -740,7 +750,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$5\r\n"
 	"RESET\r\n"
-	"" },
+	"",
+	  -2, true },
 	{ "acl|save", 0x2a000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -750,7 +761,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "acl|setuser", 0x2a000, 0, NULL, false, "", 3, 197,
 	  "$5\r\n"
 	"since\r\n"
@@ -786,7 +798,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "acl|users", 0x2a000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -796,7 +809,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "acl|whoami", 0x8000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -806,7 +820,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "append", 0x4084, 1, ks_append, false, "", 3, 178,
 	  "$5\r\n"
 	"since\r\n"
@@ -840,7 +855,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "asking", 0x44000, 0, NULL, false, "", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -850,7 +866,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"" },
+	"",
+	  1, false },
 	{ "auth", 0x44000, 0, NULL, false, "", 3, 217,
 	  "$5\r\n"
 	"since\r\n"
@@ -889,7 +906,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  -2, true },
 	{ "bgrewriteaof", 0x2a000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -899,7 +917,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  1, true },
 	{ "bgsave", 0x2a000, 0, NULL, false, "", 3, 192,
 	  "$5\r\n"
 	"since\r\n"
@@ -933,7 +952,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -1, true },
 	{ "bitcount", 0x8102, 1, ks_bitcount, false, "", 3, 577,
 	  "$5\r\n"
 	"since\r\n"
@@ -1038,7 +1058,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$3\r\n"
 	"BIT\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "bitfield", 0x8104, 1, ks_bitfield, false, "", 3, 1421,
 	  "$5\r\n"
 	"since\r\n"
@@ -1283,7 +1304,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "bitfield_ro", 0x4102, 1, ks_bitfield_ro, false, "", 3, 380,
 	  "$5\r\n"
 	"since\r\n"
@@ -1348,7 +1370,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "bitop", 0x8104, 2, ks_bitop, false, "", 3, 279,
 	  "$5\r\n"
 	"since\r\n"
@@ -1398,7 +1421,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "bitpos", 0x8102, 1, ks_bitpos, false, "", 3, 718,
 	  "$5\r\n"
 	"since\r\n"
@@ -1528,7 +1552,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$3\r\n"
 	"BIT\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "blmove", 0x18024, 2, ks_blmove, false, "", 3, 685,
 	  "$5\r\n"
 	"since\r\n"
@@ -1650,7 +1675,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"double\r\n"
-	"" },
+	"",
+	  6, true },
 	{ "blmpop", 0x18024, 1, ks_blmpop, true, "", 3, 561,
 	  "$5\r\n"
 	"since\r\n"
@@ -1752,7 +1778,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -5, false },
 	{ "blpop", 0x18024, 1, ks_blpop, false, "", 3, 204,
 	  "$5\r\n"
 	"since\r\n"
@@ -1790,7 +1817,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"double\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "brpop", 0x18024, 1, ks_brpop, false, "", 3, 204,
 	  "$5\r\n"
 	"since\r\n"
@@ -1828,7 +1856,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"double\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "brpoplpush", 0x18024, 2, ks_brpoplpush, false, "", 6, 355,
 	  "$5\r\n"
 	"since\r\n"
@@ -1886,7 +1915,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"double\r\n"
-	"" },
+	"",
+	  4, true },
 	{ "bzmpop", 0x18014, 1, ks_bzmpop, true, "", 3, 562,
 	  "$5\r\n"
 	"since\r\n"
@@ -1988,7 +2018,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -5, false },
 	{ "bzpopmax", 0x14014, 1, ks_bzpopmax, false, "", 3, 211,
 	  "$5\r\n"
 	"since\r\n"
@@ -2026,7 +2057,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"double\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "bzpopmin", 0x14014, 1, ks_bzpopmin, false, "", 3, 211,
 	  "$5\r\n"
 	"since\r\n"
@@ -2064,7 +2096,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"double\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "client", 0x8000, 0, NULL, false, "", 2, 50,
 	  "$5\r\n"
 	"since\r\n"
@@ -2074,7 +2107,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "client|caching", 0x48000, 0, NULL, false, "", 3, 271,
 	  "$5\r\n"
 	"since\r\n"
@@ -2125,7 +2159,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$2\r\n"
 	"NO\r\n"
-	"" },
+	"",
+	  3, true },
 	{ "client|getname", 0x48000, 0, NULL, false, "", 2, 50,
 	  "$5\r\n"
 	"since\r\n"
@@ -2135,7 +2170,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "client|getredir", 0x48000, 0, NULL, false, "", 2, 50,
 	  "$5\r\n"
 	"since\r\n"
@@ -2145,7 +2181,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "client|help", 0x48000, 0, NULL, false, "", 2, 50,
 	  "$5\r\n"
 	"since\r\n"
@@ -2155,7 +2192,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "client|id", 0x48000, 0, NULL, false, "", 2, 50,
 	  "$5\r\n"
 	"since\r\n"
@@ -2165,7 +2203,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "client|info", 0x48000, 0, NULL, false, "nondeterministic_output", 2, 50,
 	  "$5\r\n"
 	"since\r\n"
@@ -2175,7 +2214,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "client|kill", 0x6a000, 0, NULL, false, "", 3, 1426,
 	  "$5\r\n"
 	"since\r\n"
@@ -2419,7 +2459,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "client|list", 0x6a000, 0, NULL, false, "nondeterministic_output", 3, 740,
 	  "$5\r\n"
 	"since\r\n"
@@ -2545,7 +2586,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -2, true },
 	{ "client|no-evict", 0x6a000, 0, NULL, false, "", 3, 274,
 	  "$5\r\n"
 	"since\r\n"
@@ -2596,7 +2638,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$3\r\n"
 	"OFF\r\n"
-	"" },
+	"",
+	  3, true },
 	{ "client|pause", 0x6a000, 0, NULL, false, "", 3, 376,
 	  "$5\r\n"
 	"since\r\n"
@@ -2664,7 +2707,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$3\r\n"
 	"ALL\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "client|reply", 0x48000, 0, NULL, false, "", 3, 351,
 	  "$5\r\n"
 	"since\r\n"
@@ -2728,7 +2772,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$4\r\n"
 	"SKIP\r\n"
-	"" },
+	"",
+	  3, true },
 	{ "client|setname", 0x48000, 0, NULL, false, "", 3, 127,
 	  "$5\r\n"
 	"since\r\n"
@@ -2750,7 +2795,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, true },
 	{ "client|tracking", 0x48000, 0, NULL, false, "", 3, 905,
 	  "$5\r\n"
 	"since\r\n"
@@ -2905,7 +2951,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "client|trackinginfo", 0x48000, 0, NULL, false, "", 2, 50,
 	  "$5\r\n"
 	"since\r\n"
@@ -2915,7 +2962,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "client|unblock", 0x6a000, 0, NULL, false, "", 3, 373,
 	  "$5\r\n"
 	"since\r\n"
@@ -2979,7 +3027,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$5\r\n"
 	"ERROR\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "client|unpause", 0x6a000, 0, NULL, false, "", 2, 50,
 	  "$5\r\n"
 	"since\r\n"
@@ -2989,7 +3038,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "cluster", 0x8000, 0, NULL, false, "", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -2999,7 +3049,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "cluster|addslots", 0x2a000, 0, NULL, false, "", 3, 138,
 	  "$5\r\n"
 	"since\r\n"
@@ -3025,7 +3076,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "cluster|addslotsrange", 0x2a000, 0, NULL, false, "", 3, 276,
 	  "$5\r\n"
 	"since\r\n"
@@ -3072,7 +3124,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "cluster|bumpepoch", 0x2a000, 0, NULL, false, "nondeterministic_output", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -3082,7 +3135,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "cluster|count-failure-reports", 0x2a000, 0, NULL, false, "nondeterministic_output", 3, 114,
 	  "$5\r\n"
 	"since\r\n"
@@ -3104,7 +3158,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "cluster|countkeysinslot", 0x8000, 0, NULL, false, "", 3, 112,
 	  "$5\r\n"
 	"since\r\n"
@@ -3126,7 +3181,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "cluster|delslots", 0x2a000, 0, NULL, false, "", 3, 138,
 	  "$5\r\n"
 	"since\r\n"
@@ -3152,7 +3208,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "cluster|delslotsrange", 0x2a000, 0, NULL, false, "", 3, 276,
 	  "$5\r\n"
 	"since\r\n"
@@ -3199,7 +3256,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "cluster|failover", 0x2a000, 0, NULL, false, "", 3, 312,
 	  "$5\r\n"
 	"since\r\n"
@@ -3254,7 +3312,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$8\r\n"
 	"TAKEOVER\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "cluster|flushslots", 0x2a000, 0, NULL, false, "", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -3264,7 +3323,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "cluster|forget", 0x2a000, 0, NULL, false, "", 3, 114,
 	  "$5\r\n"
 	"since\r\n"
@@ -3286,7 +3346,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "cluster|getkeysinslot", 0x8000, 0, NULL, false, "nondeterministic_output", 3, 160,
 	  "$5\r\n"
 	"since\r\n"
@@ -3317,7 +3378,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "cluster|help", 0x8000, 0, NULL, false, "", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -3327,7 +3389,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "cluster|info", 0x8000, 0, NULL, false, "nondeterministic_output", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -3337,7 +3400,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "cluster|keyslot", 0x8000, 0, NULL, false, "", 3, 110,
 	  "$5\r\n"
 	"since\r\n"
@@ -3359,7 +3423,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "cluster|links", 0x8000, 0, NULL, false, "nondeterministic_output", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -3369,7 +3434,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "cluster|meet", 0x2a000, 0, NULL, false, "", 3, 264,
 	  "$5\r\n"
 	"since\r\n"
@@ -3417,7 +3483,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "cluster|myid", 0x8000, 0, NULL, false, "", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -3427,7 +3494,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "cluster|nodes", 0x8000, 0, NULL, false, "nondeterministic_output", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -3437,7 +3505,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "cluster|replicas", 0x2a000, 0, NULL, false, "nondeterministic_output", 3, 114,
 	  "$5\r\n"
 	"since\r\n"
@@ -3459,7 +3528,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "cluster|replicate", 0x2a000, 0, NULL, false, "", 3, 114,
 	  "$5\r\n"
 	"since\r\n"
@@ -3481,7 +3551,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "cluster|reset", 0x2a000, 0, NULL, false, "", 3, 304,
 	  "$5\r\n"
 	"since\r\n"
@@ -3536,7 +3607,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$4\r\n"
 	"SOFT\r\n"
-	"" },
+	"",
+	  -2, true },
 	{ "cluster|saveconfig", 0x2a000, 0, NULL, false, "", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -3546,7 +3618,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "cluster|set-config-epoch", 0x2a000, 0, NULL, false, "", 3, 121,
 	  "$5\r\n"
 	"since\r\n"
@@ -3568,7 +3641,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "cluster|setslot", 0x2a000, 0, NULL, false, "", 3, 479,
 	  "$5\r\n"
 	"since\r\n"
@@ -3654,7 +3728,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$6\r\n"
 	"STABLE\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "cluster|shards", 0x8000, 0, NULL, false, "nondeterministic_output", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -3664,7 +3739,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "cluster|slaves", 0x2a000, 0, NULL, false, "nondeterministic_output", 6, 223,
 	  "$5\r\n"
 	"since\r\n"
@@ -3698,7 +3774,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "cluster|slots", 0x8000, 0, NULL, false, "nondeterministic_output", 5, 153,
 	  "$5\r\n"
 	"since\r\n"
@@ -3720,7 +3797,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"replaced_by\r\n"
 	"$16\r\n"
 	"`CLUSTER SHARDS`\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "command", 0x48000, 0, NULL, false, "nondeterministic_output_order", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -3730,7 +3808,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  -1, false },
 	{ "command|count", 0x48000, 0, NULL, false, "", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -3740,7 +3819,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "command|docs", 0x48000, 0, NULL, false, "nondeterministic_output_order", 3, 156,
 	  "$5\r\n"
 	"since\r\n"
@@ -3767,7 +3847,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "command|getkeys", 0x48000, 0, NULL, false, "", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -3777,7 +3858,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "command|getkeysandflags", 0x48000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -3787,7 +3869,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "command|help", 0x48000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -3797,7 +3880,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "command|info", 0x48000, 0, NULL, false, "nondeterministic_output_order", 3, 157,
 	  "$5\r\n"
 	"since\r\n"
@@ -3824,7 +3908,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "command|list", 0x48000, 0, NULL, false, "nondeterministic_output_order", 3, 407,
 	  "$5\r\n"
 	"since\r\n"
@@ -3896,7 +3981,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$7\r\n"
 	"PATTERN\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "config", 0x8000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -3906,7 +3992,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "config|get", 0x2a000, 0, NULL, false, "", 3, 210,
 	  "$5\r\n"
 	"since\r\n"
@@ -3944,7 +4031,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "config|help", 0x8000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -3954,7 +4042,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "config|resetstat", 0x2a000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -3964,7 +4053,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "config|rewrite", 0x2a000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -3974,7 +4064,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "config|set", 0x2a000, 0, NULL, false, "request_policy:all_nodes\nresponse_policy:all_succeeded", 3, 264,
 	  "$5\r\n"
 	"since\r\n"
@@ -4021,7 +4112,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  -4, true },
 	{ "copy", 0x8005, 2, ks_copy, false, "", 3, 418,
 	  "$5\r\n"
 	"since\r\n"
@@ -4092,7 +4184,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "dbsize", 0x4003, 0, NULL, false, "request_policy:all_shards\nresponse_policy:agg_sum", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -4102,7 +4195,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  1, false },
 	{ "debug", 0x2a000, 0, NULL, false, "", 3, 73,
 	  "$5\r\n"
 	"since\r\n"
@@ -4116,7 +4210,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"doc_flags\r\n"
 	"~1\r\n"
 	"+syscmd\r\n"
-	"" },
+	"",
+	  -2, true },
 	{ "decr", 0x4084, 1, ks_decr, false, "", 3, 131,
 	  "$5\r\n"
 	"since\r\n"
@@ -4141,7 +4236,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "decrby", 0x4084, 1, ks_decrby, false, "", 3, 183,
 	  "$5\r\n"
 	"since\r\n"
@@ -4175,7 +4271,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "del", 0x8005, 1, ks_del, false, "request_policy:multi_shard\nresponse_policy:agg_sum", 3, 158,
 	  "$5\r\n"
 	"since\r\n"
@@ -4204,7 +4301,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "discard", 0x84000, 0, NULL, false, "", 2, 52,
 	  "$5\r\n"
 	"since\r\n"
@@ -4214,7 +4312,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$12\r\n"
 	"transactions\r\n"
-	"" },
+	"",
+	  1, true },
 	{ "dump", 0x8003, 1, ks_dump, false, "nondeterministic_output", 3, 132,
 	  "$5\r\n"
 	"since\r\n"
@@ -4239,7 +4338,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "echo", 0x44000, 0, NULL, false, "", 3, 118,
 	  "$5\r\n"
 	"since\r\n"
@@ -4261,7 +4361,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "eval", 0x108000, 1, ks_eval, true, "", 3, 351,
 	  "$5\r\n"
 	"since\r\n"
@@ -4323,7 +4424,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "eval_ro", 0x108000, 1, ks_eval_ro, true, "", 3, 351,
 	  "$5\r\n"
 	"since\r\n"
@@ -4385,7 +4487,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "evalsha", 0x108000, 1, ks_evalsha, true, "", 3, 349,
 	  "$5\r\n"
 	"since\r\n"
@@ -4447,7 +4550,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "evalsha_ro", 0x108000, 1, ks_evalsha_ro, true, "", 3, 349,
 	  "$5\r\n"
 	"since\r\n"
@@ -4509,7 +4613,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "exec", 0x88000, 0, NULL, false, "", 2, 52,
 	  "$5\r\n"
 	"since\r\n"
@@ -4519,7 +4624,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$12\r\n"
 	"transactions\r\n"
-	"" },
+	"",
+	  1, true },
 	{ "exists", 0x4003, 1, ks_exists, false, "request_policy:multi_shard\nresponse_policy:agg_sum", 3, 158,
 	  "$5\r\n"
 	"since\r\n"
@@ -4548,7 +4654,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "expire", 0x4005, 1, ks_expire, false, "", 3, 571,
 	  "$5\r\n"
 	"since\r\n"
@@ -4654,7 +4761,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$2\r\n"
 	"LT\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "expireat", 0x4005, 1, ks_expireat, false, "", 3, 584,
 	  "$5\r\n"
 	"since\r\n"
@@ -4760,7 +4868,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$2\r\n"
 	"LT\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "expiretime", 0x4003, 1, ks_expiretime, false, "", 3, 132,
 	  "$5\r\n"
 	"since\r\n"
@@ -4785,7 +4894,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "failover", 0x2a000, 0, NULL, false, "", 3, 574,
 	  "$5\r\n"
 	"since\r\n"
@@ -4887,7 +4997,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -1, true },
 	{ "fcall", 0x108000, 1, ks_fcall, true, "", 3, 353,
 	  "$5\r\n"
 	"since\r\n"
@@ -4949,7 +5060,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "fcall_ro", 0x108000, 1, ks_fcall_ro, true, "", 3, 353,
 	  "$5\r\n"
 	"since\r\n"
@@ -5011,7 +5123,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "flushall", 0x28005, 0, NULL, false, "request_policy:all_shards\nresponse_policy:all_succeeded", 3, 345,
 	  "$5\r\n"
 	"since\r\n"
@@ -5074,7 +5187,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"since\r\n"
 	"$5\r\n"
 	"6.2.0\r\n"
-	"" },
+	"",
+	  -1, false },
 	{ "flushdb", 0x28005, 0, NULL, false, "request_policy:all_shards\nresponse_policy:all_succeeded", 3, 345,
 	  "$5\r\n"
 	"since\r\n"
@@ -5137,7 +5251,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"since\r\n"
 	"$5\r\n"
 	"6.2.0\r\n"
-	"" },
+	"",
+	  -1, false },
 	{ "function", 0x8000, 0, NULL, false, "", 2, 48,
 	  "$5\r\n"
 	"since\r\n"
@@ -5147,7 +5262,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$9\r\n"
 	"scripting\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "function|delete", 0x108004, 0, NULL, false, "request_policy:all_shards\nresponse_policy:all_succeeded", 3, 122,
 	  "$5\r\n"
 	"since\r\n"
@@ -5169,7 +5285,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, true },
 	{ "function|dump", 0x108000, 0, NULL, false, "", 2, 48,
 	  "$5\r\n"
 	"since\r\n"
@@ -5179,7 +5296,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$9\r\n"
 	"scripting\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "function|flush", 0x108004, 0, NULL, false, "request_policy:all_shards\nresponse_policy:all_succeeded", 3, 304,
 	  "$5\r\n"
 	"since\r\n"
@@ -5234,7 +5352,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$4\r\n"
 	"SYNC\r\n"
-	"" },
+	"",
+	  -2, true },
 	{ "function|help", 0x108000, 0, NULL, false, "", 2, 48,
 	  "$5\r\n"
 	"since\r\n"
@@ -5244,7 +5363,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$9\r\n"
 	"scripting\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "function|kill", 0x108000, 0, NULL, false, "request_policy:all_shards\nresponse_policy:one_succeeded", 2, 48,
 	  "$5\r\n"
 	"since\r\n"
@@ -5254,7 +5374,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$9\r\n"
 	"scripting\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "function|list", 0x108000, 0, NULL, false, "nondeterministic_output_order", 3, 291,
 	  "$5\r\n"
 	"since\r\n"
@@ -5301,7 +5422,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -2, true },
 	{ "function|load", 0x108004, 0, NULL, false, "request_policy:all_shards\nresponse_policy:all_succeeded", 3, 227,
 	  "$5\r\n"
 	"since\r\n"
@@ -5340,7 +5462,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "function|restore", 0x108004, 0, NULL, false, "request_policy:all_shards\nresponse_policy:all_succeeded", 3, 446,
 	  "$5\r\n"
 	"since\r\n"
@@ -5417,7 +5540,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$7\r\n"
 	"REPLACE\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "function|stats", 0x108000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_shards\nresponse_policy:special", 2, 48,
 	  "$5\r\n"
 	"since\r\n"
@@ -5427,7 +5551,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$9\r\n"
 	"scripting\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "get", 0x4082, 1, ks_get, false, "", 3, 131,
 	  "$5\r\n"
 	"since\r\n"
@@ -5452,7 +5577,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "getbit", 0x4102, 1, ks_getbit, false, "", 3, 180,
 	  "$5\r\n"
 	"since\r\n"
@@ -5486,7 +5612,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "getdel", 0x4084, 1, ks_getdel, false, "", 3, 131,
 	  "$5\r\n"
 	"since\r\n"
@@ -5511,7 +5638,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "getex", 0x4084, 1, ks_getex, false, "", 3, 623,
 	  "$5\r\n"
 	"since\r\n"
@@ -5617,7 +5745,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$7\r\n"
 	"PERSIST\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "getrange", 0x8082, 1, ks_getrange, false, "", 3, 225,
 	  "$5\r\n"
 	"since\r\n"
@@ -5660,7 +5789,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "getset", 0x4084, 1, ks_getset, false, "", 6, 273,
 	  "$5\r\n"
 	"since\r\n"
@@ -5706,7 +5836,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "hdel", 0x4044, 1, ks_hdel, false, "", 3, 202,
 	  "$5\r\n"
 	"since\r\n"
@@ -5744,7 +5875,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "hello", 0x44000, 0, NULL, false, "", 3, 543,
 	  "$5\r\n"
 	"since\r\n"
@@ -5837,7 +5969,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -1, true },
 	{ "hexists", 0x4042, 1, ks_hexists, false, "", 3, 176,
 	  "$5\r\n"
 	"since\r\n"
@@ -5871,7 +6004,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "hget", 0x4042, 1, ks_hget, false, "", 3, 176,
 	  "$5\r\n"
 	"since\r\n"
@@ -5905,7 +6039,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "hgetall", 0x8042, 1, ks_hgetall, false, "nondeterministic_output_order", 3, 129,
 	  "$5\r\n"
 	"since\r\n"
@@ -5930,7 +6065,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "hincrby", 0x4044, 1, ks_hincrby, false, "", 3, 228,
 	  "$5\r\n"
 	"since\r\n"
@@ -5973,7 +6109,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "hincrbyfloat", 0x4044, 1, ks_hincrbyfloat, false, "", 3, 227,
 	  "$5\r\n"
 	"since\r\n"
@@ -6016,7 +6153,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"double\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "hkeys", 0x8042, 1, ks_hkeys, false, "nondeterministic_output_order", 3, 129,
 	  "$5\r\n"
 	"since\r\n"
@@ -6041,7 +6179,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "hlen", 0x4042, 1, ks_hlen, false, "", 3, 129,
 	  "$5\r\n"
 	"since\r\n"
@@ -6066,7 +6205,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "hmget", 0x4042, 1, ks_hmget, false, "", 3, 202,
 	  "$5\r\n"
 	"since\r\n"
@@ -6104,7 +6244,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "hmset", 0x4044, 1, ks_hmset, false, "", 6, 417,
 	  "$5\r\n"
 	"since\r\n"
@@ -6175,7 +6316,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "hrandfield", 0x8042, 1, ks_hrandfield, false, "nondeterministic_output", 3, 382,
 	  "$5\r\n"
 	"since\r\n"
@@ -6242,7 +6384,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "hscan", 0x8042, 1, ks_hscan, false, "nondeterministic_output", 3, 372,
 	  "$5\r\n"
 	"since\r\n"
@@ -6310,7 +6453,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "hset", 0x4044, 1, ks_hset, false, "", 3, 321,
 	  "$5\r\n"
 	"since\r\n"
@@ -6369,7 +6513,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "hsetnx", 0x4044, 1, ks_hsetnx, false, "", 3, 223,
 	  "$5\r\n"
 	"since\r\n"
@@ -6412,7 +6557,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "hstrlen", 0x4042, 1, ks_hstrlen, false, "", 3, 176,
 	  "$5\r\n"
 	"since\r\n"
@@ -6446,7 +6592,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "hvals", 0x8042, 1, ks_hvals, false, "nondeterministic_output_order", 3, 129,
 	  "$5\r\n"
 	"since\r\n"
@@ -6471,7 +6618,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "incr", 0x4084, 1, ks_incr, false, "", 3, 131,
 	  "$5\r\n"
 	"since\r\n"
@@ -6496,7 +6644,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "incrby", 0x4084, 1, ks_incrby, false, "", 3, 183,
 	  "$5\r\n"
 	"since\r\n"
@@ -6530,7 +6679,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "incrbyfloat", 0x4084, 1, ks_incrbyfloat, false, "", 3, 182,
 	  "$5\r\n"
 	"since\r\n"
@@ -6564,7 +6714,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"double\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "info", 0x28000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_shards\nresponse_policy:special", 3, 150,
 	  "$5\r\n"
 	"since\r\n"
@@ -6591,7 +6742,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -1, false },
 	{ "keys", 0x28003, 0, NULL, false, "request_policy:all_shards\nnondeterministic_output_order", 3, 115,
 	  "$5\r\n"
 	"since\r\n"
@@ -6613,7 +6765,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"pattern\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "lastsave", 0x26000, 0, NULL, false, "nondeterministic_output", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -6623,7 +6776,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  1, false },
 	{ "latency", 0x8000, 0, NULL, false, "", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -6633,7 +6787,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "latency|doctor", 0x2a000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_nodes\nresponse_policy:special", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -6643,7 +6798,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "latency|graph", 0x2a000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_nodes\nresponse_policy:special", 3, 112,
 	  "$5\r\n"
 	"since\r\n"
@@ -6665,7 +6821,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, true },
 	{ "latency|help", 0x8000, 0, NULL, false, "", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -6675,7 +6832,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "latency|histogram", 0x2a000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_nodes\nresponse_policy:special", 3, 150,
 	  "$5\r\n"
 	"since\r\n"
@@ -6702,7 +6860,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -2, true },
 	{ "latency|history", 0x2a000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_nodes\nresponse_policy:special", 3, 112,
 	  "$5\r\n"
 	"since\r\n"
@@ -6724,7 +6883,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, true },
 	{ "latency|latest", 0x2a000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_nodes\nresponse_policy:special", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -6734,7 +6894,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "latency|reset", 0x2a000, 0, NULL, false, "request_policy:all_nodes\nresponse_policy:all_succeeded", 3, 149,
 	  "$5\r\n"
 	"since\r\n"
@@ -6761,7 +6922,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -2, true },
 	{ "lcs", 0x8082, 1, ks_lcs, false, "", 3, 609,
 	  "$5\r\n"
 	"since\r\n"
@@ -6866,7 +7028,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "lindex", 0x8022, 1, ks_lindex, false, "", 3, 177,
 	  "$5\r\n"
 	"since\r\n"
@@ -6900,7 +7063,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "linsert", 0x8024, 1, ks_linsert, false, "", 3, 440,
 	  "$5\r\n"
 	"since\r\n"
@@ -6981,7 +7145,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  5, false },
 	{ "llen", 0x4022, 1, ks_llen, false, "", 3, 129,
 	  "$5\r\n"
 	"since\r\n"
@@ -7006,7 +7171,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "lmove", 0x8024, 2, ks_lmove, false, "", 3, 636,
 	  "$5\r\n"
 	"since\r\n"
@@ -7119,7 +7285,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$5\r\n"
 	"RIGHT\r\n"
-	"" },
+	"",
+	  5, false },
 	{ "lmpop", 0x8024, 1, ks_lmpop, true, "", 3, 512,
 	  "$5\r\n"
 	"since\r\n"
@@ -7212,7 +7379,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "lolwut", 0x4002, 0, NULL, false, "", 3, 164,
 	  "$5\r\n"
 	"since\r\n"
@@ -7242,7 +7410,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -1, false },
 	{ "lpop", 0x4024, 1, ks_lpop, false, "", 3, 225,
 	  "$5\r\n"
 	"since\r\n"
@@ -7284,7 +7453,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "lpos", 0x8022, 1, ks_lpos, false, "", 3, 470,
 	  "$5\r\n"
 	"since\r\n"
@@ -7369,7 +7539,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "lpush", 0x4024, 1, ks_lpush, false, "", 3, 204,
 	  "$5\r\n"
 	"since\r\n"
@@ -7407,7 +7578,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "lpushx", 0x4024, 1, ks_lpushx, false, "", 3, 204,
 	  "$5\r\n"
 	"since\r\n"
@@ -7445,7 +7617,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "lrange", 0x8022, 1, ks_lrange, false, "", 3, 224,
 	  "$5\r\n"
 	"since\r\n"
@@ -7488,7 +7661,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "lrem", 0x8024, 1, ks_lrem, false, "", 3, 226,
 	  "$5\r\n"
 	"since\r\n"
@@ -7531,7 +7705,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "lset", 0x8024, 1, ks_lset, false, "", 3, 226,
 	  "$5\r\n"
 	"since\r\n"
@@ -7574,7 +7749,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "ltrim", 0x8024, 1, ks_ltrim, false, "", 3, 224,
 	  "$5\r\n"
 	"since\r\n"
@@ -7617,7 +7793,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "memory", 0x8000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -7627,7 +7804,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "memory|doctor", 0x8000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_shards\nresponse_policy:special", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -7637,7 +7815,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "memory|help", 0x8000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -7647,7 +7826,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "memory|malloc-stats", 0x8000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_shards\nresponse_policy:special", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -7657,7 +7837,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "memory|purge", 0x8000, 0, NULL, false, "request_policy:all_shards\nresponse_policy:all_succeeded", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -7667,7 +7848,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "memory|stats", 0x8000, 0, NULL, false, "nondeterministic_output\nrequest_policy:all_shards\nresponse_policy:special", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -7677,7 +7859,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "memory|usage", 0x8002, 1, ks_memory_usage, false, "", 3, 229,
 	  "$5\r\n"
 	"since\r\n"
@@ -7719,7 +7902,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "mget", 0x4082, 1, ks_mget, false, "request_policy:multi_shard", 3, 157,
 	  "$5\r\n"
 	"since\r\n"
@@ -7748,7 +7932,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "migrate", 0x28005, 2, ks_migrate, true, "nondeterministic_output", 3, 1353,
 	  "$5\r\n"
 	"since\r\n"
@@ -7980,7 +8165,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -6, false },
 	{ "module", 0x8000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -7990,7 +8176,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "module|help", 0x8000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -8000,7 +8187,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "module|list", 0x2a000, 0, NULL, false, "nondeterministic_output_order", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -8010,7 +8198,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "module|load", 0x2a000, 0, NULL, false, "", 3, 192,
 	  "$5\r\n"
 	"since\r\n"
@@ -8046,7 +8235,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "module|loadex", 0x2a000, 0, NULL, false, "", 3, 514,
 	  "$5\r\n"
 	"since\r\n"
@@ -8138,7 +8328,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "module|unload", 0x2a000, 0, NULL, false, "", 3, 110,
 	  "$5\r\n"
 	"since\r\n"
@@ -8160,7 +8351,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, true },
 	{ "monitor", 0x2a000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -8170,7 +8362,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  1, true },
 	{ "move", 0x4005, 1, ks_move, false, "", 3, 177,
 	  "$5\r\n"
 	"since\r\n"
@@ -8204,7 +8397,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "mset", 0x8084, 1, ks_mset, false, "request_policy:multi_shard\nresponse_policy:all_succeeded", 3, 273,
 	  "$5\r\n"
 	"since\r\n"
@@ -8254,7 +8448,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "msetnx", 0x8084, 1, ks_msetnx, false, "request_policy:multi_shard\nresponse_policy:agg_min", 3, 273,
 	  "$5\r\n"
 	"since\r\n"
@@ -8304,7 +8499,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "multi", 0x84000, 0, NULL, false, "", 2, 52,
 	  "$5\r\n"
 	"since\r\n"
@@ -8314,7 +8510,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$12\r\n"
 	"transactions\r\n"
-	"" },
+	"",
+	  1, true },
 	{ "object", 0x8000, 0, NULL, false, "", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -8324,7 +8521,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "object|encoding", 0x8003, 1, ks_object_encoding, false, "nondeterministic_output", 3, 132,
 	  "$5\r\n"
 	"since\r\n"
@@ -8349,7 +8547,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "object|freq", 0x8003, 1, ks_object_freq, false, "nondeterministic_output", 3, 132,
 	  "$5\r\n"
 	"since\r\n"
@@ -8374,7 +8573,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "object|help", 0x8001, 0, NULL, false, "", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -8384,7 +8584,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "object|idletime", 0x8003, 1, ks_object_idletime, false, "nondeterministic_output", 3, 132,
 	  "$5\r\n"
 	"since\r\n"
@@ -8409,7 +8610,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "object|refcount", 0x8003, 1, ks_object_refcount, false, "nondeterministic_output", 3, 132,
 	  "$5\r\n"
 	"since\r\n"
@@ -8434,7 +8636,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "persist", 0x4005, 1, ks_persist, false, "", 3, 132,
 	  "$5\r\n"
 	"since\r\n"
@@ -8459,7 +8662,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "pexpire", 0x4005, 1, ks_pexpire, false, "", 3, 577,
 	  "$5\r\n"
 	"since\r\n"
@@ -8565,7 +8769,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$2\r\n"
 	"LT\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "pexpireat", 0x4005, 1, ks_pexpireat, false, "", 3, 589,
 	  "$5\r\n"
 	"since\r\n"
@@ -8671,7 +8876,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$2\r\n"
 	"LT\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "pexpiretime", 0x4003, 1, ks_pexpiretime, false, "", 3, 132,
 	  "$5\r\n"
 	"since\r\n"
@@ -8696,7 +8902,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "ping", 0x44000, 0, NULL, false, "request_policy:all_shards\nresponse_policy:all_succeeded", 3, 144,
 	  "$5\r\n"
 	"since\r\n"
@@ -8722,7 +8929,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -1, false },
 	{ "psetex", 0x8084, 1, ks_psetex, false, "", 3, 234,
 	  "$5\r\n"
 	"since\r\n"
@@ -8765,7 +8973,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "psubscribe", 0x9000, 0, NULL, false, "", 3, 207,
 	  "$5\r\n"
 	"since\r\n"
@@ -8803,7 +9012,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"pattern\r\n"
-	"" },
+	"",
+	  -2, true },
 	{ "psync", 0x2a000, 0, NULL, false, "", 3, 169,
 	  "$5\r\n"
 	"since\r\n"
@@ -8834,7 +9044,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "pttl", 0x4003, 1, ks_pttl, false, "nondeterministic_output", 3, 132,
 	  "$5\r\n"
 	"since\r\n"
@@ -8859,7 +9070,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "publish", 0x5000, 0, NULL, false, "", 3, 162,
 	  "$5\r\n"
 	"since\r\n"
@@ -8890,7 +9102,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "pubsub", 0x8000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -8900,7 +9113,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"pubsub\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "pubsub|channels", 0x9000, 0, NULL, false, "", 3, 140,
 	  "$5\r\n"
 	"since\r\n"
@@ -8926,7 +9140,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "pubsub|help", 0x8000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -8936,7 +9151,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"pubsub\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "pubsub|numpat", 0x9000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -8946,7 +9162,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"pubsub\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "pubsub|numsub", 0x9000, 0, NULL, false, "", 3, 150,
 	  "$5\r\n"
 	"since\r\n"
@@ -8973,7 +9190,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "pubsub|shardchannels", 0x9000, 0, NULL, false, "", 3, 140,
 	  "$5\r\n"
 	"since\r\n"
@@ -8999,7 +9217,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "pubsub|shardnumsub", 0x9000, 0, NULL, false, "", 3, 156,
 	  "$5\r\n"
 	"since\r\n"
@@ -9026,7 +9245,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "punsubscribe", 0x9000, 0, NULL, false, "", 3, 151,
 	  "$5\r\n"
 	"since\r\n"
@@ -9053,7 +9273,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -1, true },
 	{ "quit", 0x44000, 0, NULL, false, "", 2, 50,
 	  "$5\r\n"
 	"since\r\n"
@@ -9063,7 +9284,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"" },
+	"",
+	  -1, true },
 	{ "randomkey", 0x8003, 0, NULL, false, "request_policy:all_shards\nnondeterministic_output", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -9073,7 +9295,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"generic\r\n"
-	"" },
+	"",
+	  1, false },
 	{ "readonly", 0x44000, 0, NULL, false, "", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -9083,7 +9306,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"" },
+	"",
+	  1, false },
 	{ "readwrite", 0x44000, 0, NULL, false, "", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -9093,7 +9317,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$7\r\n"
 	"cluster\r\n"
-	"" },
+	"",
+	  1, false },
 	{ "rename", 0x8005, 2, ks_rename, false, "", 3, 202,
 	  "$5\r\n"
 	"since\r\n"
@@ -9130,7 +9355,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":1\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "renamenx", 0x4005, 2, ks_renamenx, false, "", 3, 202,
 	  "$5\r\n"
 	"since\r\n"
@@ -9167,7 +9393,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":1\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "replconf", 0x2a000, 0, NULL, false, "", 3, 73,
 	  "$5\r\n"
 	"since\r\n"
@@ -9181,7 +9408,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"doc_flags\r\n"
 	"~1\r\n"
 	"+syscmd\r\n"
-	"" },
+	"",
+	  -1, true },
 	{ "replicaof", 0x2a000, 0, NULL, false, "", 3, 494,
 	  "$5\r\n"
 	"since\r\n"
@@ -9274,7 +9502,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$3\r\n"
 	"ONE\r\n"
-	"" },
+	"",
+	  3, true },
 	{ "reset", 0x44000, 0, NULL, false, "", 2, 50,
 	  "$5\r\n"
 	"since\r\n"
@@ -9284,7 +9513,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$10\r\n"
 	"connection\r\n"
-	"" },
+	"",
+	  1, true },
 	{ "restore", 0x28005, 1, ks_restore, false, "", 3, 731,
 	  "$5\r\n"
 	"since\r\n"
@@ -9411,7 +9641,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "restore-asking", 0x28005, 1, ks_restore_asking, false, "", 4, 758,
 	  "$5\r\n"
 	"since\r\n"
@@ -9542,7 +9773,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "role", 0x26000, 0, NULL, false, "", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -9552,7 +9784,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  1, true },
 	{ "rpop", 0x4024, 1, ks_rpop, false, "", 3, 225,
 	  "$5\r\n"
 	"since\r\n"
@@ -9594,7 +9827,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "rpoplpush", 0x8024, 2, ks_rpoplpush, false, "", 6, 305,
 	  "$5\r\n"
 	"since\r\n"
@@ -9643,7 +9877,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":1\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "rpush", 0x4024, 1, ks_rpush, false, "", 3, 204,
 	  "$5\r\n"
 	"since\r\n"
@@ -9681,7 +9916,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "rpushx", 0x4024, 1, ks_rpushx, false, "", 3, 204,
 	  "$5\r\n"
 	"since\r\n"
@@ -9719,7 +9955,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "sadd", 0x400c, 1, ks_sadd, false, "", 3, 202,
 	  "$5\r\n"
 	"since\r\n"
@@ -9757,7 +9994,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "save", 0x2a000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -9767,7 +10005,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  1, true },
 	{ "scan", 0x8003, 0, NULL, false, "nondeterministic_output\nrequest_policy:special", 3, 423,
 	  "$5\r\n"
 	"since\r\n"
@@ -9844,7 +10083,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "scard", 0x400a, 1, ks_scard, false, "", 3, 128,
 	  "$5\r\n"
 	"since\r\n"
@@ -9869,7 +10109,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "script", 0x8000, 0, NULL, false, "", 2, 48,
 	  "$5\r\n"
 	"since\r\n"
@@ -9879,7 +10120,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$9\r\n"
 	"scripting\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "script|debug", 0x108000, 0, NULL, false, "", 3, 341,
 	  "$5\r\n"
 	"since\r\n"
@@ -9943,7 +10185,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$2\r\n"
 	"NO\r\n"
-	"" },
+	"",
+	  3, true },
 	{ "script|exists", 0x108000, 0, NULL, false, "request_policy:all_shards\nresponse_policy:agg_logical_and", 3, 139,
 	  "$5\r\n"
 	"since\r\n"
@@ -9969,7 +10212,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, true },
 	{ "script|flush", 0x108000, 0, NULL, false, "request_policy:all_nodes\nresponse_policy:all_succeeded", 3, 326,
 	  "$5\r\n"
 	"since\r\n"
@@ -10028,7 +10272,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$4\r\n"
 	"SYNC\r\n"
-	"" },
+	"",
+	  -2, true },
 	{ "script|help", 0x108000, 0, NULL, false, "", 2, 48,
 	  "$5\r\n"
 	"since\r\n"
@@ -10038,7 +10283,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$9\r\n"
 	"scripting\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "script|kill", 0x108000, 0, NULL, false, "request_policy:all_shards\nresponse_policy:one_succeeded", 2, 48,
 	  "$5\r\n"
 	"since\r\n"
@@ -10048,7 +10294,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$9\r\n"
 	"scripting\r\n"
-	"" },
+	"",
+	  2, true },
 	{ "script|load", 0x108000, 0, NULL, false, "request_policy:all_nodes\nresponse_policy:all_succeeded", 3, 115,
 	  "$5\r\n"
 	"since\r\n"
@@ -10070,7 +10317,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, true },
 	{ "sdiff", 0x800a, 1, ks_sdiff, false, "nondeterministic_output_order", 3, 154,
 	  "$5\r\n"
 	"since\r\n"
@@ -10099,7 +10347,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "sdiffstore", 0x800c, 2, ks_sdiffstore, false, "", 3, 230,
 	  "$5\r\n"
 	"since\r\n"
@@ -10140,7 +10389,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "select", 0x44000, 0, NULL, false, "", 3, 117,
 	  "$5\r\n"
 	"since\r\n"
@@ -10162,7 +10412,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "set", 0x8084, 1, ks_set, false, "", 3, 1154,
 	  "$5\r\n"
 	"since\r\n"
@@ -10364,7 +10615,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"since\r\n"
 	"$5\r\n"
 	"6.0.0\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "setbit", 0x8104, 1, ks_setbit, false, "", 3, 228,
 	  "$5\r\n"
 	"since\r\n"
@@ -10407,7 +10659,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "setex", 0x8084, 1, ks_setex, false, "", 3, 228,
 	  "$5\r\n"
 	"since\r\n"
@@ -10450,7 +10703,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "setnx", 0x4084, 1, ks_setnx, false, "", 3, 178,
 	  "$5\r\n"
 	"since\r\n"
@@ -10484,7 +10738,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "setrange", 0x8084, 1, ks_setrange, false, "", 3, 227,
 	  "$5\r\n"
 	"since\r\n"
@@ -10527,7 +10782,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "shutdown", 0x2a000, 0, NULL, false, "", 3, 672,
 	  "$5\r\n"
 	"since\r\n"
@@ -10645,7 +10901,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -1, true },
 	{ "sinter", 0x800a, 1, ks_sinter, false, "nondeterministic_output_order", 3, 154,
 	  "$5\r\n"
 	"since\r\n"
@@ -10674,7 +10931,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "sintercard", 0x800a, 1, ks_sintercard, true, "", 3, 300,
 	  "$5\r\n"
 	"since\r\n"
@@ -10729,7 +10987,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "sinterstore", 0x800c, 2, ks_sinterstore, false, "", 3, 230,
 	  "$5\r\n"
 	"since\r\n"
@@ -10770,7 +11029,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "sismember", 0x400a, 1, ks_sismember, false, "", 3, 176,
 	  "$5\r\n"
 	"since\r\n"
@@ -10804,7 +11064,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "slaveof", 0x2a000, 0, NULL, false, "", 6, 596,
 	  "$5\r\n"
 	"since\r\n"
@@ -10909,7 +11170,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$3\r\n"
 	"ONE\r\n"
-	"" },
+	"",
+	  3, true },
 	{ "slowlog", 0x8000, 0, NULL, false, "", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -10919,7 +11181,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "slowlog|get", 0x2a000, 0, NULL, false, "request_policy:all_nodes\nnondeterministic_output", 3, 139,
 	  "$5\r\n"
 	"since\r\n"
@@ -10945,7 +11208,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "slowlog|help", 0x8000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -10955,7 +11219,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "slowlog|len", 0x2a000, 0, NULL, false, "request_policy:all_nodes\nresponse_policy:agg_sum\nnondeterministic_output", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -10965,7 +11230,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "slowlog|reset", 0x2a000, 0, NULL, false, "request_policy:all_nodes\nresponse_policy:all_succeeded", 2, 46,
 	  "$5\r\n"
 	"since\r\n"
@@ -10975,7 +11241,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "smembers", 0x800a, 1, ks_smembers, false, "nondeterministic_output_order", 3, 128,
 	  "$5\r\n"
 	"since\r\n"
@@ -11000,7 +11267,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "smismember", 0x400a, 1, ks_smismember, false, "", 3, 202,
 	  "$5\r\n"
 	"since\r\n"
@@ -11038,7 +11306,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "smove", 0x400c, 2, ks_smove, false, "", 3, 255,
 	  "$5\r\n"
 	"since\r\n"
@@ -11084,7 +11353,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "sort", 0x2803c, 3, ks_sort, true, "", 3, 1078,
 	  "$5\r\n"
 	"since\r\n"
@@ -11268,7 +11538,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "sort_ro", 0x2803a, 2, ks_sort_ro, true, "", 3, 954,
 	  "$5\r\n"
 	"since\r\n"
@@ -11432,7 +11703,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "spop", 0x400c, 1, ks_spop, false, "nondeterministic_output", 3, 224,
 	  "$5\r\n"
 	"since\r\n"
@@ -11474,7 +11746,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "spublish", 0x5000, 1, ks_spublish, false, "", 3, 168,
 	  "$5\r\n"
 	"since\r\n"
@@ -11505,7 +11778,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "srandmember", 0x800a, 1, ks_srandmember, false, "nondeterministic_output", 3, 224,
 	  "$5\r\n"
 	"since\r\n"
@@ -11547,7 +11821,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "srem", 0x400c, 1, ks_srem, false, "", 3, 202,
 	  "$5\r\n"
 	"since\r\n"
@@ -11585,7 +11860,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "sscan", 0x800a, 1, ks_sscan, false, "nondeterministic_output", 3, 371,
 	  "$5\r\n"
 	"since\r\n"
@@ -11653,7 +11929,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "ssubscribe", 0x9000, 1, ks_ssubscribe, false, "", 3, 145,
 	  "$5\r\n"
 	"since\r\n"
@@ -11679,7 +11956,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -2, true },
 	{ "strlen", 0x4082, 1, ks_strlen, false, "", 3, 131,
 	  "$5\r\n"
 	"since\r\n"
@@ -11704,7 +11982,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "subscribe", 0x9000, 0, NULL, false, "", 3, 139,
 	  "$5\r\n"
 	"since\r\n"
@@ -11730,7 +12009,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -2, true },
 	{ "substr", 0x8082, 1, ks_substr, false, "", 6, 326,
 	  "$5\r\n"
 	"since\r\n"
@@ -11785,7 +12065,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "sunion", 0x800a, 1, ks_sunion, false, "nondeterministic_output_order", 3, 154,
 	  "$5\r\n"
 	"since\r\n"
@@ -11814,7 +12095,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "sunionstore", 0x800c, 2, ks_sunionstore, false, "", 3, 230,
 	  "$5\r\n"
 	"since\r\n"
@@ -11855,7 +12137,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "sunsubscribe", 0x9000, 1, ks_sunsubscribe, false, "", 3, 156,
 	  "$5\r\n"
 	"since\r\n"
@@ -11882,7 +12165,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -1, true },
 	{ "swapdb", 0x24005, 0, NULL, false, "", 3, 162,
 	  "$5\r\n"
 	"since\r\n"
@@ -11913,7 +12197,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "sync", 0x2a000, 0, NULL, false, "", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -11923,7 +12208,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  1, true },
 	{ "time", 0x4000, 0, NULL, false, "nondeterministic_output", 2, 45,
 	  "$5\r\n"
 	"since\r\n"
@@ -11933,7 +12219,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$6\r\n"
 	"server\r\n"
-	"" },
+	"",
+	  1, false },
 	{ "touch", 0x4003, 1, ks_touch, false, "request_policy:multi_shard\nresponse_policy:agg_sum", 3, 158,
 	  "$5\r\n"
 	"since\r\n"
@@ -11962,7 +12249,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "ttl", 0x4003, 1, ks_ttl, false, "nondeterministic_output", 3, 132,
 	  "$5\r\n"
 	"since\r\n"
@@ -11987,7 +12275,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "type", 0x4003, 1, ks_type, false, "", 3, 132,
 	  "$5\r\n"
 	"since\r\n"
@@ -12012,7 +12301,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "unlink", 0x4005, 1, ks_unlink, false, "request_policy:multi_shard\nresponse_policy:agg_sum", 3, 158,
 	  "$5\r\n"
 	"since\r\n"
@@ -12041,7 +12331,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "unsubscribe", 0x9000, 0, NULL, false, "", 3, 150,
 	  "$5\r\n"
 	"since\r\n"
@@ -12068,7 +12359,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"~2\r\n"
 	"+optional\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -1, true },
 	{ "unwatch", 0x84000, 0, NULL, false, "", 2, 52,
 	  "$5\r\n"
 	"since\r\n"
@@ -12078,7 +12370,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"group\r\n"
 	"$12\r\n"
 	"transactions\r\n"
-	"" },
+	"",
+	  1, true },
 	{ "wait", 0x48000, 0, NULL, false, "request_policy:all_shards\nresponse_policy:agg_min", 3, 170,
 	  "$5\r\n"
 	"since\r\n"
@@ -12109,7 +12402,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  3, true },
 	{ "watch", 0x84000, 1, ks_watch, false, "", 3, 164,
 	  "$5\r\n"
 	"since\r\n"
@@ -12138,7 +12432,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -2, true },
 	{ "zadd", 0x4014, 1, ks_zadd, false, "", 3, 1083,
 	  "$5\r\n"
 	"since\r\n"
@@ -12331,7 +12626,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "zcard", 0x4012, 1, ks_zcard, false, "", 3, 136,
 	  "$5\r\n"
 	"since\r\n"
@@ -12356,7 +12652,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"$14\r\n"
 	"key_spec_index\r\n"
 	":0\r\n"
-	"" },
+	"",
+	  2, false },
 	{ "zcount", 0x4012, 1, ks_zcount, false, "", 3, 226,
 	  "$5\r\n"
 	"since\r\n"
@@ -12399,7 +12696,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"double\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "zdiff", 0x8012, 1, ks_zdiff, true, "", 3, 324,
 	  "$5\r\n"
 	"since\r\n"
@@ -12454,7 +12752,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "zdiffstore", 0x8014, 2, ks_zdiffstore, true, "", 3, 288,
 	  "$5\r\n"
 	"since\r\n"
@@ -12504,7 +12803,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "zincrby", 0x4014, 1, ks_zincrby, false, "", 3, 236,
 	  "$5\r\n"
 	"since\r\n"
@@ -12547,7 +12847,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "zinter", 0x8012, 1, ks_zinter, true, "", 3, 765,
 	  "$5\r\n"
 	"since\r\n"
@@ -12679,7 +12980,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "zintercard", 0x8012, 1, ks_zintercard, true, "", 3, 308,
 	  "$5\r\n"
 	"since\r\n"
@@ -12734,7 +13036,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "zinterstore", 0x8014, 2, ks_zinterstore, true, "", 3, 729,
 	  "$5\r\n"
 	"since\r\n"
@@ -12861,7 +13164,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$3\r\n"
 	"MAX\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "zlexcount", 0x4012, 1, ks_zlexcount, false, "", 3, 226,
 	  "$5\r\n"
 	"since\r\n"
@@ -12904,7 +13208,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "zmpop", 0x8014, 1, ks_zmpop, true, "", 3, 513,
 	  "$5\r\n"
 	"since\r\n"
@@ -12997,7 +13302,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "zmscore", 0x4012, 1, ks_zmscore, false, "", 3, 210,
 	  "$5\r\n"
 	"since\r\n"
@@ -13035,7 +13341,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "zpopmax", 0x4014, 1, ks_zpopmax, false, "", 3, 210,
 	  "$5\r\n"
 	"since\r\n"
@@ -13073,7 +13380,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "zpopmin", 0x4014, 1, ks_zpopmin, false, "", 3, 210,
 	  "$5\r\n"
 	"since\r\n"
@@ -13111,7 +13419,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "zrandmember", 0x8012, 1, ks_zrandmember, false, "nondeterministic_output", 3, 389,
 	  "$5\r\n"
 	"since\r\n"
@@ -13178,7 +13487,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -2, false },
 	{ "zrange", 0x8012, 1, ks_zrange, false, "", 3, 965,
 	  "$5\r\n"
 	"since\r\n"
@@ -13347,7 +13657,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "zrangebylex", 0x8012, 1, ks_zrangebylex, false, "", 6, 542,
 	  "$5\r\n"
 	"since\r\n"
@@ -13440,7 +13751,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "zrangebyscore", 0x8012, 1, ks_zrangebyscore, false, "", 6, 676,
 	  "$5\r\n"
 	"since\r\n"
@@ -13554,7 +13866,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "zrangestore", 0x8014, 2, ks_zrangestore, false, "", 3, 851,
 	  "$5\r\n"
 	"since\r\n"
@@ -13706,7 +14019,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  -5, false },
 	{ "zrank", 0x4012, 1, ks_zrank, false, "", 3, 184,
 	  "$5\r\n"
 	"since\r\n"
@@ -13740,7 +14054,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "zrem", 0x4014, 1, ks_zrem, false, "", 3, 210,
 	  "$5\r\n"
 	"since\r\n"
@@ -13778,7 +14093,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+multiple\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "zremrangebylex", 0x8014, 1, ks_zremrangebylex, false, "", 3, 226,
 	  "$5\r\n"
 	"since\r\n"
@@ -13821,7 +14137,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "zremrangebyrank", 0x8014, 1, ks_zremrangebyrank, false, "", 3, 231,
 	  "$5\r\n"
 	"since\r\n"
@@ -13864,7 +14181,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "zremrangebyscore", 0x8014, 1, ks_zremrangebyscore, false, "", 3, 226,
 	  "$5\r\n"
 	"since\r\n"
@@ -13907,7 +14225,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"double\r\n"
-	"" },
+	"",
+	  4, false },
 	{ "zrevrange", 0x8012, 1, ks_zrevrange, false, "", 6, 441,
 	  "$5\r\n"
 	"since\r\n"
@@ -13979,7 +14298,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "zrevrangebylex", 0x8012, 1, ks_zrevrangebylex, false, "", 6, 542,
 	  "$5\r\n"
 	"since\r\n"
@@ -14072,7 +14392,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "zrevrangebyscore", 0x8012, 1, ks_zrevrangebyscore, false, "", 6, 654,
 	  "$5\r\n"
 	"since\r\n"
@@ -14182,7 +14503,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$7\r\n"
 	"integer\r\n"
-	"" },
+	"",
+	  -4, false },
 	{ "zrevrank", 0x4012, 1, ks_zrevrank, false, "", 3, 184,
 	  "$5\r\n"
 	"since\r\n"
@@ -14216,7 +14538,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "zscan", 0x8012, 1, ks_zscan, false, "nondeterministic_output", 3, 379,
 	  "$5\r\n"
 	"since\r\n"
@@ -14284,7 +14607,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "zscore", 0x4012, 1, ks_zscore, false, "", 3, 184,
 	  "$5\r\n"
 	"since\r\n"
@@ -14318,7 +14642,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"type\r\n"
 	"$6\r\n"
 	"string\r\n"
-	"" },
+	"",
+	  3, false },
 	{ "zunion", 0x8012, 1, ks_zunion, true, "", 3, 765,
 	  "$5\r\n"
 	"since\r\n"
@@ -14450,7 +14775,8 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"flags\r\n"
 	"~1\r\n"
 	"+optional\r\n"
-	"" },
+	"",
+	  -3, false },
 	{ "zunionstore", 0x8014, 2, ks_zunionstore, true, "", 3, 729,
 	  "$5\r\n"
 	"since\r\n"
@@ -14577,6 +14903,7 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"token\r\n"
 	"$3\r\n"
 	"MAX\r\n"
-	"" },
+	"",
+	  -4, false },
 };
 const uint32_t kv_cmd_nmetas = 326;

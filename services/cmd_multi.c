@@ -16,7 +16,10 @@
  * that would pass it is refused with Redis's OOM error, as Redis refuses
  * commands inside MULTI when out of memory. Over maxmemory (CONFIG SET),
  * as Redis: every command inside MULTI is refused, and an EXEC whose
- * queue would add data (denyoom) is answered EXECABORT.
+ * queue would add data (denyoom) is answered EXECABORT. With
+ * min-replicas-to-write set (pkvs has no replicas), as Redis: a write
+ * is refused NOREPLICAS while queueing, and an EXEC whose queue holds
+ * one is answered EXECABORT (cmd_conn.c's check).
  *
  * EXEC. The queue runs inside one kv group (kv_begin/kv_commit): after a
  * crash either all of its changes are there or none, and the clock is
@@ -517,6 +520,12 @@ bool kv_multi_exec_abort(struct resp_ctx *x, const struct kv_cmd_rt *rt, const c
 	discard(pkvs_kv(x->ss), m);
 	resp_error(x, "EXECABORT Transaction discarded because of: %s", why);
 	return true;
+}
+
+bool kv_multi_exec_writes(struct resp_ctx *x, const struct kv_cmd_rt *rt)
+{
+	struct kv_multi *m = multi_of(x);
+	return m && m->active && rt->c->fn == cmd_exec && (m->flags & KV_CMD_WRITE);
 }
 
 void kv_multi_reject(struct resp_ctx *x)

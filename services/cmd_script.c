@@ -223,6 +223,48 @@ static struct kv_cmd_rt *call_lookup(struct sl_call *c, struct paste_resp_arg *a
 	return rt;
 }
 
+/* Append a's bytes in lower case to name[*n..] (NUL-ended): false when
+ * they do not fit or hold no command name ('|' or NUL in them). */
+static bool name_append(char *name, size_t cap, size_t *n, const struct paste_resp_arg *a)
+{
+	if (a->len + 1 > cap - *n || memchr(a->p, '|', a->len) || memchr(a->p, 0, a->len))
+		return false;
+	for (size_t k = 0; k < a->len; k++) {
+		char ch = a->p[k];
+		name[(*n)++] = (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
+	}
+	name[*n] = 0;
+	return true;
+}
+
+/* What Redis tells a script that calls a command pkvs lacks, from its
+ * reference (cmd_meta.c): a wrong arity, or noscript (CLUSTER RESET may
+ * not run in a script), checked in Redis's order; else that the command
+ * is unknown. argv[1] names a subcommand of a container only, as in
+ * Redis's lookup. */
+static const char *missing_why(const struct paste_resp_arg *av, uint32_t argc)
+{
+	static const char unknown[] = "Unknown Redis command called from script";
+	char name[80];
+	size_t n = 0;
+	if (!argc || !name_append(name, sizeof(name), &n, &av[0]))
+		return unknown;
+	bool container = false;
+	for (uint32_t j = 0; argc >= 2 && j < kv_cmd_nmetas && !container; j++)
+		container = !strncmp(kv_cmd_metas[j].name, name, n) && kv_cmd_metas[j].name[n] == '|';
+	if (container) {
+		name[n++] = '|';
+		if (!name_append(name, sizeof(name), &n, &av[1]))
+			return unknown;
+	}
+	const struct kv_cmd_meta *m = kv_cmd_meta_find(name);
+	if (!m)
+		return unknown;
+	if ((m->arity > 0 && argc != (uint32_t)m->arity) || (m->arity < 0 && argc < (uint32_t)-m->arity))
+		return "Wrong number of args calling Redis command from script";
+	return m->noscript ? "This Redis command is not allowed from script" : unknown;
+}
+
 static int host_call(void *arg, struct sl_call *c)
 {
 	struct kv_srun *s = arg;
@@ -247,7 +289,7 @@ static int host_call(void *arg, struct sl_call *c)
 		return rt && (rt->c->fn || rt->nsubs) ? 0 : -1;
 	const char *why = NULL;
 	if (!rt || (!rt->c->fn && !rt->nsubs && !(rt->fl & KV_CMD_NOSCRIPT))) {
-		why = "Unknown Redis command called from script";
+		why = missing_why(av, argc);
 	} else {
 		int arity = rt->c->arity;
 		if ((arity > 0 && argc != (uint32_t)arity) || (arity < 0 && argc < (uint32_t)-arity))
@@ -256,10 +298,8 @@ static int host_call(void *arg, struct sl_call *c)
 			why = "This Redis command is not allowed from script";
 		else if (s->ro && (rt->fl & KV_CMD_WRITE))
 			why = "Write commands are not allowed from read-only scripts.";
-		else if ((rt->fl & KV_CMD_WRITE) && !s->dirty &&
-			 config_int("min-replicas-to-write", 0) > 0 &&
-			 config_int("min-replicas-max-lag", 10) > 0)
-			why = "-NOREPLICAS Not enough good replicas to write.";
+		else if ((rt->fl & KV_CMD_WRITE) && !s->dirty && kv_noreplicas)
+			why = "-" KV_NOREPLICAS;
 		else if (!s->allow_oom && !s->dirty && s->oom && (rt->fl & KV_CMD_DENYOOM))
 			why = "-OOM command not allowed when used memory > 'maxmemory'.";
 	}
@@ -409,9 +449,8 @@ bool kv_script_flags_ok(struct resp_ctx *x, uint32_t flags, bool ro)
 			resp_error(x, "ERR Can not execute a script with write flag using *_ro command.");
 			return false;
 		}
-		if (config_int("min-replicas-to-write", 0) > 0 &&
-		    config_int("min-replicas-max-lag", 10) > 0) {
-			resp_error(x, "NOREPLICAS Not enough good replicas to write.");
+		if (kv_noreplicas) {
+			resp_error(x, "%s", KV_NOREPLICAS);
 			return false;
 		}
 	}

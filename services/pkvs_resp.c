@@ -310,6 +310,11 @@ static int meta_cmp(const void *key, const void *m)
 	return strcmp(key, ((const struct kv_cmd_meta *)m)->name);
 }
 
+const struct kv_cmd_meta *kv_cmd_meta_find(const char *fullname)
+{
+	return bsearch(fullname, kv_cmd_metas, kv_cmd_nmetas, sizeof(kv_cmd_metas[0]), meta_cmp);
+}
+
 static struct kv_cmd_rt *lookup(const char *p, size_t n)
 {
 	for (uint32_t h = name_hash(p, n);; h++) {
@@ -334,8 +339,7 @@ static void cmds_init(void)
 				abort();                      /* a table too large: CMD_MAX */
 			struct kv_cmd_rt *rt = &cmds[ncmds];
 			*rt = (struct kv_cmd_rt){ .c = c, .fl = parse_flags(c->flags) };
-			rt->meta = bsearch(c->name, kv_cmd_metas, kv_cmd_nmetas, sizeof(kv_cmd_metas[0]),
-					   meta_cmp);
+			rt->meta = kv_cmd_meta_find(c->name);
 			if (rt->meta && rt->meta->movable)
 				rt->fl |= KV_CMD_MOVABLE_KEYS;
 			const char *bar = strchr(c->name, '|');

@@ -80,9 +80,10 @@ struct kv_keyspec {
 };
 /* The interface facts Redis's reference gives of a command beyond its
  * row (cmd_meta.c, sorted by name): ACL categories (bit i:
- * kv_acl_names[i]), key specs, tips ('\n'-separated), and its COMMAND
+ * kv_acl_names[i]), key specs, tips ('\n'-separated), its COMMAND
  * DOCS map's pairs but "summary" (the row's) and "subcommands" (ndocs
- * pairs, RESP3, turned into RESP2 when asked). */
+ * pairs, RESP3, turned into RESP2 when asked), and its arity and
+ * noscript flag (for a command pkvs lacks, what a script is told). */
 struct kv_cmd_meta {
 	const char *name;
 	uint32_t acl;
@@ -93,9 +94,14 @@ struct kv_cmd_meta {
 	uint8_t ndocs;
 	uint32_t docs_len;
 	const char *docs;
+	int16_t arity;
+	bool noscript;
 };
 extern const struct kv_cmd_meta kv_cmd_metas[];
 extern const uint32_t kv_cmd_nmetas;
+/* Redis's facts of the command or subcommand fullname ("config|get",
+ * lower case), NULL when its reference has none. */
+const struct kv_cmd_meta *kv_cmd_meta_find(const char *fullname);
 
 /* A command at run time: its row, flags, and INFO commandstats. */
 struct kv_cmd_rt {
@@ -149,6 +155,8 @@ void kv_multi_reject(struct resp_ctx *x);
  * answers "EXECABORT Transaction discarded because of: <why>" and
  * discards the transaction (true: replied; false: rt is not such an EXEC). */
 bool kv_multi_exec_abort(struct resp_ctx *x, const struct kv_cmd_rt *rt, const char *why);
+/* rt is EXEC inside MULTI and a write command is queued. */
+bool kv_multi_exec_writes(struct resp_ctx *x, const struct kv_cmd_rt *rt);
 /* A streamed SET's value is in (kv_resp_conn's body and key): inside
  * MULTI it is queued, its buffers held, and QUEUED replied (true). */
 bool kv_multi_stream_end(struct resp_ctx *x);
@@ -301,6 +309,12 @@ uint64_t kv_config_maxmemory(void);
 /* A setting CONFIG keeps as a string, as CONFIG GET reads it back (a new
  * string after each change); NULL for another name. */
 const char *kv_config_kept(const char *name);
+/* min-replicas-to-write above 0 and min-replicas-max-lag not 0: pkvs,
+ * which has no replicas, refuses writes with Redis's NOREPLICAS error
+ * (a write command, an EXEC that queued one, a script that may write).
+ * CONFIG SET keeps it. */
+extern bool kv_noreplicas;
+#define KV_NOREPLICAS "NOREPLICAS Not enough good replicas to write."
 /* cmd_info.c: the --config file (INFO config_file), NULL: none;
  * apps/pkvs.c sets it. */
 extern const char *kv_config_file;

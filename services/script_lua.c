@@ -1,7 +1,8 @@
 /*
  * script_lua.c - Lua 5.1 as Redis 7.0 runs it (script_lua.h): Debian's
- * liblua5.1 with lua-cjson and lua-bitop, the sandbox, the redis.* API,
- * the runs, and SHA-1. The RESP <-> Lua conversions are script_conv.c's.
+ * liblua5.1 with lua-cjson, lua-bitop and lua-messagepack, the sandbox,
+ * the redis.* API, the runs, and SHA-1. The RESP <-> Lua conversions are
+ * script_conv.c's.
  *
  * Sandbox. Redis 7.0 patches its Lua with read-only tables; Debian's Lua
  * has none, so the same behaviour is built from metatables. The globals
@@ -10,12 +11,13 @@
  * Redis's "Script attempted to access nonexistent global variable" for a
  * name G lacks; every write to E raises "Attempt to modify a readonly
  * table". The library tables (redis, string, math, table, coroutine,
- * cjson, bit) are read-only proxies of the same kind. rawset and
+ * cjson, bit, cmsgpack) are read-only proxies of the same kind. rawset and
  * setmetatable refuse a proxy in the same words, rawget, next and pairs
  * see through one. io, os, package, debug, print, dofile, loadfile,
  * getfenv, setfenv and newproxy are not there (the Redis 7.0.15 that
- * Debian ships has none of them either). cmsgpack and struct are not
- * there: Debian packages neither (docs/compat.md, "Scripting").
+ * Debian ships has none of them either). cmsgpack is Debian's
+ * lua-messagepack with Redis's encoding (script_cmsgpack.c); struct is
+ * not there: Debian packages none (docs/compat.md, "Scripting").
  *
  * Functions (FUNCTION LOAD) get a Lua state of their own, as in Redis:
  * while a library's code runs, E reads through to a load-time API (only
@@ -1014,6 +1016,9 @@ struct sl_engine *sl_open(enum sl_kind kind)
 	lua_pushstring(L, "bit");
 	lua_call(L, 1, 1);
 	lua_setglobal(L, "bit");
+	lua_pushcfunction(L, sl_luaopen_cmsgpack);
+	lua_call(L, 0, 1);
+	lua_setglobal(L, "cmsgpack");
 	/* The registry's tables of read-only ones and proxies (weak keys). */
 	lua_newtable(L);
 	lua_newtable(L);
@@ -1083,7 +1088,8 @@ struct sl_engine *sl_open(enum sl_kind kind)
 	lua_pushcfunction(L, err_handler);
 	reg_set(L, &K_HANDLER);
 
-	static const char *const libs[] = { "redis", "string", "math", "table", "coroutine", "cjson", "bit" };
+	static const char *const libs[] = { "redis", "string", "math", "table", "coroutine", "cjson", "bit",
+					    "cmsgpack" };
 	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
 		proxy_global(L, g, libs[i]);
 	/* The string metatable reads the proxy too: its functions stay as they are. */

@@ -87,6 +87,9 @@ struct sl_host {
 enum sl_kind { SL_KIND_EVAL, SL_KIND_FUNCTION };
 struct sl_engine;
 
+/* Push the cmsgpack table Redis gives scripts (script_cmsgpack.c): a
+ * lua_CFunction, run once per state before the sandbox closes it. */
+int sl_luaopen_cmsgpack(struct lua_State *L);
 /* A fresh Lua state with Redis's sandbox (eval's or the functions'),
  * or NULL when out of memory. */
 struct sl_engine *sl_open(enum sl_kind kind);

@@ -191,12 +191,6 @@ def test_wrongtype_inside_exec(cl, pkvs_srv):
 
 
 def test_no_multi_commands_refused(cl, pkvs_srv):
-    with RespConn(pkvs_srv.resp_port) as c:
-        c.command("MULTI")
-        r = c.command("SAVE")
-        c.command("DISCARD")
-    if isinstance(r, RespError) and "unknown command" in str(r):
-        pytest.skip("pkvs has no SAVE")
     out = cl.run("""
         MULTI
         SET foo bar
@@ -206,6 +200,52 @@ def test_no_multi_commands_refused(cl, pkvs_srv):
     """)
     assert out[2] == b"-ERR Command not allowed inside a transaction\r\n"
     assert out[3].startswith(b"-EXECABORT")
+
+
+def test_min_replicas_refuse_writes(cl):
+    # pkvs has no replicas: with min-replicas-to-write set (and a max lag)
+    # a write is refused NOREPLICAS, queued or not, and an EXEC of a
+    # queued write EXECABORT, as Redis refuses them without good replicas.
+    try:
+        out = cl.run("""
+            CONFIG RESETSTAT
+            SET xx 1
+            MULTI
+            INCR xx
+            b: CONFIG SET min-replicas-to-write 2
+            EXEC
+            GET xx
+            SET xx 2
+            MULTI
+            GET xx
+            EXEC
+            MULTI
+            SET a b
+            GET a
+            EXEC
+            b: CONFIG SET min-slaves-max-lag 0
+            SET xx 3
+            b: CONFIG SET min-slaves-max-lag 5
+            DEL xx
+            b: CONFIG SET min-replicas-to-write 0
+            INCR xx
+            INFO errorstats
+            b: CONFIG SET min-replicas-to-write 1
+        """)
+        # Scripts: one that may write is refused before it runs, a write
+        # inside one without flags is refused, a read runs.
+        cl.same("a", "EVAL", "#!lua\nreturn 1", "0")
+        cl.same("a", "EVAL", "#!lua flags=no-writes\nreturn 1", "0")
+        cl.same("a", "EVAL", "return redis.call('set', 'xx', 1)", "0")
+        cl.same("a", "EVAL", "return redis.call('get', 'xx')", "0")
+        cl.same("a", "FCALL", "nosuch", "0")
+    finally:
+        cl.same("b", "CONFIG SET min-replicas-to-write 0 min-replicas-max-lag 10")
+    assert out[5] == b"-EXECABORT Transaction discarded because of: NOREPLICAS Not enough good replicas to write.\r\n"
+    assert out[6] == b"$1\r\n1\r\n" and out[7].startswith(b"-NOREPLICAS")
+    assert out[10] == b"*1\r\n$1\r\n1\r\n"           # reads only: runs
+    assert out[12].startswith(b"-NOREPLICAS") and out[14].startswith(b"-EXECABORT")
+    assert out[16] == b"+OK\r\n" and out[18].startswith(b"-NOREPLICAS") and out[20] == b":4\r\n"
 
 
 def test_select_inside_multi_moves_the_connection(cl):

@@ -221,11 +221,78 @@ static void test_sandbox_and_calls(void)
 	sl_close(e);
 }
 
+/* cmsgpack (script_cmsgpack.c): the bytes Redis 7.0.15's cmsgpack writes
+ * (checked against redis-server), its reads and its errors. */
+static void test_cmsgpack(void)
+{
+	static const char hex[] = "local function hex(s) return (s:gsub('.', function(c) "
+				  "return string.format('%02x', c:byte()) end)) end ";
+	static const struct { const char *expr, *want; } packs[] = {
+		{ "0.1", "cb3fb999999999999a" },                /* a double */
+		{ "0.5", "ca3f000000" },                        /* a float holds it */
+		{ "1/0", "ca7f800000" },
+		{ "-1099511627776", "d3ffffff0000000000" },
+		{ "2^60 + 2^10", "cf1000000000000400" },        /* past 2^53: 8 exact bytes */
+		{ "-2^60 - 2^10", "d3effffffffffffc00" },
+		{ "2^63", "ca5f000000" },                       /* no int64: a float */
+		{ "2^-149", "ca00000001" },                     /* the least float */
+		{ "1e-310", "cb000012688b70e62b" },             /* below normal doubles */
+		{ "-1, -32, -33, -128, -129, -32768, -32769, -2^31, -2^31-1",
+		  "ffe0d0dfd080d1ff7fd18000d2ffff7fffd280000000d3ffffffff7fffffff" },
+		{ "127, 128, 255, 256, 65535, 65536, 2^32-1, 2^32",
+		  "7fcc80ccffcd0100cdffffce00010000ceffffffffcf0000000100000000" },
+		{ "true, false, nil, 'a', type", "c3c2c0a161c0" },
+		{ "{}", "90" },
+		{ "{1, 2, 3}", "93010203" },
+		{ "{[1] = 1, [3] = 3}", "8201010303" },      /* a hole: a map */
+	};
+	struct sl_engine *e = sl_open(SL_KIND_EVAL);
+	char code[512], want[128];
+	for (size_t i = 0; i < sizeof(packs) / sizeof(packs[0]); i++) {
+		snprintf(code, sizeof(code), "%sreturn hex(cmsgpack.pack(%s))", hex, packs[i].expr);
+		snprintf(want, sizeof(want), "$%zu\r\n%s\r\n", strlen(packs[i].want), packs[i].want);
+		run_script(e, code, want);
+	}
+	snprintf(code, sizeof(code), "%sreturn hex(cmsgpack.pack(string.rep('x', 40))):sub(1, 6)", hex);
+	run_script(e, code, "$6\r\nd92878\r\n");                 /* str8 */
+	/* A table holding itself: packed 16 deep, then nil. */
+	snprintf(code, sizeof(code), "%slocal a = {y = 5} a.x = {x = a} return hex(cmsgpack.pack(a))", hex);
+	run_script(e, code, "$146\r\n82a17905a17881a17882a17905a17881a17882a17905a17881a17882a17905a17881"
+			    "a17882a17905a17881a17882a17905a17881a17882a17905a17881a17882a17905a17881"
+			    "a178c0\r\n");
+	run_script(e, "local a, b, c = cmsgpack.unpack(cmsgpack.pack(1, 'x', {2, {k = 0.25}})) "
+		      "return {a, b, c[1], c[2].k * 4}", "*4\r\n:1\r\n$1\r\nx\r\n:2\r\n:1\r\n");
+	run_script(e, "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 'x'), 1)}", "*2\r\n:2\r\n:2\r\n");
+	run_script(e, "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2), 1)}", "*2\r\n:-1\r\n:2\r\n");
+	run_script(e, "return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 2, 0)}",
+		   "*3\r\n:2\r\n:1\r\n:2\r\n");
+	run_script(e, "return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2), 0)}", "*2\r\n:1\r\n:2\r\n");
+	run_script(e, "return {cmsgpack.unpack('')}", "*0\r\n");
+	run_script(e, "return cmsgpack.unpack('\\193')", "-ERR user_script:1: Bad data format in input. "
+							"script: t, on @user_script:1.\r\n");
+	run_script(e, "return cmsgpack.unpack('\\196\\1a')", "-ERR user_script:1: Bad data format in "
+							  "input. script: t, on @user_script:1.\r\n");
+	run_script(e, "return cmsgpack.unpack('\\147\\1')", "-ERR user_script:1: Missing bytes in input. "
+							  "script: t, on @user_script:1.\r\n");
+	run_script(e, "return cmsgpack.unpack_one('ab', 3)", "-ERR user_script:1: Start offset 3 greater "
+							    "than input length 2. script: t, on @user_script:1.\r\n");
+	run_script(e, "return cmsgpack.pack()", "-ERR user_script:1: bad argument #0 to 'pack' "
+						"(MessagePack pack needs input.) script: t, on @user_script:1.\r\n");
+	run_script(e, "cmsgpack.pack = nil", "-ERR user_script:1: Attempt to modify a readonly table "
+					     "script: t, on @user_script:1.\r\n");
+	sl_close(e);
+	/* Functions have it too. */
+	e = sl_open(SL_KIND_FUNCTION);
+	run_script(e, "return cmsgpack.unpack(cmsgpack.pack('f'))", "$1\r\nf\r\n");
+	sl_close(e);
+}
+
 int main(void)
 {
 	test_sha1();
 	test_conversions();
 	test_sandbox_and_calls();
+	test_cmsgpack();
 	printf("%d passed, %d failed\n", check_pass, check_fail);
 	return check_fail != 0;
 }
