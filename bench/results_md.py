@@ -50,6 +50,13 @@ KVS_DISK = ("python3 bench/kvs.py --client pload --medium disk --tests set --con
             "--pipeline 1 --reps 3 --duration 4 --sizes 1024 "
             "--systems pkvs,pkvs-pagecache,pkvs-epoll-batch,redis-always")
 
+KVS_TYPES = ("python3 bench/kvs.py --tests set,get,incr,mset,hset,lpush,rpush,lpop,rpop,sadd,"
+             "spop,zadd,zpopmin,lrange_100,lrange_300,lrange_600 --sizes 1024,3 --conns 50 "
+             "--pipeline 1,16 --systems pkvs,redis-always,redis-off,valkey-off --reps 3 "
+             "--duration 3")
+
+PUBSUB = "python3 bench/pubsub.py --reps 3"
+
 # The meta of the files written before the JSON carried its own: the
 # commands, machines and dates recorded beside the figures at the time.
 LEGACY = {
@@ -77,7 +84,13 @@ LEGACY = {
 }
 
 
-PER_SECOND = {"req": "req", "conn": "conn", "op": "ops"}
+PER_SECOND = {"req": "req", "conn": "conn", "op": "ops", "msg": "msg"}
+# The JSON's keys of a point's name and of a run's rate, CPU and syscalls:
+# the request-counting benchmarks', and pubsub.py's (per delivered message).
+KEYS = {"workload": "workload", "rate": "rps", "cpu": "cpu_us_per_req",
+        "sys": "syscalls_per_req"}
+MSG_KEYS = {"workload": "point", "rate": "msgs_per_s", "cpu": "cpu_us_per_msg",
+            "sys": "syscalls_per_msg"}
 
 
 class Source:
@@ -93,9 +106,10 @@ class Section:
     get a ratio column each; floor_of adds "pkvs over it" (that system's
     CPU per op minus the row's, in the same point)."""
 
-    def __init__(self, key, title, sources, unit, peers, figures=(), floor_of=None):
+    def __init__(self, key, title, sources, unit, peers, figures=(), floor_of=None, keys=KEYS):
         self.key, self.title, self.sources, self.unit = key, title, sources, unit
         self.peers, self.figures, self.floor_of = peers, list(figures), floor_of
+        self.keys = keys
 
 
 SECTIONS = [
@@ -118,6 +132,12 @@ SECTIONS = [
             ["redis-always", "redis-off"], ["kvs-floor"]),
     Section("kvs-disk", "pkvs against Redis on disk",
             [Source("kvs-disk.json", KVS_DISK)], "op", ["redis-always"], ["kvs-disk"]),
+    Section("kvs-types", "pkvs's data types against Redis and Valkey",
+            [Source("kvs-types.json", KVS_TYPES)], "op",
+            ["redis-always", "redis-off", "valkey-off"], ["kvs-types"]),
+    Section("pubsub", "PUBLISH fan-out",
+            [Source("pubsub.json", PUBSUB)], "msg", ["redis-off", "valkey-off"], [],
+            keys=MSG_KEYS),
     Section("floors", "The floors",
             [Source("kvs-floor.json", KVS_SHM, ["floor", "floor-durable"], "/dev/shm"),
              Source("kvs-disk-floor.json", KVS_DISK_FLOOR, ["floor", "floor-durable"], "disk")],
@@ -198,8 +218,8 @@ def ratio(a, b):
     return f"{a / b:.2f}x" if a and b else "n/a"
 
 
-def find(points, workload, conns, system):
-    return next((p["runs"] for p in points if p["workload"] == workload
+def find(points, workload, conns, system, name="workload"):
+    return next((p["runs"] for p in points if p[name] == workload
                  and conns_of(p) == conns and p["system"] == system), None)
 
 
@@ -292,23 +312,25 @@ def section_table(sec, loaded):
             if src.systems is not None and p["system"] not in src.systems:
                 continue
             runs = [r for r in p["runs"] if r]
+            k = sec.keys
+            name = p[k["workload"]]
             cells = ([src.label] if many else []) + [
-                p["workload"], str(conns_of(p)), p["system"],
-                spread(runs, "rps", 1, 1e-3), spread(runs, "cpu_us_per_req", 2),
-                fmt(median(runs, "syscalls_per_req"), 3)]
+                name, str(conns_of(p)), p["system"],
+                spread(runs, k["rate"], 1, 1e-3), spread(runs, k["cpu"], 3 if u == "msg" else 2),
+                fmt(median(runs, k["sys"]), 3)]
             if batch:
                 cells.append(fmt(median(runs, "mean_batch"), 1))
-            cpu, rate = median(runs, "cpu_us_per_req"), median(runs, "rps")
+            cpu, rate = median(runs, k["cpu"]), median(runs, k["rate"])
             for peer in sec.peers:
-                other = find(pts, p["workload"], conns_of(p), peer)
+                other = find(pts, name, conns_of(p), peer, k["workload"])
                 if peer == p["system"] or other is None:
                     cells.append("-")
                     continue
-                cells.append(f"{ratio(cpu, median(other, 'cpu_us_per_req'))}, "
-                             f"{ratio(rate, median(other, 'rps'))}")
+                cells.append(f"{ratio(cpu, median(other, k['cpu']))}, "
+                             f"{ratio(rate, median(other, k['rate']))}")
             if sec.floor_of:
-                own = find(pts, p["workload"], conns_of(p), sec.floor_of)
-                oc = median(own, "cpu_us_per_req") if own else None
+                own = find(pts, name, conns_of(p), sec.floor_of, k["workload"])
+                oc = median(own, k["cpu"]) if own else None
                 cells.append(f"{oc - cpu:+.2f}" if oc is not None and cpu is not None else "-")
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
