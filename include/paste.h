@@ -856,6 +856,15 @@ int paste_btree_cursor_prev(struct paste_btree_cursor *c, const uint8_t **key, u
  * or a seek to the i-th key of one. cursor_attr is not of a key passed. */
 uint64_t paste_btree_cursor_skip(struct paste_btree_cursor *c, uint64_t n, const void *end,
 				 uint32_t elen);
+/* Put the cursor at a key of [lo, hi) picked by a random descent (seed
+ * chooses a child at each level, then a key of the leaf): the next
+ * cursor_next returns it. O(log N) where an exact i-th key costs
+ * cursor_skip's walk; each key's chance is near 1/count, off by how
+ * unevenly the pages along its path are filled (at most 2x a level).
+ * 0, or -ENOENT when the leaf reached holds no key of the range (an
+ * empty range, or a leaf at its edge: try another seed). */
+int paste_btree_cursor_sample(struct paste_btree_cursor *c, const void *lo, uint32_t lolen,
+			      const void *hi, uint32_t hilen, uint64_t seed);
 /* The tag, word and CRC of the key cursor_next or cursor_prev last returned. */
 const struct paste_btree_attr *paste_btree_cursor_attr(const struct paste_btree_cursor *c);
 

@@ -437,6 +437,46 @@ int paste_btree_cursor_prev(struct paste_btree_cursor *c, const uint8_t **key, u
 	return 1;
 }
 
+int paste_btree_cursor_sample(struct paste_btree_cursor *c, const void *lo, uint32_t lolen,
+			      const void *hi, uint32_t hilen, uint64_t seed)
+{
+	struct paste_btree *t = c ? c->t : NULL;
+	if (!t)
+		return -EINVAL;
+	if (!t->root)
+		return -ENOENT;
+	struct bt_path L, H;
+	bt_descend(t, lo, lolen, &L);
+	bt_descend(t, hi, hilen, &H);
+	bool on_lo = true, on_hi = true;     /* still on the range's edge paths */
+	uint32_t no = t->root;
+	for (uint32_t d = 0; d < L.depth; d++) {
+		uint8_t *pg = bt_pg(t, no);
+		uint32_t nk = bt_h(pg)->nkeys, a = on_lo ? L.idx[d] : 0, span;
+		bool leaf = bt_h(pg)->type == BT_LEAF;
+		/* leaf: keys [a, b) in range; inner: children [a, b] */
+		uint32_t b = on_hi ? H.idx[d] : nk;
+		if (leaf ? b <= a : b < a)
+			return -ENOENT;
+		span = leaf ? b - a : b - a + 1;
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		uint32_t i = a + (uint32_t)(((seed >> 32) * (uint64_t)span) >> 32);
+		c->page[d] = no;
+		c->idx[d] = (uint16_t)i;
+		if (leaf) {
+			c->depth = d + 1;
+			c->positioned = true;
+			c->back = c->done = c->have_key = false;
+			c->mods = t->mods;
+			return 0;
+		}
+		on_lo = on_lo && i == a;
+		on_hi = on_hi && i == b;
+		no = bt_child(pg, i);
+	}
+	return -ENOENT;
+}
+
 uint64_t paste_btree_cursor_skip(struct paste_btree_cursor *c, uint64_t n, const void *end,
 				 uint32_t elen)
 {

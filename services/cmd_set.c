@@ -594,6 +594,11 @@ void kv_names_free(struct kv_names *s)
 	*s = (struct kv_names){ 0 };
 }
 
+/* From this size SPOP of one member samples by a random descent: below
+ * it an exact pick walks a few leaves at most (~60-90 members a leaf),
+ * and Redis's suite checks the distribution of small sets. */
+#define SAMPLE_MIN 4096u
+
 static int pick_name(void *arg, uint64_t j, const struct kv_cwalk *w)
 {
 	(void)j;
@@ -768,8 +773,20 @@ static void cmd_spop(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 	uint64_t k = (uint64_t)c;
 	struct kv_names got = { 0 };
 	uint64_t *idx = malloc(sizeof(*idx) * k);
-	r = idx ? kv_rand_distinct(size, k, idx) : -ENOMEM;
-	if (r == 0)
+	r = idx ? 0 : -ENOMEM;
+	/* One member of a large set: a random descent, O(log N), where an
+	 * exact uniform index walks to it a leaf at a time (Redis's pick is
+	 * approximate too: a random bucket, then a chain member). */
+	int sampled = 0;
+	if (r == 0 && k == 1 && size >= SAMPLE_MIN) {
+		struct kv_cwalk w;
+		sampled = kv_cwalk_sample(kv, &w, s.o.coll.id, KV_SET_MEMBER, kv_rand_below(UINT64_MAX));
+		if (sampled == 1)
+			kv_names_add(&got, w.name, w.nlen);
+		else if (sampled < 0)
+			r = sampled;
+	}
+	if (r == 0 && sampled != 1 && (r = kv_rand_distinct(size, k, idx)) == 0)
 		r = kv_cset_pick(kv, s.o.coll.id, KV_SET_MEMBER, idx, k, pick_name, &got);
 	if (r == 0 && got.oom)
 		r = -ENOMEM;

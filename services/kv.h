@@ -195,10 +195,11 @@ struct kv {
 	uint8_t saved_map[KV_MAX_DBS];
 	uint64_t saved_keys[KV_MAX_DBS], saved_expires[KV_MAX_DBS];
 	bool sweep_due;                 /* graves to sweep */
-	/* When active expiry next has work, on now_ms's clock (INT64_MAX:
-	 * no deadline; 0, as opened: at the first pass). The event loop
-	 * wakes for it (pkvs_svc_wake), so an idle server expires keys at
-	 * their deadline and a backlog in back-to-back passes. */
+	/* When active expiry or the sweeper next has work, on now_ms's
+	 * clock (INT64_MAX: nothing due; 0, as opened: at the first pass).
+	 * The event loop wakes for it (pkvs_svc_wake), so an idle server
+	 * expires keys at their deadline, and works off a backlog of due
+	 * keys or graves in passes back to back. */
 	int64_t next_due_ms;
 	uint8_t *namebuf;               /* KV_MAX_KEY bytes for a long name read back (lazily) */
 	uint32_t relayout_batch, relayout_stop;   /* kv_config's */
@@ -456,8 +457,9 @@ int kv_scan_next(struct kv *kv, struct kv_scan *s, const uint8_t **key, size_t *
 /* Remove keys whose deadline passed, at most `budget` index entries. */
 void kv_expire_step(struct kv *kv, uint32_t budget);
 /* Delete the members of dropped collections and the keys of buried
- * databases, at most `budget` range deletes. */
-void kv_sweep_step(struct kv *kv, uint32_t budget);
+ * databases, at most `budget` range deletes: true when it used them all
+ * (graves may remain: the loop runs the next pass at once). */
+bool kv_sweep_step(struct kv *kv, uint32_t budget);
 /* When the event loop should run the next pass for expiry: UINT64_MAX
  * (no deadline), else on the loop's clock (now: its time now). */
 uint64_t kv_wake_at(const struct kv *kv, uint64_t now);

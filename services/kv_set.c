@@ -347,6 +347,25 @@ int kv_cwalk_next(struct kv *kv, struct kv_cwalk *w)
 	return 1;
 }
 
+int kv_cwalk_sample(struct kv *kv, struct kv_cwalk *w, uint64_t id, uint8_t kind, uint64_t seed)
+{
+	kv_cwalk_init(kv, w, id, kind, 0, false, NULL, 0);
+	uint8_t hi[sizeof(w->prefix)];
+	memcpy(hi, w->prefix, sizeof(hi));
+	hi[sizeof(hi) - 1] = (uint8_t)(kind + 1);        /* below the next kind */
+	/* A descent may end in an edge leaf holding no member: a few more
+	 * seeds, then the caller's exact pick. */
+	for (int i = 0; i < 4; i++, seed = seed * 0x9E3779B97F4A7C15ull + 1) {
+		int r = paste_btree_cursor_sample(&w->c, w->prefix, sizeof(w->prefix), hi, sizeof(hi), seed);
+		if (r == -ENOENT)
+			continue;
+		if (r)
+			return r;
+		return kv_cwalk_next(kv, w);
+	}
+	return 0;
+}
+
 uint64_t kv_cwalk_skip(struct kv_cwalk *w, uint64_t n, const void *end, uint32_t elen)
 {
 	uint8_t t[PASTE_BTREE_MAX_KEY + 1];

@@ -147,6 +147,11 @@ void kv_cwalk_init(struct kv *kv, struct kv_cwalk *w, uint64_t id, uint8_t kind,
 bool kv_cwalk_at(struct kv *kv, struct kv_cwalk *w, uint64_t id, uint8_t kind, uint32_t skip,
 		 const uint8_t *t, uint32_t tlen);
 int kv_cwalk_next(struct kv *kv, struct kv_cwalk *w);
+/* w at a member of collection id and kind picked by a random descent of
+ * the tree (paste_btree_cursor_sample: O(log N), each member's chance
+ * near 1/count): 1 (w holds it), 0 (no pick after a few tries: the
+ * caller picks by index), or a failure. */
+int kv_cwalk_sample(struct kv *kv, struct kv_cwalk *w, uint64_t id, uint8_t kind, uint64_t seed);
 /* Forward walks: pass n entries without reading them (a leaf at a time),
  * or count those before tree name end[0..elen) (end NULL: to the last);
  * returns how many it passed. */

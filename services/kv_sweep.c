@@ -122,14 +122,15 @@ static int step(struct kv *kv)
 	return 1;
 }
 
-void kv_sweep_step(struct kv *kv, uint32_t budget)
+bool kv_sweep_step(struct kv *kv, uint32_t budget)
 {
 	for (uint32_t i = 0; i < budget; i++) {
 		int r = step(kv);
 		if (r <= 0) {
 			if (r == 0)
 				kv->sweep_due = false;
-			return;
+			return false;
 		}
 	}
+	return true;
 }

@@ -364,6 +364,23 @@ def test_del_big_list_sweeps(pkvs):
         assert c.command("LRANGE", "big", "0", "-1") == [b"x"]
 
 
+def test_del_big_list_sweeps_while_idle(pkvs):
+    """DEL of a list of 200,000 elements, then no command at all: the
+    sweeper's passes run back to back while graves remain, so within a
+    second and a half of idleness the space is back (at one pass per idle
+    wait it would take minutes)."""
+    srv = pkvs.start(["--checkpoint-ms", "200"], store_size="256M")
+    with RespConn(srv.resp_port, timeout=60) as c:
+        time.sleep(0.5)
+        live = info_field(c, "memory", "pkvs_live_bytes")
+        for i in range(0, 200000, 5000):
+            c.command("RPUSH", "big", *[f"e{j:06d}" + "v" * 40 for j in range(i, i + 5000)])
+        assert c.command("LLEN", "big") == 200000
+        assert c.command("DEL", "big") == 1
+        time.sleep(1.5)
+        assert info_field(c, "memory", "pkvs_live_bytes") == live
+
+
 # ---------------------------------------------------------------------------
 # kill -9 under load
 # ---------------------------------------------------------------------------

@@ -294,6 +294,28 @@ def test_union_of_distinct_long_members(server, redis_peer):
     p.close()
 
 
+def test_spop_of_a_large_set(server):
+    """SPOP of one member from a set past the sampling size (a random
+    descent of the tree, not an index walk): every member comes out
+    exactly once, the set empties, and the first half of the pops spread
+    over the member order about evenly (each sixth within 30 % of its
+    share)."""
+    n = 6000
+    with RespConn(server.resp_port, timeout=30) as c:
+        c.command("DEL", "big")
+        for i in range(0, n, 500):
+            c.command("SADD", "big", *[f"m{j:05d}" for j in range(i, i + 500)])
+        c.send(b"".join(resp_command("SPOP", "big") for _ in range(n)))
+        popped = [c.read_reply() for _ in range(n)]
+        assert c.command("SCARD", "big") == 0 and c.command("EXISTS", "big") == 0
+    assert sorted(popped) == [f"m{j:05d}".encode() for j in range(n)]
+    parts = [0] * 6
+    for m in popped[:n // 2]:
+        parts[int(m[1:]) * 6 // n] += 1
+    share = n // 2 / 6
+    assert all(0.7 * share < p < 1.3 * share for p in parts), parts
+
+
 def test_members_survive_restart(pkvs):
     srv = pkvs.start()
     members = {blob(n, n) + b"x" for n in MEMBER_LENS}

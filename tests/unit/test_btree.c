@@ -383,6 +383,57 @@ static void test_cursors(void)
 	tenv_finish(&E);
 }
 
+/* Random descents (cursor_sample): every pick is a key of the range, an
+ * empty range or tree gives -ENOENT, and over many seeds every part of
+ * a range several leaves wide is picked about as often as its share. */
+static void test_cursor_sample(void)
+{
+	setup("cursor_sample", PASTE_DUR_NONE);
+	struct paste_btree_cursor c;
+	const uint8_t *key;
+	uint32_t klen;
+	paste_btree_cursor_init(&c, E.t, NULL, 0);
+	CHECK_EQ(paste_btree_cursor_sample(&c, "a", 1, "z", 1, 1), -ENOENT);     /* empty tree */
+	enum { N = 4000, PARTS = 8, DRAWS = 16000 };
+	for (uint32_t i = 0; i < N; i++) {
+		char k[16];
+		snprintf(k, sizeof(k), "k%05u", i);
+		struct paste_extent v = val(i, 0, 4);
+		CHECK_EQ(set_str(E.t, k, &v, 1), 0);
+	}
+	CHECK_EQ(set_str(E.t, "a-outside", &(struct paste_extent){ 0 }, 0), 0);
+	CHECK_EQ(set_str(E.t, "z-outside", &(struct paste_extent){ 0 }, 0), 0);
+	uint32_t hits[PARTS] = { 0 }, bad = 0, misses = 0;
+	uint64_t seed = 42;
+	for (uint32_t d = 0; d < DRAWS; d++) {
+		seed = seed * 6364136223846793005ull + 1;
+		int r = paste_btree_cursor_sample(&c, "k", 1, "l", 1, seed);
+		if (r == -ENOENT) {
+			misses++;
+			continue;
+		}
+		CHECK_EQ(r, 0);
+		CHECK_EQ(paste_btree_cursor_next(&c, &key, &klen, NULL, NULL, NULL), 1);
+		unsigned n;
+		if (klen != 6 || key[0] != 'k' || sscanf((const char *)key + 1, "%5u", &n) != 1 || n >= N) {
+			bad++;
+			continue;
+		}
+		hits[n * PARTS / N]++;
+	}
+	CHECK_EQ(bad, 0);
+	CHECK(misses < DRAWS / 10);               /* edge leaves only */
+	uint32_t got = DRAWS - misses;
+	for (uint32_t p = 0; p < PARTS; p++)       /* each eighth: its share within 30 % */
+		CHECK(hits[p] * PARTS > got * 7 / 10 && hits[p] * PARTS < got * 13 / 10);
+	/* A range of one key: that key; a range between keys: -ENOENT. */
+	CHECK_EQ(paste_btree_cursor_sample(&c, "k01234", 6, "k01235", 6, 7), 0);
+	CHECK_EQ(paste_btree_cursor_next(&c, &key, &klen, NULL, NULL, NULL), 1);
+	CHECK(klen == 6 && memcmp(key, "k01234", 6) == 0);
+	CHECK_EQ(paste_btree_cursor_sample(&c, "k01234x", 7, "k01235", 6, 7), -ENOENT);
+	tenv_finish(&E);
+}
+
 /* Backwards (cursor_prev) and counted skips (cursor_skip) against the
  * forward order: every key from every start, both directions mixed, a
  * count of every range, and changes between steps. */
@@ -781,6 +832,7 @@ int main(void)
 	test_splits_merges();
 	test_cursors();
 	test_cursor_prev_skip();
+	test_cursor_sample();
 	test_release_when_durable();
 	test_fsync_commit_in_flight();
 	test_fsync_private_pages();
