@@ -306,6 +306,8 @@ static int getkeys(const struct kv_cmd_rt *rt, const struct paste_resp_arg *argv
 {
 	struct kv_keyspec one;
 	uint32_t n, nk = 0;
+	if (cap >= 2 && (!strcmp(rt->c->name, "sort") || !strcmp(rt->c->name, "sort_ro")))
+		return kv_sort_getkeys(argv, argc, rt->c->name[4] == '_', pos, fl);   /* incomplete specs */
 	const struct kv_keyspec *ks = cmd_specs(rt, &one, &n);
 	for (uint32_t j = 0; j < n; j++) {
 		const struct kv_keyspec *k = &ks[j];

@@ -261,6 +261,7 @@ static const struct kv_cmd *const families[] = {
 	kv_cmds_pubsub,
 	kv_cmds_script,
 	kv_cmds_set, kv_cmds_zset,
+	kv_cmds_sort,
 };
 
 /* Every command once, and an open-addressing hash of their names (lower

@@ -131,6 +131,12 @@ extern const struct kv_cmd kv_cmds_pubsub[];
 extern const struct kv_cmd kv_cmds_list[];
 /* cmd_set.c: SADD ... SSCAN; cmd_zset.c: ZADD ... ZRANDMEMBER (cmd_set.h). */
 extern const struct kv_cmd kv_cmds_set[], kv_cmds_zset[];
+/* cmd_sort.c: SORT, SORT_RO; their keys as Redis's sortGetKeys finds
+ * them (COMMAND GETKEYS): positions in pos[], flags in fl[] (room for
+ * two), how many. */
+extern const struct kv_cmd kv_cmds_sort[];
+int kv_sort_getkeys(const struct paste_resp_arg *argv, uint32_t argc, bool readonly,
+		    uint32_t *pos, uint32_t *fl);
 
 /* Every command: count, the i-th, and by name (any case; NULL: unknown). */
 uint32_t kv_cmd_count(void);
