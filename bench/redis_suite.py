@@ -52,7 +52,7 @@ import paste_proc  # noqa: E402  (harness put python/ on sys.path)
 
 DEFAULT_FILES = ("unit/type/string unit/type/incr unit/type/hash unit/type/list "
                  "unit/type/list-2 unit/type/list-3 unit/type/set unit/type/zset "
-                 "unit/keyspace unit/expire unit/multi unit/scan unit/pubsub unit/pubsubshard "
+                 "unit/keyspace unit/expire unit/multi unit/scan unit/sort unit/pubsub unit/pubsubshard "
                  "unit/scripting unit/functions unit/protocol unit/quit unit/info-command "
                  "unit/introspection-2 unit/other unit/auth").split()
 DENIED_TAGS = ("slow", "needs:debug")
