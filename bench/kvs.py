@@ -689,6 +689,9 @@ def parse_args(argv=None):
     p.add_argument("--medium", choices=("shm", "disk"), default="shm",
                    help="shm: /dev/shm, pkvs emulated PM; disk: --disk-dir, pkvs fsync")
     p.add_argument("--disk-dir", default="/var/tmp")
+    p.add_argument("--store-size", default=STORE_SIZE,
+                   help="pkvs's store (default %(default)s; the list and sorted-set tests "
+                   "of redis-benchmark's default list grow their keys by GBs a run at -P 16)")
     p.add_argument("--pm-latency", type=int, default=0,
                    help="pkvs emulated PM: ns per fence (the paper: 10000)")
     p.add_argument("--base-build", metavar="DIR",
@@ -727,7 +730,9 @@ def parse_args(argv=None):
 
 
 def run(argv=None):
+    global STORE_SIZE
     args = parse_args(argv)
+    STORE_SIZE = args.store_size
     cpus, perf = harness.setup(args)
     medium = "/dev/shm" if args.medium == "shm" else args.disk_dir
     durability = "emulated" if args.medium == "shm" else "fsync"

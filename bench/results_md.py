@@ -266,8 +266,8 @@ def about_runs(loaded):
         run = [f"- Command{label}: `{meta.get('command') or src.command}`",
                f"- Machine: {machine_text(meta.get('machine'))}",
                f"- {meta.get('reps', '?')} repetition{'' if meta.get('reps') == 1 else 's'} "
-               f"of {meta.get('duration', '?')} s per "
-               f"point, systems interleaved; {pin}; client: {meta.get('client') or 'n/a'}; "
+               + (f"of {meta['duration']} s " if meta.get('duration') else "") +
+               f"per point, systems interleaved; {pin}; client: {meta.get('client') or 'n/a'}; "
                f"{meta.get('date', 'date not recorded')}"]
         lines += [l for l in run if l not in said]
         said.update(run)
