@@ -609,6 +609,11 @@ struct paste_btree_config {
 	 * then frees them. no_clean turns it off. */
 	uint32_t clean_free_pct, clean_live_pct, clean_step_bytes;
 	bool no_clean;
+	/* Pages a put leaves free for deletes (paste_btree_deleting), so a
+	 * tree that fills can still delete: delete_reserve_pct % of the node
+	 * area, at least a delete group's or a range delete's worth (0: no
+	 * reserve, every page for any change). */
+	uint32_t delete_reserve_pct;
 };
 
 struct paste_btree_info {
@@ -856,6 +861,12 @@ int paste_btree_cursor_prev(struct paste_btree_cursor *c, const uint8_t **key, u
  * or a seek to the i-th key of one. cursor_attr is not of a key passed. */
 uint64_t paste_btree_cursor_skip(struct paste_btree_cursor *c, uint64_t n, const void *end,
 				 uint32_t elen);
+/* The changes that follow are part of a delete (the previous setting is
+ * returned, to put back): a put among them (a grave, a record that
+ * shrinks) may use the pages every other put leaves free
+ * (paste_btree_config.delete_reserve_pct), so a store whose tree filled
+ * can still delete and make room. */
+bool paste_btree_deleting(struct paste_btree *t, bool on);
 /* Put the cursor at a key of [lo, hi) picked by a random descent (seed
  * chooses a child at each level, then a key of the leaf): the next
  * cursor_next returns it. O(log N) where an exact i-th key costs

@@ -18,9 +18,30 @@ static int key_ok(const void *key, uint32_t klen)
 	return klen > PASTE_BTREE_MAX_KEY ? -ENAMETOOLONG : 0;
 }
 
+/* Pages a put leaves to deletes (paste_btree_config.delete_reserve_pct):
+ * at least what a DEL's group (a delete and a grave's put, twice a
+ * change's pages each) or a sweeper's range delete over a few leaves
+ * needs before a checkpoint frees what it replaced. */
+static uint32_t delete_reserve(const struct paste_btree *t)
+{
+	if (!t->cfg.delete_reserve_pct)
+		return 0;
+	uint32_t few = 8u * bt_pages_needed(t);
+	uint32_t part = (uint32_t)((uint64_t)t->npages * t->cfg.delete_reserve_pct / 100u);
+	return few > part ? few : part;
+}
+
+bool paste_btree_deleting(struct paste_btree *t, bool on)
+{
+	bool was = t->deleting;
+	t->deleting = on;
+	return was;
+}
+
 /* Room for one change: pages, and slots to queue the replaced value's
- * references. A checkpoint frees the pending pages. */
-static int ensure_room(struct paste_btree *t, uint64_t releases)
+ * references. A checkpoint frees the pending pages. put: the change may
+ * add a key (it leaves the delete reserve unless deleting). */
+static int ensure_room(struct paste_btree *t, uint64_t releases, bool put)
 {
 	int f = paste_store_failed(t->st, NULL);
 	if (f)
@@ -28,6 +49,8 @@ static int ensure_room(struct paste_btree *t, uint64_t releases)
 	/* Inside a group, twice the pages a change needs: the other half is
 	 * for putting it back if the group is aborted. */
 	uint32_t need = bt_pages_needed(t) * (t->grp ? 2u : 1u);
+	if (put && !t->deleting)
+		need += delete_reserve(t);
 	if (bt_pages_spare(t) < need) {
 		if (t->grp)
 			return -ENOSPC;   /* no checkpoint inside a group */
@@ -87,7 +110,7 @@ int paste_btree_put(struct paste_btree *t, const void *key, uint32_t klen,
 		return -ENAMETOOLONG;   /* 512-byte buffers: keys up to 484 bytes */
 	if (!t->p)
 		return -EROFS;
-	if ((rc = ensure_room(t, PASTE_BTREE_MAX_EXTENTS)) < 0)
+	if ((rc = ensure_room(t, PASTE_BTREE_MAX_EXTENTS, true)) < 0)
 		return rc;
 	a.crc = value_crc(t, val, n);
 	uint64_t l;
@@ -116,7 +139,7 @@ int paste_btree_del(struct paste_btree *t, const void *key, uint32_t klen, uint6
 		return -ENOENT;
 	if (!t->p)
 		return -EROFS;
-	if ((rc = ensure_room(t, PASTE_BTREE_MAX_EXTENTS)) < 0)
+	if ((rc = ensure_room(t, PASTE_BTREE_MAX_EXTENTS, false)) < 0)
 		return rc;
 	uint64_t l;
 	if ((rc = bt_append(t, PASTE_BTREE_DEL, key, klen, NULL, 0, 0, NULL, &l)) < 0)
@@ -152,7 +175,7 @@ int paste_btree_clear(struct paste_btree *t, uint64_t *lsn)
 		return -EROFS;
 	if (t->grp)
 		return -EBUSY;   /* a clear cannot be put back */
-	int rc = ensure_room(t, count_extents(t));
+	int rc = ensure_room(t, count_extents(t), false);
 	if (rc < 0)
 		return rc;
 	uint64_t l;
@@ -193,7 +216,7 @@ int paste_btree_delrange(struct paste_btree *t, const void *lo, uint32_t lolen, 
 		return 0;
 	if (!t->p)
 		return -EROFS;
-	int rc = ensure_room(t, extents);
+	int rc = ensure_room(t, extents, false);
 	if (rc < 0)
 		return rc;
 	if (bt_pages_spare(t) < (leaves + 1u) * bt_pages_needed(t)) {

@@ -161,6 +161,7 @@ struct paste_btree {
 	uint64_t hinted_sets;         /* overwrites that followed a hint (paste_btree_info) */
 	uint64_t hinted_dels;         /* deletes that did */
 	bool replaying;               /* recovery: replaced values are released at once */
+	bool deleting;                /* paste_btree_deleting: puts may use the reserve */
 
 	/* the committed checkpoint */
 	int meta_slot;                /* slot with the newest valid meta, -1: none */

@@ -170,7 +170,7 @@ static int remap(struct kv *kv, uint32_t db)
 	return 0;
 }
 
-int kv_flushdb(struct kv *kv, uint32_t db)
+static int flushdb(struct kv *kv, uint32_t db)
 {
 	int r = remap(kv, db);
 	if (r)
@@ -180,7 +180,7 @@ int kv_flushdb(struct kv *kv, uint32_t db)
 	return 0;
 }
 
-int kv_flushall(struct kv *kv)
+static int flushall(struct kv *kv)
 {
 	int r;
 	if (!kv->group_depth && !kv->nwriting) {
@@ -305,4 +305,21 @@ int kv_scan_next(struct kv *kv, struct kv_scan *s, const uint8_t **key, size_t *
 			*expire_ms = exp;
 		return 1;
 	}
+}
+
+/* Flushes are deletes: they may use the tree pages puts leave free. */
+int kv_flushdb(struct kv *kv, uint32_t db)
+{
+	bool was = paste_btree_deleting(kv->tree, true);
+	int r = flushdb(kv, db);
+	paste_btree_deleting(kv->tree, was);
+	return r;
+}
+
+int kv_flushall(struct kv *kv)
+{
+	bool was = paste_btree_deleting(kv->tree, true);
+	int r = flushall(kv);
+	paste_btree_deleting(kv->tree, was);
+	return r;
 }

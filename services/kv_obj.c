@@ -426,8 +426,19 @@ static int del_key(struct kv *kv, struct kv_key *k, uint64_t id)
 }
 
 /* A key whose deadline passed goes as a DEL would. */
+static void expire_key(struct kv *kv, struct kv_key *k, enum kv_type type, uint64_t id,
+		       int64_t expire_ms);
+
 void kv_expire_now(struct kv *kv, struct kv_key *k, enum kv_type type, uint64_t id,
 		   int64_t expire_ms)
+{
+	bool was = paste_btree_deleting(kv->tree, true);
+	expire_key(kv, k, type, id, expire_ms);
+	paste_btree_deleting(kv->tree, was);
+}
+
+static void expire_key(struct kv *kv, struct kv_key *k, enum kv_type type, uint64_t id,
+		       int64_t expire_ms)
 {
 	(void)type;
 	int r = del_key(kv, k, id);
@@ -604,7 +615,18 @@ int kv_put_big(struct kv *kv, struct kv_key *k, uint64_t id, uint64_t len, int64
 	return 0;
 }
 
+static int remove_key(struct kv *kv, struct kv_key *k);
+
+/* A delete may use the tree pages puts leave free (paste_btree_deleting). */
 int kv_remove(struct kv *kv, struct kv_key *k)
+{
+	bool was = paste_btree_deleting(kv->tree, true);
+	int r = remove_key(kv, k);
+	paste_btree_deleting(kv->tree, was);
+	return r;
+}
+
+static int remove_key(struct kv *kv, struct kv_key *k)
 {
 	struct old old;
 	probe(kv, k, &old);

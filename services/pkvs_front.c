@@ -26,6 +26,10 @@ int pkvs_svc_open(struct server *s, const void *cfg, void **state, struct paste_
 				       "to use more cores");
 	struct kv_config kc = h->cfg;
 	kc.tree.lane = 0;                  /* worker 0's lane, through its persist object */
+	/* 2 % of the tree's pages stay for deletes: a store filled with small
+	 * members (its tree full before its buffers) can still DEL them. */
+	if (!kc.tree.delete_reserve_pct)
+		kc.tree.delete_reserve_pct = 2;
 	int r = kv_open(&h->kv, s->store, s->workers[0].persist, &kc, err);
 	if (r)
 		return r;

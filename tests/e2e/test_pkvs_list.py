@@ -381,6 +381,30 @@ def test_del_big_list_sweeps_while_idle(pkvs):
         assert info_field(c, "memory", "pkvs_live_bytes") == live
 
 
+def test_tree_full_of_small_elements_still_deletes(pkvs):
+    """A list of small elements fills a small store's tree pages long
+    before its buffers: pushes are then refused with Redis's OOM words,
+    and the DEL that makes room still goes through (a share of the tree's
+    pages is kept for deletes), after which pushes work again."""
+    srv = pkvs.start(["--checkpoint-ms", "200"], store_size="32M")
+    with RespConn(srv.resp_port, timeout=60) as c:
+        n = 0
+        for _ in range(400):
+            r = c.command("RPUSH", "big", *[b"v" * 64] * 2000)
+            if isinstance(r, RespError):
+                assert "OOM" in str(r), r
+                break
+            n = r
+        else:
+            pytest.fail("the store never filled")
+        assert n > 10000
+        assert c.command("LLEN", "big") == n
+        assert c.command("DEL", "big") == 1
+        time.sleep(1.5)                        # the sweeper gives the pages back
+        assert c.command("RPUSH", "big", *[b"w" * 64] * 2000) == 2000
+        assert c.command("SET", "k", "v") == "OK"
+
+
 # ---------------------------------------------------------------------------
 # kill -9 under load
 # ---------------------------------------------------------------------------
