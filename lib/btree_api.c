@@ -348,15 +348,11 @@ void paste_btree_cursor_init(struct paste_btree_cursor *c, struct paste_btree *t
 		memcpy(c->key, start, c->klen);
 }
 
-int paste_btree_cursor_next(struct paste_btree_cursor *c, const uint8_t **key, uint32_t *klen,
+/* The entry the cursor stands at, copied out (the key into the cursor,
+ * which keeps it to re-seek from); returns the leaf's depth index. */
+static uint32_t cursor_take(struct paste_btree_cursor *c, const uint8_t **key, uint32_t *klen,
 			    struct paste_extent *ext, uint32_t *n, uint32_t *len)
 {
-	if (!c || !c->t)
-		return -EINVAL;
-	if (!c->positioned || c->mods != c->t->mods || c->back)
-		cursor_seek(c);
-	if (c->done)
-		return 0;
 	uint32_t d = c->depth - 1;
 	uint8_t *e = bt_entry(bt_pg(c->t, c->page[d]), c->idx[d]);
 	c->klen = ld16(e);
@@ -367,6 +363,19 @@ int paste_btree_cursor_next(struct paste_btree_cursor *c, const uint8_t **key, u
 		*key = c->key;
 	if (klen)
 		*klen = c->klen;
+	return d;
+}
+
+int paste_btree_cursor_next(struct paste_btree_cursor *c, const uint8_t **key, uint32_t *klen,
+			    struct paste_extent *ext, uint32_t *n, uint32_t *len)
+{
+	if (!c || !c->t)
+		return -EINVAL;
+	if (!c->positioned || c->mods != c->t->mods || c->back)
+		cursor_seek(c);
+	if (c->done)
+		return 0;
+	uint32_t d = cursor_take(c, key, klen, ext, n, len);
 	if (++c->idx[d] >= bt_h(bt_pg(c->t, c->page[d]))->nkeys)
 		cursor_next_leaf(c);
 	return 1;
@@ -443,16 +452,7 @@ int paste_btree_cursor_prev(struct paste_btree_cursor *c, const uint8_t **key, u
 		cursor_seek_back(c);
 	if (c->done)
 		return 0;
-	uint32_t d = c->depth - 1;
-	uint8_t *e = bt_entry(bt_pg(c->t, c->page[d]), c->idx[d]);
-	c->klen = ld16(e);
-	memcpy(c->key, bt_ekey(BT_LEAF, e), c->klen);
-	c->have_key = true;
-	value_out(e, ext, n, len, &c->attr);
-	if (key)
-		*key = c->key;
-	if (klen)
-		*klen = c->klen;
+	uint32_t d = cursor_take(c, key, klen, ext, n, len);
 	if (c->idx[d] == 0)
 		cursor_prev_leaf(c);
 	else

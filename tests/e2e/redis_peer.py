@@ -101,6 +101,13 @@ class Peers:
         self.redis.close()
 
 
+def flushed_peers(pkvs_port, redis_port, proto=2):
+    """Peers on two servers just emptied by FLUSHALL (both must say OK)."""
+    p = Peers(pkvs_port, redis_port, proto)
+    assert p.same("FLUSHALL") == b"+OK\r\n"
+    return p
+
+
 @pytest.fixture(scope="module")
 def redis_peer():
     if shutil.which("redis-server") is None:

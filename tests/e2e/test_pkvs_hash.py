@@ -26,18 +26,12 @@ import time
 import pytest
 
 from conftest import ConnectionClosed, PkvsFactory, RespConn, RespError, resp_command, run_tool
-from redis_peer import Peers, RawConn, redis_peer  # noqa: F401 (redis_peer: a fixture)
+from redis_peer import flushed_peers as peers, RawConn, redis_peer  # noqa: F401 (redis_peer: a fixture)
 
 
 # ---------------------------------------------------------------------------
 # Against Redis
 # ---------------------------------------------------------------------------
-
-def peers(pkvs_port, redis_port, proto):
-    p = Peers(pkvs_port, redis_port, proto)
-    assert p.same("FLUSHALL") == b"+OK\r\n"
-    return p
-
 
 SLEEP = object()     # (SLEEP, seconds) in a script: wait, send nothing
 

@@ -21,13 +21,7 @@ import time
 import pytest
 
 from conftest import ConnectionClosed, PkvsFactory, RespConn, RespError, resp_command, run_tool
-from redis_peer import Peers, RawConn, redis_peer  # noqa: F401 (redis_peer: a fixture)
-
-
-def peers(pkvs_port, redis_port, proto):
-    p = Peers(pkvs_port, redis_port, proto)
-    assert p.same("FLUSHALL") == b"+OK\r\n"
-    return p
+from redis_peer import flushed_peers as peers, RawConn, redis_peer  # noqa: F401 (redis_peer: a fixture)
 
 
 # Each script runs on a flushed pkvs and a flushed Redis, in RESP2 and in

@@ -24,7 +24,7 @@ import time
 import pytest
 
 from conftest import ConnectionClosed, PkvsFactory, RespConn, RespError, resp_command, run_tool
-from redis_peer import Peers, redis_peer  # noqa: F401 (redis_peer: a fixture)
+from redis_peer import flushed_peers as peers, redis_peer  # noqa: F401 (redis_peer: a fixture)
 
 
 # ---------------------------------------------------------------------------
@@ -73,12 +73,6 @@ def run_script(p, script):
             assert unordered(got) == unordered(want), f"{cmd[1:]!r}: pkvs {got[:300]!r}, redis {want[:300]!r}"
         else:
             p.same(*cmd)
-
-
-def peers(pkvs_port, redis_port, proto):
-    p = Peers(pkvs_port, redis_port, proto)
-    assert p.same("FLUSHALL") == b"+OK\r\n"
-    return p
 
 
 U = UNORDERED

@@ -17,13 +17,7 @@ import time
 import pytest
 
 from conftest import PkvsFactory, RespConn, resp_command, run_tool
-from redis_peer import Peers, redis_peer  # noqa: F401 (redis_peer: a fixture)
-
-
-def peers(pkvs_port, redis_port, proto):
-    p = Peers(pkvs_port, redis_port, proto)
-    assert p.same("FLUSHALL") == b"+OK\r\n"
-    return p
+from redis_peer import flushed_peers as peers, redis_peer  # noqa: F401 (redis_peer: a fixture)
 
 
 SETUP = [
