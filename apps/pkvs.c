@@ -16,6 +16,7 @@
 
 #include "http.h"
 #include "options.h"
+#include "kv_acl.h"
 #include "kv_notify.h"
 #include "pkvs_resp.h"
 
@@ -66,7 +67,12 @@ int main(int argc, char **argv)
 	rc.auth = &auth;
 	hc.auth = &auth;
 	sc.peer_addrs = true;
-	const char *requirepass = NULL, *notify = NULL;
+	const char *requirepass = NULL, *notify = NULL, *aclfile = NULL;
+	/* maxmemory and its settings, read as CONFIG SET reads them. */
+	static const char *const evict_names[] = { "maxmemory", "maxmemory-policy", "maxmemory-samples",
+						   "lfu-log-factor", "lfu-decay-time" };
+	const char *evict[5] = { 0 };
+	auth.users = &kv_acl_users;           /* ACL users (services/kv_acl.c) */
 	int protected_mode = 1;
 	static const struct opt_choice yes_no[] = { { "yes", 1 }, { "no", 0 }, { NULL, 0 } };
 	const char *http_port = "8080", *resp_port = "6379";
@@ -136,10 +142,19 @@ int main(int argc, char **argv)
 		OPT_NUM_("cpu", "N", &sc.cpu, 0, 4095, "pin the server thread to CPU N"),
 		OPT_STR_("requirepass", "PASS", &requirepass,
 			 "clients must AUTH with PASS (HTTP: Basic or Bearer); CONFIG SET changes it"),
+		OPT_STR_("aclfile", "PATH", &aclfile,
+			 "ACL users from PATH at start (ACL LOAD and ACL SAVE use it too)"),
 		OPT_CHOICE_("protected-mode", "yes|no", &protected_mode, yes_no,
 			    "without a password, refuse clients not on loopback (default yes, as Redis)"),
 		OPT_STR_("notify-keyspace-events", "CLASSES", &notify,
 			 "keyspace notifications, Redis's letters (KEA: all; default none); CONFIG SET changes it"),
+		OPT_STR_("maxmemory", "BYTES", &evict[0],
+			 "bound on the dataset (INFO used_memory), Redis's units (100mb; default 0: none)"),
+		OPT_STR_("maxmemory-policy", "POLICY", &evict[1],
+			 "noeviction (default: writes refused over maxmemory), allkeys-lru|lfu|random, volatile-lru|lfu|random|ttl"),
+		OPT_STR_("maxmemory-samples", "N", &evict[2], "keys sampled per eviction choice (default 5)"),
+		OPT_STR_("lfu-log-factor", "N", &evict[3], "the LFU counter's logarithm factor (default 10)"),
+		OPT_STR_("lfu-decay-time", "MIN", &evict[4], "minutes per step the LFU counter decays (default 1)"),
 	};
 	int r = opt_parse(sc.name, opts, (int)(sizeof(opts) / sizeof(opts[0])),
 			  "One thread serves both front ends (the tree has one owner); run several\n"
@@ -159,6 +174,13 @@ int main(int argc, char **argv)
 	}
 	kvh.cfg.max_value = max_value;
 	auth.protected_mode = protected_mode;
+	for (int i = 0; i < 5; i++) {
+		const char *why;
+		if (evict[i] && kv_config_preset(evict_names[i], evict[i], &why)) {
+			fprintf(stderr, "pkvs: --%s %s: %s\n", evict_names[i], evict[i], why);
+			return 2;
+		}
+	}
 	if (notify) {
 		int fl = kv_notify_parse(notify, strlen(notify));
 		if (fl < 0) {
@@ -171,6 +193,11 @@ int main(int argc, char **argv)
 	if (requirepass && *requirepass && srv_auth_set(&auth, requirepass, strlen(requirepass))) {
 		fprintf(stderr, "pkvs: out of memory\n");
 		return 1;
+	}
+	char aclerr[512];
+	if (kv_acl_start(aclfile, aclerr, sizeof(aclerr))) {
+		fprintf(stderr, "pkvs: --aclfile %s: %s\n", aclfile, aclerr);
+		return 2;
 	}
 	for (int i = 1; i < argc; i++)        /* INFO config_file */
 		if (!strcmp(argv[i], "--config") && i + 1 < argc)

@@ -7,7 +7,8 @@ Points (each on a fresh store of --store-size, default 256M, /dev/shm):
 - density: --keys redis-benchmark SETs of --sizes bytes (1024 and 100) to
   distinct random keys, 50 clients, one SET per read (-P 1: each arrives in
   a receive buffer of its own) and 16 (-P 16); reported: the store bytes
-  that hold data (used_memory: every held buffer but the receive ring's
+  that hold data (INFO pkvs_held_bytes, or used_memory where a build has no
+  such field: every held buffer but the receive ring's
   empty ones) per live value byte. 1.0 would be a store holding nothing
   but the values.
 - fill: random overwrites of 1 KiB values over a keyspace that grows by one
@@ -62,10 +63,15 @@ def client(srv):
 
 def info(r):
     m = r.info("memory")
-    return {k: m.get(k) for k in ("used_memory", "maxmemory", "pkvs_live_bytes",
+    m = {k: m.get(k) for k in ("used_memory", "pkvs_held_bytes", "maxmemory", "pkvs_live_bytes",
                                   "pkvs_live_buffers", "pkvs_clean_moved",
                                   "pkvs_clean_moved_bytes", "pkvs_clean_ms",
                                   "pkvs_space_checkpoints")}
+    # The store's held buffers: pkvs_held_bytes where INFO has it (its
+    # used_memory is the dataset maxmemory bounds), else used_memory.
+    if m["pkvs_held_bytes"] is not None:
+        m["used_memory"] = m["pkvs_held_bytes"]
+    return m
 
 
 def density(build, size, nkeys, vlen, pipeline):

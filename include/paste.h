@@ -803,6 +803,11 @@ int paste_btree_lookup(struct paste_btree *t, const void *key, uint32_t klen,
 		       struct paste_extent *ext, uint32_t *n, uint32_t *len,
 		       struct paste_btree_attr *attr);
 uint64_t paste_btree_count(const struct paste_btree *t);
+/* The bytes of the values the tree names now: paste_btree_info's
+ * live_bytes less those of values replaced or deleted whose references
+ * wait for their change to be durable (they count as live until then).
+ * O(1). */
+uint64_t paste_btree_live_now(const struct paste_btree *t);
 /* A look ahead: key will be looked up soon (the next command of a
  * batch), so start loading what paste_btree_get and the point index's
  * part of paste_btree_set/del read first: the key's home slot in the

@@ -289,6 +289,11 @@ uint64_t paste_btree_count(const struct paste_btree *t)
 	return t ? t->nkeys : 0;
 }
 
+uint64_t paste_btree_live_now(const struct paste_btree *t)
+{
+	return t && t->live_total > t->rel_bytes ? t->live_total - t->rel_bytes : 0;
+}
+
 /* ---- cursors ---------------------------------------------------------------- */
 
 /* Move c from the end of a leaf to the first entry of the next one, or

@@ -206,6 +206,7 @@ void bt_release_later(struct paste_btree *t, const struct paste_extent *ext, uin
 			abort();   /* ensure_room (or a group's abort) reserved the slots */
 		t->rel[t->rel_tail++ & (t->rel_cap - 1)] =
 			(struct bt_release){ e, ext[i].buf, ext[i].len };
+		t->rel_bytes += ext[i].len;
 	}
 }
 
@@ -218,6 +219,7 @@ void bt_release_due(struct paste_btree *t, bool all)
 		if (!all && r->epoch > d)
 			break;
 		bt_value_unref(t, r->buf, r->len);
+		t->rel_bytes -= r->len;
 		t->rel_head++;
 	}
 }

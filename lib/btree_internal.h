@@ -179,6 +179,7 @@ struct paste_btree {
 	/* references to drop once the change that replaced them is durable */
 	struct bt_release *rel;
 	size_t rel_head, rel_tail, rel_cap;   /* ring, cap a power of two */
+	uint64_t rel_bytes;           /* value bytes of the ring's references */
 
 	/* header buffer: record headers are copied into it densely */
 	uint32_t hbuf, hoff;

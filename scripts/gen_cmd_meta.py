@@ -30,7 +30,7 @@ import sys
 
 TAG = "7.0.15"
 GROUPS = {"string", "bitmap", "generic", "hash", "transactions", "connection", "server", "cluster",
-          "list", "set", "sorted_set", "pubsub", "scripting"}
+          "list", "set", "sorted_set", "pubsub", "scripting", "geo"}
 ACL = ["keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
        "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking",
        "dangerous", "connection", "transaction", "scripting"]
@@ -60,7 +60,10 @@ def args_blob(args):
         if "key_spec_index" in a:
             pairs.append(bulk("key_spec_index") + b":%d\r\n" % a["key_spec_index"])
         if "token" in a:
-            pairs.append(bulk("token") + bulk(a["token"].upper()))
+            # MIGRATE's empty_string token is `""` in the reference, which
+            # Redis's generated C reads as two empty literals: an empty token.
+            tok = "" if a["token"] == '""' else a["token"].upper()
+            pairs.append(bulk("token") + bulk(tok))
         if "since" in a:
             pairs.append(bulk("since") + bulk(a["since"]))
         if "deprecated_since" in a:

@@ -22,6 +22,8 @@ int srv_auth_set(struct srv_auth *a, const void *p, size_t n)
 	free(a->pass);
 	a->pass = copy;
 	a->len = n;
+	if (a->users && a->users->requirepass)
+		a->users->requirepass(a->users->ctx, p, n);
 	return 0;
 }
 
@@ -35,6 +37,34 @@ bool srv_auth_check(const struct srv_auth *a, const void *p, size_t n)
 	for (size_t i = 0; i < n; i++)
 		diff |= (uint8_t)(x[i] ^ y[i]);
 	return diff == 0;
+}
+
+bool srv_auth_start(const struct srv_auth *a, void **user)
+{
+	*user = NULL;
+	if (!a)
+		return true;
+	if (a->users)
+		return a->users->start(a->users->ctx, user);
+	return !a->pass;
+}
+
+bool srv_auth_open(const struct srv_auth *a)
+{
+	if (a && a->users)
+		return a->users->nopass(a->users->ctx);
+	return !a || !a->pass;
+}
+
+bool srv_auth_login(const struct srv_auth *a, void *conn, const void *u, size_t ul,
+		    const void *p, size_t pl, void **user)
+{
+	*user = NULL;
+	if (a && a->users)
+		return a->users->login(a->users->ctx, conn, u, ul, p, pl, user);
+	if (conn && (ul != 7 || memcmp(u, "default", 7)))
+		return false;                /* HTTP (conn NULL): any name */
+	return !a || !a->pass || srv_auth_check(a, p, pl);
 }
 
 bool srv_addr_local(const struct sockaddr_storage *sa, uint32_t len)

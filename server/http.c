@@ -327,14 +327,16 @@ static int64_t base64_decode(const char *p, size_t n, uint8_t *out, size_t cap)
 	return (int64_t)k;
 }
 
-/* The password, when one is set: "Authorization: Basic <base64 of
- * user:password>" (any user) or "Authorization: Bearer <password>",
- * compared in constant time (server/auth.c). */
+/* The password, when the default user needs one: "Authorization: Basic
+ * <base64 of user:password>" (a user the service knows, or with any
+ * other name the default user) or "Authorization: Bearer <password>" (the
+ * default user's), compared in constant time (server/auth.c). */
 static bool authorized(const struct http_proto_state *hs, const struct paste_http_req *req)
 {
 	const struct srv_auth *a = hs->cfg->auth;
-	if (!a || !a->pass)
-		return true;
+	void *user;
+	if (!a || (a->users ? *a->users->open : !a->pass))
+		return true;                 /* the default user needs no password */
 	const char *v;
 	size_t n;
 	if (!header_value(req, "Authorization", &v, &n))
@@ -344,7 +346,7 @@ static bool authorized(const struct http_proto_state *hs, const struct paste_htt
 		n -= 7;
 		while (n && *v == ' ')
 			v++, n--;
-		return srv_auth_check(a, v, n);
+		return srv_auth_login(a, NULL, "default", 7, v, n, &user);
 	}
 	if (n > 6 && !strncasecmp(v, "Basic ", 6)) {
 		uint8_t cred[1024];
@@ -354,7 +356,11 @@ static bool authorized(const struct http_proto_state *hs, const struct paste_htt
 			v++, n--;
 		int64_t k = base64_decode(v, n, cred, sizeof(cred));
 		const uint8_t *colon = k > 0 ? memchr(cred, ':', (size_t)k) : NULL;
-		return colon && srv_auth_check(a, colon + 1, (size_t)(cred + k - colon - 1));
+		if (!colon)
+			return false;
+		const uint8_t *p = colon + 1;
+		return srv_auth_login(a, NULL, cred, (size_t)(colon - cred), p, (size_t)(cred + k - p),
+				      &user);
 	}
 	return false;
 }

@@ -313,15 +313,16 @@ int resp_arity_error(struct resp_ctx *x, const struct paste_resp_arg *cmd)
 
 /* ------------------------------------------------------ the protocol's own */
 
-/* AUTH's check, for HELLO AUTH here and the service's AUTH: user
- * "default" with the password (any, when none is set). */
-bool resp_auth_ok(const struct resp_ctx *x, const struct paste_resp_arg *user,
-		  const struct paste_resp_arg *pass)
+/* AUTH's login, for HELLO AUTH here and the service's AUTH. */
+bool resp_login(struct resp_ctx *x, const struct paste_resp_arg *user,
+		const struct paste_resp_arg *pass)
 {
-	const struct srv_auth *a = resp_auth(x);
-	if (!paste_resp_arg_eq(user, "default"))
+	void *u;
+	if (!srv_auth_login(resp_auth(x), x, user->p, user->len, pass->p, pass->len, &u))
 		return false;
-	return !a || !a->pass || srv_auth_check(a, pass->p, pass->len);
+	x->r->user = u;
+	resp_set_authed(x, true);
+	return true;
 }
 
 /* A client name: printable, no spaces (CLIENT SETNAME, HELLO SETNAME);
@@ -370,11 +371,10 @@ static void hello(struct resp_ctx *x, const struct resp_proto_state *ps,
 				return;
 			i++;
 		} else if (paste_resp_arg_eq(&argv[i], "AUTH") && i + 2 < argc) {
-			if (!resp_auth_ok(x, &argv[i + 1], &argv[i + 2])) {
+			if (!resp_login(x, &argv[i + 1], &argv[i + 2])) {
 				resp_error(x, "WRONGPASS invalid username-password pair or user is disabled.");
 				return;
 			}
-			resp_set_authed(x, true);
 			i += 2;
 		} else {
 			char a[132];
@@ -416,9 +416,14 @@ static void run_command(struct resp_ctx *x, const struct resp_proto_state *ps,
 	if (paste_resp_arg_eq(&argv[0], "QUIT")) {
 		resp_ok(x);
 		resp_close(x);
+		if (ps->svc->own)
+			ps->svc->own(x, argv, argc);
 	} else if (paste_resp_arg_eq(&argv[0], "HELLO")) {
-		if (!resp_pubsub_refused(x, "hello"))
+		if (!resp_pubsub_refused(x, "hello")) {
 			hello(x, ps, argv, argc);
+			if (ps->svc->own)
+				ps->svc->own(x, argv, argc);
+		}
 	} else if (server_store_failed(x->w)) {
 		resp_reply_failed(x);
 	} else {
@@ -522,7 +527,7 @@ static void stream_begin(struct resp_ctx *x, const struct resp_proto_state *ps,
 			return;
 		}
 		char b[256];
-		int n = snprintf(b, sizeof(b), "-ERR %s\r\n", why);
+		int n = snprintf(b, sizeof(b), "%s%s\r\n", why[0] == '-' ? "" : "-ERR ", why);
 		resp_send(x, b, (size_t)n);
 	}
 	r->state = r->stream_left ? R_STREAM : R_CRLF;
@@ -572,7 +577,7 @@ static bool refused_peer(struct resp_ctx *x, const struct resp_proto_state *ps)
 {
 	x->r->peer_checked = true;
 	const struct srv_auth *a = ps->cfg->auth;
-	if (!a || !a->protected_mode || a->pass)
+	if (!a || !a->protected_mode || !srv_auth_open(a))
 		return false;
 	struct sockaddr_storage peer, local;
 	uint32_t plen = 0, llen = 0;
@@ -725,8 +730,7 @@ static void resp_accept(struct worker *w, uint32_t conn, struct srv_conn *c)
 	(void)conn;
 	struct resp_proto_state *ps = srv_proto_state(w, c);
 	struct resp_conn *r = srv_proto_part(c);
-	const struct srv_auth *a = ps->cfg->auth;
-	r->authed = !a || !a->pass;
+	r->authed = srv_auth_start(ps->cfg->auth, &r->user);
 	parser_limits(r, ps, r->authed);
 	r->proto = 2;
 	r->id = ++ps->next_id;

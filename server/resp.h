@@ -48,6 +48,7 @@ struct resp_conn {
 	uint64_t created_ms;      /* accepted (the server's clock) */
 	uint32_t errors;          /* error replies sent (a call that adds one failed) */
 	bool authed;              /* AUTH done, or no password when it connected */
+	void *user;               /* its user (srv_users'; NULL without them) */
 	bool peer_checked;        /* protected mode looked at its address */
 	/* CLIENT REPLY: OFF sends nothing; SKIP drops the next command's
 	 * replies (skip_next is set by SKIP itself, skip while that runs). */
@@ -90,7 +91,8 @@ struct resp_service {
 	 * argv[argc - 1].len bytes that will arrive through stream_data.
 	 * Return 0 to take them, or a negative errno to refuse: the bytes are
 	 * then read and dropped, and once they are in, the reply is
-	 * "-ERR <message>" with the message the service put in *why. */
+	 * "-ERR <message>" with the message the service put in *why (or
+	 * *why itself when it starts with '-': an error of its own code). */
 	int (*stream_begin)(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc,
 			    const char **why);
 	void (*stream_data)(struct resp_ctx *x, const struct paste_event *ev, uint32_t off,
@@ -113,6 +115,9 @@ struct resp_service {
 	 * what running it will read. Changes nothing. ss, sc: as resp_ctx's
 	 * (sc the connection's whose command it is). */
 	void (*prefetch)(void *ss, void *sc, const char *key, size_t klen);
+	/* Optional: the protocol ran one of its own commands (HELLO, QUIT),
+	 * as command() would have been told of it (MONITOR shows it). */
+	void (*own)(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc);
 };
 
 struct resp_config {
@@ -231,10 +236,11 @@ struct resp_errstat {
 const struct resp_errstat *resp_errstats(const struct resp_ctx *x, uint32_t *n, uint64_t *total);
 void resp_errstats_reset(const struct resp_ctx *x);
 
-/* AUTH user pass as HELLO AUTH checks it: the user "default" and the
- * password (any when none is set). */
-bool resp_auth_ok(const struct resp_ctx *x, const struct paste_resp_arg *user,
-		  const struct paste_resp_arg *pass);
+/* AUTH user pass and HELLO AUTH: log x in as user with pass
+ * (srv_auth_login): true and x is authenticated as that user; false
+ * (nothing changed). */
+bool resp_login(struct resp_ctx *x, const struct paste_resp_arg *user,
+		const struct paste_resp_arg *pass);
 /* CLIENT SETNAME's check and set (false: replied Redis's error). */
 bool resp_set_name(struct resp_ctx *x, const struct paste_resp_arg *a);
 

@@ -301,7 +301,7 @@ static void command_docs(struct resp_out *o, const struct kv_cmd_rt *rt, int pro
  * them: positions in pos[] and flags, at most cap; -1 when the specs do
  * not fit the arguments (Redis: "Invalid arguments"). SET's flags depend
  * on GET (variable_flags), as Redis's own key function says. */
-static int getkeys(const struct kv_cmd_rt *rt, const struct paste_resp_arg *argv, uint32_t argc,
+int kv_cmd_getkeys(const struct kv_cmd_rt *rt, const struct paste_resp_arg *argv, uint32_t argc,
 		   uint32_t *pos, uint32_t *fl, uint32_t cap)
 {
 	struct kv_keyspec one;
@@ -408,7 +408,7 @@ static void command_getkeys(struct resp_ctx *x, const struct paste_resp_arg *a, 
 		resp_error(x, "ERR out of memory");
 		return;
 	}
-	int nk = getkeys(rt, argv, argc, pos, pos + cap, cap);
+	int nk = kv_cmd_getkeys(rt, argv, argc, pos, pos + cap, cap);
 	if (nk <= 0) {
 		free(pos);
 		if (rt->fl & KV_CMD_NO_MANDATORY_KEYS)

@@ -2,8 +2,9 @@
  * cmd_config.c - CONFIG GET, SET, RESETSTAT, REWRITE and HELP over the
  * table of the settings CONFIG knows: those pkvs applies at run time,
  * those fixed at its start, and Redis's tuning settings it only keeps to
- * read back (docs/compat.md). The limit CONFIG SET maxmemory puts on
- * writes is here too (kv_over_maxmemory).
+ * read back (docs/compat.md). maxmemory and its settings are
+ * kv_evict.c's (kv_evict_get, kv_evict_set); kv_over_maxmemory is
+ * dispatch's way to them, kv_config_preset pkvs's flags'.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -13,7 +14,10 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "cmd_tracking.h"
+#include "kv_evict.h"
 #include "kv_notify.h"
+#include "kv_repl.h"
 #include "pkvs_resp.h"
 
 /* Settings CONFIG knows: those pkvs applies (kind LIVE: a getter and a
@@ -72,15 +76,19 @@ static const struct cfg_param params[] = {
 	{ "activerehashing", NULL, CFG_KEPT, T_BOOL, "yes", NULL },
 	{ "activedefrag", NULL, CFG_KEPT, T_BOOL, "no", NULL },
 	{ "lazyfree-lazy-eviction", NULL, CFG_KEPT, T_BOOL, "no", NULL },
+	{ "repl-ping-replica-period", NULL, CFG_KEPT, T_INT, "10", NULL },
 	{ "lazyfree-lazy-expire", NULL, CFG_KEPT, T_BOOL, "no", NULL },
 	{ "lazyfree-lazy-server-del", NULL, CFG_KEPT, T_BOOL, "no", NULL },
 	{ "lazyfree-lazy-user-del", NULL, CFG_KEPT, T_BOOL, "no", NULL },
 	{ "lazyfree-lazy-user-flush", NULL, CFG_KEPT, T_BOOL, "no", NULL },
 	{ "slowlog-log-slower-than", NULL, CFG_KEPT, T_INT, "10000", NULL },
 	{ "slowlog-max-len", NULL, CFG_KEPT, T_INT, "128", NULL },
+	{ "acllog-max-len", NULL, CFG_KEPT, T_INT, "128", NULL },
+	{ "acl-pubsub-default", NULL, CFG_KEPT, T_ENUM, "resetchannels", "allchannels resetchannels" },
 	{ "latency-monitor-threshold", NULL, CFG_KEPT, T_INT, "0", NULL },
 	{ "latency-tracking", NULL, CFG_KEPT, T_BOOL, "yes", NULL },
-	{ "maxmemory-samples", NULL, CFG_KEPT, T_INT, "5", NULL },
+	{ "maxmemory-samples", NULL, CFG_LIVE, T_INT, "5", NULL },
+	{ "maxmemory-eviction-tenacity", NULL, CFG_LIVE, T_INT, "10", NULL },
 	{ "maxmemory-clients", NULL, CFG_KEPT, T_MEM, "0", NULL },
 	{ "tcp-keepalive", NULL, CFG_KEPT, T_INT, "300", NULL },
 	{ "client-output-buffer-limit", NULL, CFG_KEPT, T_STR,
@@ -100,15 +108,15 @@ static const struct cfg_param params[] = {
 	{ "rdbcompression", NULL, CFG_KEPT, T_BOOL, "yes", NULL },
 	{ "rdbchecksum", NULL, CFG_KEPT, T_BOOL, "yes", NULL },
 	{ "stop-writes-on-bgsave-error", NULL, CFG_KEPT, T_BOOL, "yes", NULL },
-	{ "lfu-log-factor", NULL, CFG_KEPT, T_INT, "10", NULL },
-	{ "lfu-decay-time", NULL, CFG_KEPT, T_INT, "1", NULL },
+	{ "lfu-log-factor", NULL, CFG_LIVE, T_INT, "10", NULL },
+	{ "lfu-decay-time", NULL, CFG_LIVE, T_INT, "1", NULL },
+	{ "tracking-table-max-keys", NULL, CFG_KEPT, T_INT, "1000000", NULL },
 };
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
 
 /* The process's settings (one thread serves every front end). */
 static struct {
 	char *kept[NPARAMS];             /* CFG_KEPT values set (NULL: the default) */
-	uint64_t maxmemory;              /* 0: the store's size is the only bound */
 	uint64_t resets_ms;              /* CONFIG RESETSTAT */
 } conf;
 
@@ -156,12 +164,11 @@ static const char *param_get(struct resp_ctx *x, struct kv *kv, const struct cfg
 	}
 	if (!strcmp(n, "protected-mode"))
 		return a && a->protected_mode ? "yes" : "no";
+	const char *ev = kv_evict_get(n, buf, cap);     /* maxmemory and its settings */
+	if (ev)
+		return ev;
 	if (!strcmp(n, "timeout"))
 		snprintf(buf, cap, "%" PRIu64, s->cfg.idle_to_ms / 1000);
-	else if (!strcmp(n, "maxmemory"))
-		snprintf(buf, cap, "%" PRIu64, conf.maxmemory);
-	else if (!strcmp(n, "maxmemory-policy"))
-		return "noeviction";
 	else if (!strcmp(n, "databases"))
 		snprintf(buf, cap, "%u", kv->ndbs);
 	else if (!strcmp(n, "port"))
@@ -327,12 +334,9 @@ static int param_set(struct resp_ctx *x, const struct cfg_param *p, const struct
 		x->w->srv->cfg.idle_to_ms = num * 1000;
 		return 0;
 	}
-	if (!strcmp(n, "maxmemory")) {
-		conf.maxmemory = num;
-		return 0;
-	}
-	if (!strcmp(n, "maxmemory-policy"))
-		return 0;
+	int r = kv_evict_set(pkvs_kv(x->ss), n, num, v->p, v->len, why);
+	if (r <= 0)
+		return r;                       /* maxmemory and its settings (kv_evict.c) */
 	/* Kept as Redis reads them back: numbers in bytes, words in lower case. */
 	char num_s[24];
 	struct paste_resp_arg nv;
@@ -361,12 +365,14 @@ static int param_set(struct resp_ctx *x, const struct cfg_param *p, const struct
 			conf.kept[o - params] = NULL;
 		}
 	}
-	/* Redis's checkGoodReplicasStatus with no replicas: writes are
-	 * refused while both are set (to-write above the 0 good ones). Kept
-	 * in a flag so that dispatch reads no setting per command. */
+	/* Redis's checkGoodReplicasStatus: writes are refused while fewer
+	 * replicas than min-replicas-to-write acknowledged within the lag
+	 * (kv_repl.c). Kept in a flag so that dispatch reads no setting per
+	 * command. */
+	if (!strcmp(n, "tracking-table-max-keys"))
+		kv_tracking_max_keys(num);      /* cmd_tracking.c bounds its table */
 	if (!strncmp(n, "min-replicas-", 13) || !strncmp(n, "min-slaves-", 11))
-		kv_noreplicas = atoll(kv_config_kept("min-replicas-to-write")) > 0 &&
-				atoll(kv_config_kept("min-replicas-max-lag")) != 0;
+		kv_repl_good_update();          /* kv_repl.c: against the replicas' lag */
 	return 0;
 }
 
@@ -447,15 +453,15 @@ static void cmd_config_set(struct resp_ctx *x, struct kv *kv, const struct paste
 			config_set_failed(x, &cname, why, p);
 			return;
 		}
+		if (kv_evict_check(p->name, nums[i], &why)) {      /* maxmemory-samples ... */
+			config_set_failed(x, &cname, why, NULL);
+			return;
+		}
 		/* What Redis changes at run time and pkvs fixes at start: the
 		 * value it has is fine (a client setting back what it read). */
-		const char *now = p->kind == CFG_FIXED || !strcmp(p->name, "maxmemory-policy")
-				  ? param_get(x, kv, p, buf, sizeof(buf)) : NULL;
+		const char *now = p->kind == CFG_FIXED ? param_get(x, kv, p, buf, sizeof(buf)) : NULL;
 		if (now && (strlen(now) != v->len || strncasecmp(now, v->p, v->len))) {
-			char why2[160];
-			snprintf(why2, sizeof(why2), "pkvs %s", !strcmp(p->name, "maxmemory-policy")
-				 ? "never evicts keys (noeviction only)" : "sets it at start (see pkvs(1))");
-			config_set_failed(x, &cname, why2, NULL);
+			config_set_failed(x, &cname, "pkvs sets it at start (see pkvs(1))", NULL);
 			return;
 		}
 	}
@@ -481,6 +487,7 @@ static void cmd_config_resetstat(struct resp_ctx *x, struct kv *kv, const struct
 	resp_errstats_reset(x);
 	kv->n.hits = kv->n.misses = 0;
 	kv->n.expired = 0;
+	kv_evict_reset_stats();
 	conf.resets_ms = paste_clock_coarse_ms();
 	resp_ok(x);
 }
@@ -514,16 +521,27 @@ static void cmd_config_help(struct resp_ctx *x, struct kv *kv, const struct past
 
 uint64_t kv_config_maxmemory(void)
 {
-	return conf.maxmemory;
+	return kv_evict_cfg.maxmemory;
 }
 
 bool kv_over_maxmemory(struct resp_ctx *x)
 {
-	if (!conf.maxmemory)
-		return false;
-	struct paste_store *st = x->w->srv->store;
-	uint64_t used = (uint64_t)paste_store_nheld(st) * paste_store_geom(st)->buf_size;
-	return used > conf.maxmemory;
+	return kv_evict_cfg.maxmemory && kv_evict_over(pkvs_kv(x->ss));
+}
+
+int kv_config_preset(const char *name, const char *value, const char **why)
+{
+	const struct cfg_param *p = param_find(name, strlen(name));
+	const struct paste_resp_arg v = { value, strlen(value) };
+	uint64_t num = 0;
+	*why = "not a setting pkvs takes at start";
+	if (!p || !value_ok(p, &v, &num, why)) {
+		if (!strcmp(*why, "enum"))
+			*why = "not one of the setting's words";
+		return -1;
+	}
+	int r = kv_evict_set(NULL, p->name, num, v.p, v.len, why);
+	return r > 0 ? (*why = "not a setting pkvs takes at start", -1) : r;
 }
 
 /* name, arity, flags, group, summary, handler, first key, last key, step.

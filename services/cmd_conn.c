@@ -1,12 +1,8 @@
 /*
  * cmd_conn.c - the connection's commands (pkvs_resp.h): who may run what
- * (AUTH, the maxmemory bound, min-replicas-to-write), AUTH, ACL WHOAMI
- * and CAT, CLIENT, RESET, PING, ECHO. HELLO and QUIT are the protocol's
- * own (server/resp.c).
- *
- * pkvs has one user, "default", whose password is requirepass (none by
- * default): AUTH pass and AUTH default pass check it, in constant time
- * (server/auth.c).
+ * (AUTH, ACL, the maxmemory bound, min-replicas-to-write), CLIENT, RESET,
+ * PING, ECHO. HELLO and QUIT are the protocol's own (server/resp.c); AUTH
+ * and ACL are cmd_acl.c's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,14 +11,21 @@
 #include <string.h>
 
 #include "cmd_block.h"
+#include "cmd_tracking.h"
+#include "kv_acl.h"
 #include "pkvs_resp.h"
 
-bool kv_conn_allowed(struct resp_ctx *x, struct kv_cmd_rt *rt)
+bool kv_conn_allowed(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct paste_resp_arg *argv,
+		     uint32_t argc)
 {
 	if (!x->r->authed && !(rt->fl & KV_CMD_NO_AUTH)) {
 		resp_error(x, "NOAUTH Authentication required.");
 		return false;
 	}
+	/* ACL: one flag for a user allowed everything (cmd_acl.c). */
+	const struct kv_acl_user *u = x->r->user;
+	if (u && !u->all && !kv_acl_allowed(x, rt, argv, argc))
+		return false;
 	if ((rt->fl & KV_CMD_DENYOOM) && kv_over_maxmemory(x)) {
 		resp_error(x, "OOM command not allowed when used memory > 'maxmemory'.");
 		return false;
@@ -36,115 +39,13 @@ bool kv_conn_allowed(struct resp_ctx *x, struct kv_cmd_rt *rt)
 	return true;
 }
 
-/* ------------------------------------------------------------- AUTH */
-
-static void cmd_auth(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
-{
-	(void)kv;
-	if (n > 3) {
-		resp_error(x, "ERR syntax error");
-		return;
-	}
-	const struct srv_auth *au = resp_auth(x);
-	if (n == 2 && (!au || !au->pass)) {
-		resp_error(x, "ERR AUTH <password> called without any password configured for the "
-			   "default user. Are you sure your configuration is correct?");
-		return;
-	}
-	const struct paste_resp_arg user = { "default", 7 };
-	if (!resp_auth_ok(x, n == 2 ? &user : &a[1], &a[n - 1])) {
-		resp_error(x, "WRONGPASS invalid username-password pair or user is disabled.");
-		return;
-	}
-	resp_set_authed(x, true);
-	resp_ok(x);
-}
-
-/* -------------------------------------------------------------- ACL */
-
-static void cmd_acl_whoami(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
-			   uint32_t n)
-{
-	(void)kv, (void)a, (void)n;
-	resp_bulk(x, "default", 7);
-}
-
-static void cmd_acl_users(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
-			  uint32_t n)
-{
-	(void)kv, (void)a, (void)n;
-	resp_array(x, 1);
-	resp_bulk(x, "default", 7);
-}
-
-/* ACL CAT [category]: the categories, or a category's commands. */
-static void cmd_acl_cat(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
-			uint32_t n)
-{
-	(void)kv;
-	struct resp_out o = { 0 };
-	char head[32];
-	uint32_t cnt = 0;
-	if (n == 2) {
-		for (uint32_t i = 0; kv_acl_names[i]; i++, cnt++)
-			resp_out_bulk(&o, kv_acl_names[i], strlen(kv_acl_names[i]));
-	} else {
-		uint32_t bit = 0;
-		for (uint32_t i = 0; kv_acl_names[i]; i++)
-			if (paste_resp_arg_eq(&a[2], kv_acl_names[i]))
-				bit = 1u << i;
-		if (!bit) {
-			char cat[132];
-			snprintf(cat, sizeof(cat), "%.*s", (int)(a[2].len < 128 ? a[2].len : 128), a[2].p);
-			resp_error(x, "ERR Unknown category '%s'", cat);
-			return;
-		}
-		for (uint32_t i = 0; i < kv_cmd_count(); i++) {
-			const struct kv_cmd_rt *rt = kv_cmd_at(i);
-			if (kv_cmd_acl(rt) & bit) {
-				resp_out_bulk(&o, rt->c->name, strlen(rt->c->name));
-				cnt++;
-			}
-		}
-	}
-	resp_out_send(x, head, paste_resp_put_array(head, sizeof(head), cnt), &o);
-}
-
-static void cmd_acl_other(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
-			  uint32_t n)
-{
-	(void)kv, (void)n;
-	char sub[40];
-	snprintf(sub, sizeof(sub), "%.*s", (int)(a[1].len < 32 ? a[1].len : 32), a[1].p);
-	resp_error(x, "ERR pkvs has one user, 'default', whose password is requirepass: "
-		   "ACL %s is not supported (ACL WHOAMI, USERS and CAT are)", sub);
-}
-
-static void cmd_acl_help(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
-			 uint32_t n)
-{
-	(void)kv, (void)a, (void)n;
-	static const char *const help[] = {
-		"ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-		"CAT [<category>]",
-		"    List all commands that belong to <category>, or all command categories",
-		"    when no category is specified.",
-		"USERS",
-		"    List all configured users (pkvs: default).",
-		"WHOAMI",
-		"    Return the current connection username.",
-		"HELP",
-		"    Print this help.",
-	};
-	kv_reply_help(x, help, sizeof(help) / sizeof(help[0]));
-}
-
 /* ----------------------------------------------------------- CLIENT */
 
 /* One line of CLIENT LIST / INFO, Redis's fields; what pkvs does not
  * keep per client (buffer sizes and memory) is 0. */
-static int client_line(struct resp_ctx *o, char *out, size_t cap)
+int kv_client_line(struct resp_ctx *o, char *out, size_t cap)
 {
+	const struct kv_acl_user *u = o->r->user;
 	struct resp_conn *r = o->r;
 	const struct kv_resp_conn *kc = o->sc;
 	char peer[80], local[80];
@@ -152,9 +53,12 @@ static int client_line(struct resp_ctx *o, char *out, size_t cap)
 	resp_conn_addr(o, peer, local, sizeof(peer), &fd);
 	uint64_t now = o->w->now_ms;
 	int multi = -1;              /* (MULTI's queue is cmd_multi.c's own) */
-	char flags[8], *f = flags;
+	char flags[16], *f = flags;
+	if (kv_monitor_is(o))
+		*f++ = 'O';
 	if (kv_block_is(o))
 		*f++ = 'b';
+	f += kv_tracking_flags(o, f);           /* t R B */
 	if (r->no_evict)
 		*f++ = 'e';
 	if (f == flags)
@@ -163,11 +67,12 @@ static int client_line(struct resp_ctx *o, char *out, size_t cap)
 	return snprintf(out, cap,
 		"id=%" PRIu64 " addr=%s laddr=%s fd=%d name=%s age=%" PRIu64 " idle=%" PRIu64
 		" flags=%s db=%u sub=0 psub=0 ssub=0 multi=%d qbuf=%u qbuf-free=0 argv-mem=0"
-		" multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default"
-		" redir=-1 resp=%u\n",
+		" multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s"
+		" redir=%" PRId64 " resp=%u\n",
 		r->id, peer, local, fd, r->name ? r->name : "",
 		(now - r->created_ms) / 1000, (now - o->c->last_ms) / 1000, flags, kc->db, multi,
-		r->buf.len, kc->last ? kc->last->name : "NULL", r->proto);
+		r->buf.len, kc->last ? kc->last->name : "NULL", u ? u->name : "default",
+		kv_tracking_redir(o), r->proto);
 }
 
 /* A reply of lines as CLIENT LIST gives it: a bulk string, in RESP3 a
@@ -192,6 +97,7 @@ struct client_walk {
 	struct resp_ctx *self;
 	uint64_t id;
 	const struct paste_resp_arg *addr, *laddr;
+	const struct kv_acl_user *user;     /* CLIENT KILL USER */
 	bool skipme, kill_self;
 	uint32_t killed;
 };
@@ -209,7 +115,7 @@ static bool list_one(struct resp_ctx *o, void *arg)
 			return true;
 	}
 	char line[1024];
-	int n = client_line(o, line, sizeof(line));
+	int n = kv_client_line(o, line, sizeof(line));
 	resp_out_put(cw->out, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1));
 	return true;
 }
@@ -226,6 +132,8 @@ static bool kill_one(struct resp_ctx *o, void *arg)
 	if (cw->laddr && !paste_resp_arg_eq(cw->laddr, local))
 		return true;
 	if (cw->id && o->r->id != cw->id)
+		return true;
+	if (cw->user && o->r->user != cw->user)
 		return true;
 	bool self = o->r->id == cw->self->r->id;
 	if (self && cw->skipme)
@@ -272,7 +180,7 @@ static void client_kill(struct resp_ctx *x, const struct paste_resp_arg *a, uint
 			} else if (paste_resp_arg_eq(&a[i], "LADDR")) {
 				cw.laddr = v;
 			} else if (paste_resp_arg_eq(&a[i], "USER")) {
-				if (!paste_resp_arg_eq(v, "default")) {
+				if (!(cw.user = kv_acl_get(v->p, v->len))) {
 					resp_error(x, "ERR No such user '%.*s'", (int)(v->len < 128 ? v->len : 128), v->p);
 					return;
 				}
@@ -315,7 +223,7 @@ static void cmd_client_sub(struct resp_ctx *x, struct kv *kv, const struct paste
 	} else if (paste_resp_arg_eq(s, "INFO")) {
 		struct resp_out o = { 0 };
 		char line[1024];
-		int k = client_line(x, line, sizeof(line));
+		int k = kv_client_line(x, line, sizeof(line));
 		resp_out_put(&o, line, (size_t)(k < (int)sizeof(line) ? k : (int)sizeof(line) - 1));
 		reply_text(x, &o);
 	} else if (paste_resp_arg_eq(s, "LIST")) {
@@ -397,20 +305,9 @@ static void cmd_client_sub(struct resp_ctx *x, struct kv *kv, const struct paste
 		resp_ok(x);                      /* no client is ever paused */
 	} else if (paste_resp_arg_eq(s, "PAUSE")) {
 		resp_error(x, "ERR pkvs does not pause clients (CLIENT PAUSE is not supported)");
-	} else if (paste_resp_arg_eq(s, "TRACKING") || paste_resp_arg_eq(s, "CACHING")) {
-		resp_error(x, "ERR pkvs does not track keys for clients (client-side caching is not "
-			   "supported)");
-	} else if (paste_resp_arg_eq(s, "TRACKINGINFO")) {
-		resp_map(x, 3);
-		resp_bulk(x, "flags", 5);
-		resp_set(x, 1);
-		resp_bulk(x, "off", 3);
-		resp_bulk(x, "redirect", 8);
-		resp_int(x, -1);
-		resp_bulk(x, "prefixes", 8);
-		resp_array(x, 0);
-	} else if (paste_resp_arg_eq(s, "GETREDIR")) {
-		resp_int(x, -1);                 /* tracking is off */
+	} else if (paste_resp_arg_eq(s, "TRACKING") || paste_resp_arg_eq(s, "CACHING") ||
+		   paste_resp_arg_eq(s, "TRACKINGINFO") || paste_resp_arg_eq(s, "GETREDIR")) {
+		kv_client_tracking(x, kv, a, n);  /* cmd_tracking.c */
 	} else if (paste_resp_arg_eq(s, "UNBLOCK")) {
 		int64_t id;
 		if (n == 4 && !paste_resp_arg_eq(&a[3], "TIMEOUT") && !paste_resp_arg_eq(&a[3], "ERROR")) {
@@ -425,6 +322,10 @@ static void cmd_client_sub(struct resp_ctx *x, struct kv *kv, const struct paste
 	} else {
 		static const char *const help[] = {
 			"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"CACHING (YES|NO)",
+			"    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+			"GETREDIR",
+			"    Return the client ID we are redirecting to when tracking is enabled.",
 			"GETNAME", "    Return the name of the current connection.",
 			"ID", "    Return the ID of the current connection.",
 			"INFO", "    Return information about the current client connection.",
@@ -435,6 +336,11 @@ static void cmd_client_sub(struct resp_ctx *x, struct kv *kv, const struct paste
 			"UNPAUSE", "    Stop the current client pause (pkvs never pauses).",
 			"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
 			"SETNAME <name>", "    Assign the name <name> to the current connection.",
+			"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+			"         [OPTIN] [OPTOUT] [NOLOOP]",
+			"    Control server assisted client side caching.",
+			"TRACKINGINFO",
+			"    Report tracking status for the current connection.",
 			"NO-EVICT (ON|OFF)", "    Protect the current client connection from eviction.",
 			"HELP", "    Print this help.",
 		};
@@ -450,10 +356,11 @@ static void cmd_reset(struct resp_ctx *x, struct kv *kv, const struct paste_resp
 	struct resp_conn *r = x->r;
 	kv_multi_reset(x);
 	kv_pubsub_reset(x);
+	kv_monitor_reset(x);
+	kv_tracking_reset(x);
 	((struct kv_resp_conn *)x->sc)->db = 0;
 	r->proto = 2;
-	const struct srv_auth *au = resp_auth(x);
-	resp_set_authed(x, !au || !au->pass);
+	resp_set_authed(x, srv_auth_start(resp_auth(x), &r->user));
 	free(r->name);
 	r->name = NULL;
 	r->reply_off = r->skip = r->skip_next = false;   /* NO-EVICT stays, as in Redis */
@@ -486,26 +393,11 @@ static void cmd_echo(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 const struct kv_cmd kv_cmds_conn[] = {
 	{ "ping", -1, "fast", "connection", "Answers PONG, or sends its argument back.", cmd_ping, 0, 0, 0 },
 	{ "echo", 2, "loading stale fast", "connection", "Sends its argument back.", cmd_echo, 0, 0, 0 },
-	{ "auth", -2, "noscript loading stale fast no_auth allow_busy", "connection", "Logs the connection in as the default user, whose password is requirepass.", cmd_auth, 0, 0, 0 },
-	{ "reset", 1, "noscript loading stale fast no_auth allow_busy", "connection", "Puts the connection back as it was on connecting: database 0, RESP2, no transaction, name or reply mode, logged out while a password is set.", cmd_reset, 0, 0, 0 },
-	{ "acl", -2, "", "server", "ACL subcommands: pkvs has one user, default.", NULL, 0, 0, 0 },
-	{ "acl|cat", -2, "noscript loading stale", "server", "The ACL category names, or the commands that belong to one.", cmd_acl_cat, 0, 0, 0 },
-	{ "acl|deluser", -3, "admin noscript loading stale", "server", "Deleting users: refused, pkvs has the one user default.", cmd_acl_other, 0, 0, 0 },
-	{ "acl|dryrun", -4, "admin noscript loading stale", "server", "Trying a command as another user: refused, pkvs has the one user default.", cmd_acl_other, 0, 0, 0 },
-	{ "acl|genpass", -2, "noscript loading stale", "server", "Making up a password: refused, pkvs has the one user default.", cmd_acl_other, 0, 0, 0 },
-	{ "acl|getuser", 3, "admin noscript loading stale", "server", "A user's rules: refused, pkvs has the one user default.", cmd_acl_other, 0, 0, 0 },
-	{ "acl|help", 2, "loading stale", "server", "Lists ACL's subcommands.", cmd_acl_help, 0, 0, 0 },
-	{ "acl|list", 2, "admin noscript loading stale", "server", "Every user's rules: refused, pkvs has the one user default.", cmd_acl_other, 0, 0, 0 },
-	{ "acl|load", 2, "admin noscript loading stale", "server", "Reading users from an ACL file: refused, pkvs has the one user default.", cmd_acl_other, 0, 0, 0 },
-	{ "acl|log", -2, "admin noscript loading stale", "server", "The log of denied commands and logins: refused, pkvs has the one user default.", cmd_acl_other, 0, 0, 0 },
-	{ "acl|save", 2, "admin noscript loading stale", "server", "Writing users to an ACL file: refused, pkvs has the one user default.", cmd_acl_other, 0, 0, 0 },
-	{ "acl|setuser", -3, "admin noscript loading stale", "server", "Creating or changing a user: refused, pkvs has the one user default.", cmd_acl_other, 0, 0, 0 },
-	{ "acl|users", 2, "admin noscript loading stale", "server", "Names the users: default, the only one.", cmd_acl_users, 0, 0, 0 },
-	{ "acl|whoami", 2, "noscript loading stale", "server", "Names the connection's user: default.", cmd_acl_whoami, 0, 0, 0 },
+	{ "reset", 1, "noscript loading stale fast no_auth allow_busy", "connection", "Puts the connection back as it was on connecting: database 0, RESP2, no transaction, subscription, MONITOR or tracking, name or reply mode, logged out while a password is set.", cmd_reset, 0, 0, 0 },
 	{ "client", -2, "", "connection", "CLIENT subcommands: this connection's settings, and the server's connections.", NULL, 0, 0, 0 },
-	{ "client|caching", 3, "noscript loading stale", "connection", "Client-side caching of the next command's keys: refused, pkvs tracks no keys.", cmd_client_sub, 0, 0, 0 },
+	{ "client|caching", 3, "noscript loading stale", "connection", "Turns the tracking of the next command's keys on (OPTIN) or off (OPTOUT).", cmd_client_sub, 0, 0, 0 },
 	{ "client|getname", 2, "noscript loading stale", "connection", "The connection's name, null when it has none.", cmd_client_sub, 0, 0, 0 },
-	{ "client|getredir", 2, "noscript loading stale", "connection", "Answers -1: pkvs tracks no keys, so it redirects no invalidations.", cmd_client_sub, 0, 0, 0 },
+	{ "client|getredir", 2, "noscript loading stale", "connection", "The connection invalidations are redirected to: 0 none, -1 tracking off.", cmd_client_sub, 0, 0, 0 },
 	{ "client|help", 2, "loading stale", "connection", "Lists CLIENT's subcommands.", cmd_client_sub, 0, 0, 0 },
 	{ "client|id", 2, "noscript loading stale", "connection", "The connection's id, never reused while the server runs.", cmd_client_sub, 0, 0, 0 },
 	{ "client|info", 2, "noscript loading stale", "connection", "This connection in one line of CLIENT LIST's fields.", cmd_client_sub, 0, 0, 0 },
@@ -516,8 +408,8 @@ const struct kv_cmd kv_cmds_conn[] = {
 	{ "client|reply", 3, "noscript loading stale", "connection", "Turns replies to this connection on, off, or off for the next command only.", cmd_client_sub, 0, 0, 0 },
 	{ "client|setinfo", 4, "noscript loading stale", "connection", "Takes a client library's name or version, checks it and keeps nothing.", cmd_client_sub, 0, 0, 0 },
 	{ "client|setname", 3, "noscript loading stale", "connection", "Names the connection (CLIENT LIST shows it).", cmd_client_sub, 0, 0, 0 },
-	{ "client|tracking", -3, "noscript loading stale", "connection", "Client-side caching: refused, pkvs tracks no keys.", cmd_client_sub, 0, 0, 0 },
-	{ "client|trackinginfo", 2, "noscript loading stale", "connection", "Reports key tracking as off, with no redirection and no prefixes.", cmd_client_sub, 0, 0, 0 },
+	{ "client|tracking", -3, "noscript loading stale", "connection", "Client-side caching: keys this connection reads are invalidated when they change.", cmd_client_sub, 0, 0, 0 },
+	{ "client|trackinginfo", 2, "noscript loading stale", "connection", "This connection's tracking: its flags, redirection and BCAST prefixes.", cmd_client_sub, 0, 0, 0 },
 	{ "client|unblock", -3, "admin noscript loading stale", "connection", "Wakes a connection waiting in a blocking command; 0 when it is not waiting.", cmd_client_sub, 0, 0, 0 },
 	{ "client|unpause", 2, "admin noscript loading stale", "connection", "Answers OK: pkvs never pauses clients.", cmd_client_sub, 0, 0, 0 },
 	{ 0 }

@@ -4,10 +4,11 @@
  * Replication, CPU, Modules, Commandstats, Errorstats, Cluster,
  * Keyspace) and pkvs's own beside them (pkvs_*: the store, the tree,
  * checkpoints, barriers). The store is pkvs's memory: used_memory is
- * what its buffers hold.
+ * the dataset maxmemory bounds, pkvs_held_bytes what its buffers hold.
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -15,6 +16,9 @@
 
 #include "paste_version.h"
 #include "cmd_block.h"
+#include "cmd_tracking.h"
+#include "kv_repl.h"
+#include "kv_evict.h"
 #include "pkvs_resp.h"
 
 const char *kv_config_file;
@@ -140,6 +144,8 @@ static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 	}
 	struct resp_pending rp;
 	resp_pending_info(x, &rp);
+	struct kv_tracking_info ti;
+	kv_tracking_info(&ti);
 	if (want & S_CLIENTS) {
 		struct clients_count cc = { 0 };
 		resp_each(x, count_client, &cc);
@@ -150,21 +156,24 @@ static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		 * pkvs_resp_clients). */
 		ADD("connected_clients:%u\r\ncluster_connections:0\r\nmaxclients:%u\r\n"
 		    "client_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\n"
-		    "blocked_clients:%u\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n"
+		    "blocked_clients:%u\r\ntracking_clients:%" PRIu64 "\r\nclients_in_timeout_table:0\r\n"
 		    "pkvs_resp_clients:%u\r\npkvs_paused_clients:%u\r\npkvs_max_output:%" PRIu64
 		    "\r\npkvs_max_request:%u\r\npkvs_max_request_total:%" PRIu64
 		    "\r\npkvs_request_bytes:%" PRIu64 "\r\n",
-		    tt.port.conns, s->cfg.max_conns, kv_block_count(), cc.n, tt.port.paused, s->cfg.max_output, rp.max_request, rp.limit, rp.bytes);
+		    tt.port.conns, s->cfg.max_conns, kv_block_count(), ti.clients, cc.n, tt.port.paused, s->cfg.max_output, rp.max_request, rp.limit, rp.bytes);
 	}
 	if (want & S_MEMORY) {
-		/* The store is pkvs's memory: used_memory is what its buffers
-		 * hold (values, the log's headers; not the receive ring's empty
-		 * buffers), pkvs_store_bytes their total. maxmemory is the bound
-		 * past which writes are refused: the store's size, or CONFIG SET
+		/* The store is pkvs's memory: used_memory is the dataset as
+		 * maxmemory bounds it (kv_evict.h: the values the tree names and
+		 * a cost per entry), pkvs_held_bytes what the store's buffers
+		 * hold (values, the log's headers, values replaced but not yet
+		 * given back; not the receive ring's empty buffers),
+		 * pkvs_store_bytes their total. maxmemory is the bound past which
+		 * writes evict or are refused: the store's size, or CONFIG SET
 		 * maxmemory's if lower. */
 		const struct paste_store_geom *g = paste_store_geom(s->store);
 		uint64_t total = (uint64_t)g->nbufs * g->buf_size;
-		uint64_t used = (uint64_t)tt.bufs_held * g->buf_size;
+		uint64_t used = kv_evict_used(kv), held = (uint64_t)tt.bufs_held * g->buf_size;
 		struct rusage ru;
 		getrusage(RUSAGE_SELF, &ru);
 		human(hb, sizeof(hb), used);
@@ -174,9 +183,11 @@ static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		SECTION("Memory");
 		ADD("used_memory:%" PRIu64 "\r\nused_memory_human:%s\r\nused_memory_rss:%" PRIu64
 		    "\r\nused_memory_peak:%" PRIu64 "\r\nused_memory_dataset:%" PRIu64
-		    "\r\nmaxmemory:%" PRIu64 "\r\nmaxmemory_human:%s\r\nmaxmemory_policy:noeviction\r\n"
+		    "\r\nmaxmemory:%" PRIu64 "\r\nmaxmemory_human:%s\r\nmaxmemory_policy:%s\r\n"
 		    "mem_allocator:libc\r\n",
-		    used, hb, (uint64_t)ru.ru_maxrss * 1024, used, bi.live_bytes, bound, hb2);
+		    used, hb, (uint64_t)ru.ru_maxrss * 1024, used, bi.live_bytes, bound, hb2,
+		    kv_evict_policy_name(kv_evict_cfg.policy));
+		ADD("pkvs_held_bytes:%" PRIu64 "\r\n", held);
 		ADD("pkvs_store_bytes:%" PRIu64 "\r\npkvs_live_bytes:%" PRIu64
 		    "\r\npkvs_live_buffers:%u\r\npkvs_utilization:%.2f\r\npkvs_clean_cycles:%" PRIu64
 		    "\r\npkvs_clean_victims:%" PRIu64 "\r\npkvs_clean_moved:%" PRIu64
@@ -225,12 +236,15 @@ static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		ADD("total_connections_received:%" PRIu64 "\r\ntotal_commands_processed:%" PRIu64
 		    "\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:%" PRIu64
 		    "\r\ntotal_net_output_bytes:%" PRIu64 "\r\nrejected_connections:%" PRIu64
-		    "\r\nexpired_keys:%" PRIu64 "\r\nevicted_keys:0\r\nevicted_clients:0\r\n"
+		    "\r\nexpired_keys:%" PRIu64 "\r\nevicted_keys:%" PRIu64 "\r\nevicted_clients:0\r\n"
 		    "keyspace_hits:%" PRIu64 "\r\nkeyspace_misses:%" PRIu64 "\r\npubsub_channels:0\r\n"
 		    "pubsub_patterns:0\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\n"
+		    "migrate_cached_sockets:0\r\n"      /* MIGRATE keeps none (cmd_dump.c) */
 		    "total_error_replies:%" PRIu64 "\r\ntotal_reads_processed:%" PRIu64 "\r\n",
 		    tt.port.accepts, tt.requests, tt.port.bytes_in, tt.port.bytes_out, tt.port.refused,
-		    kv->n.expired, kv->n.hits, kv->n.misses, errors, tt.port.events);
+		    kv->n.expired, kv_evict_count(), kv->n.hits, kv->n.misses, errors, tt.port.events);
+		ADD("tracking_total_keys:%" PRIu64 "\r\ntracking_total_items:%" PRIu64
+		    "\r\ntracking_total_prefixes:%" PRIu64 "\r\n", ti.keys, ti.items, ti.prefixes);
 		ADD("pkvs_sets:%" PRIu64 "\r\npkvs_dels:%" PRIu64 "\r\npkvs_batches:%" PRIu64
 		    "\r\npkvs_syscalls:%" PRIu64 "\r\npkvs_fences:%" PRIu64 "\r\npkvs_commits:%" PRIu64
 		    "\r\nmax_value:%" PRIu64 "\r\npkvs_output_pauses:%" PRIu64
@@ -252,11 +266,9 @@ static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 	}
 	if (want & S_REPLICATION) {
 		SECTION("Replication");
-		ADD("role:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\n"
-		    "master_replid:%s\r\nmaster_replid2:0000000000000000000000000000000000000000\r\n"
-		    "master_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n"
-		    "repl_backlog_size:0\r\nrepl_backlog_first_byte_offset:0\r\n"
-		    "repl_backlog_histlen:0\r\n", run_id());
+		char repl[8192];
+		kv_repl_info(repl, sizeof(repl));        /* kv_repl.c */
+		resp_out_put(&o, repl, strlen(repl));
 	}
 	if (want & S_CPU) {
 		struct rusage self, kids;

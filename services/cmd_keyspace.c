@@ -30,6 +30,7 @@
 #include "kv_zset.h"
 #include "kv_list.h"
 #include "kv_hash.h"
+#include "kv_evict.h"
 #include "kv_notify.h"
 #include "pkvs_resp.h"
 
@@ -511,21 +512,31 @@ static void cmd_object_freq(struct resp_ctx *x, struct kv *kv, const struct past
 {
 	(void)n;
 	struct kv_obj o;
-	if (object_key(x, kv, a, &o) == 0)
+	if (object_key(x, kv, a, &o) != 0)
+		return;
+	if (!kv_access_lfu)
 		resp_error(x, "ERR An LFU maxmemory policy is not selected, access frequency not tracked. "
 			   "Please note that when switching between policies at runtime LRU and LFU data "
 			   "will take some time to adjust.");
+	else
+		resp_int(x, kv_access_freq(kv, kv_resp_db(x), a[2].p, a[2].len));
 }
 
-/* IDLETIME 0 (access times are not kept), REFCOUNT 1 (values are not
- * shared). */
+/* IDLETIME and FREQ answer from the access table (kv_evict.h), which
+ * OBJECT does not touch; REFCOUNT 1 (values are not shared). */
 static void cmd_object_idletime(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 				uint32_t n)
 {
 	(void)n;
 	struct kv_obj o;
-	if (object_key(x, kv, a, &o) == 0)
-		resp_int(x, 0);
+	if (object_key(x, kv, a, &o) != 0)
+		return;
+	if (kv_access_lfu)
+		resp_error(x, "ERR An LFU maxmemory policy is selected, idle time not tracked. Please "
+			   "note that when switching between policies at runtime LRU and LFU data will "
+			   "take some time to adjust.");
+	else
+		resp_int(x, (int64_t)kv_access_idle(kv, kv_resp_db(x), a[2].p, a[2].len));
 }
 
 static void cmd_object_refcount(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
@@ -652,7 +663,7 @@ const struct kv_cmd kv_cmds_keyspace[] = {
 	{ "del", -2, "write", "generic", "Removes keys of any type; answers how many there were.", cmd_del, 1, -1, 1 },
 	{ "unlink", -2, "write fast", "generic", "Removes keys as DEL does; answers how many there were.", cmd_del, 1, -1, 1 },
 	{ "exists", -2, "readonly fast", "generic", "Counts the named keys that exist (a key named twice counts twice).", cmd_exists, 1, -1, 1 },
-	{ "touch", -2, "readonly fast", "generic", "Counts the named keys that exist; pkvs keeps no access times to update.", cmd_exists, 1, -1, 1 },
+	{ "touch", -2, "readonly fast", "generic", "Counts the named keys that exist, and marks them accessed now.", cmd_exists, 1, -1, 1 },
 	{ "type", 2, "readonly fast", "generic", "Names the type of a key's value: string, hash, ..., or none.", cmd_type, 1, 1, 1 },
 	{ "rename", 3, "write", "generic", "Gives a key a new name, replacing a key that has it.", cmd_rename, 1, 2, 1 },
 	{ "renamenx", 3, "write fast", "generic", "Gives a key a new name only when no key has it yet.", cmd_renamenx, 1, 2, 1 },
@@ -660,9 +671,9 @@ const struct kv_cmd kv_cmds_keyspace[] = {
 	{ "randomkey", 1, "readonly touches_arbitrary_keys", "generic", "A key of the current database picked at random; null when it has none.", cmd_randomkey, 0, 0, 0 },
 	{ "object", -2, "", "generic", "OBJECT subcommands: how a key's value is kept.", NULL, 0, 0, 0 },
 	{ "object|encoding", 3, "readonly", "generic", "The encoding Redis would give the key's value.", cmd_object_encoding, 2, 2, 1 },
-	{ "object|freq", 3, "readonly", "generic", "Answers Redis's error for a server without an LFU policy: pkvs counts no accesses.", cmd_object_freq, 2, 2, 1 },
+	{ "object|freq", 3, "readonly", "generic", "The key's logarithmic access counter (under an lfu maxmemory-policy).", cmd_object_freq, 2, 2, 1 },
 	{ "object|help", 2, "loading stale", "generic", "Lists OBJECT's subcommands.", cmd_object_help, 0, 0, 0 },
-	{ "object|idletime", 3, "readonly", "generic", "Answers 0: pkvs keeps no last-access time.", cmd_object_idletime, 2, 2, 1 },
+	{ "object|idletime", 3, "readonly", "generic", "Seconds since the key was last read or written (not under an lfu maxmemory-policy).", cmd_object_idletime, 2, 2, 1 },
 	{ "object|refcount", 3, "readonly", "generic", "Answers 1: pkvs shares no values between keys.", cmd_object_refcount, 2, 2, 1 },
 	{ "memory", -2, "", "server", "MEMORY subcommands: what keys cost.", NULL, 0, 0, 0 },
 	{ "memory|help", 2, "loading stale", "server", "Lists MEMORY's subcommands.", cmd_memory_help, 0, 0, 0 },

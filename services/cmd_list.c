@@ -22,6 +22,7 @@
 #include "kv_list.h"
 #include "kv_notify.h"
 #include "kv_out.h"
+#include "kv_repl.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -765,9 +766,14 @@ static bool serve_pop(struct resp_ctx *x, struct kv *kv, struct kv_key *k, const
 		return false;
 	struct kv_out o;
 	kv_out_init(&o, x);
+	uint32_t mark = kv_repl_active ? kv_repl_serve_mark() : 0;
+	uint64_t had = l.o.coll.count;
 	int r = pop_with_key(kv, &l, p->e, p->count, &o);
 	if (r)
 		reply_errno(x, r);
+	else if (kv_repl_active)                /* replicas get LPOP/RPOP (kv_repl.h) */
+		kv_repl_served_pop(mark, k, p->e == KV_HEAD ? "LPOP" : "RPOP",
+				   p->count < 0 ? -1 : (int64_t)(had < (uint64_t)p->count ? had : (uint64_t)p->count));
 	kv_out_end(&o);
 	return true;
 }
@@ -813,6 +819,7 @@ static void cmd_blmpop(struct resp_ctx *x, struct kv *kv, const struct paste_res
 /* What a blocked BLMOVE or BRPOPLPUSH takes: the ends, and dst's name. */
 struct bmove {
 	enum kv_end from, to;
+	bool rpoplpush;                 /* BRPOPLPUSH (replicas get RPOPLPUSH) */
 	size_t dlen;
 	uint8_t dst[];
 };
@@ -825,7 +832,12 @@ static bool serve_move(struct resp_ctx *x, struct kv *kv, struct kv_key *k, cons
 		return false;
 	/* lmove's argument layout: a[1] the source (found), a[2] dst. */
 	struct paste_resp_arg a[3] = { { NULL, 0 }, { NULL, 0 }, { (const char *)m->dst, m->dlen } };
+	uint32_t mark = kv_repl_active ? kv_repl_serve_mark() : 0;
 	lmove(x, kv, a, m->from, m->to, &s);
+	if (kv_repl_active)
+		kv_repl_served_move(mark, k, m->dst, m->dlen,
+				    m->rpoplpush ? NULL : m->from == KV_HEAD ? "left" : "right",
+				    m->to == KV_HEAD ? "left" : "right");
 	return true;
 }
 
@@ -861,6 +873,7 @@ static void cmd_blmove(struct resp_ctx *x, struct kv *kv, const struct paste_res
 	}
 	m->from = from;
 	m->to = to;
+	m->rpoplpush = n == 4;
 	m->dlen = a[2].len;
 	memcpy(m->dst, a[2].p, a[2].len);
 	struct kv_block_req req = { KV_LIST, serve_move, m, sizeof(*m) + a[2].len };

@@ -17,7 +17,7 @@
  * commands inside MULTI when out of memory. Over maxmemory (CONFIG SET),
  * as Redis: every command inside MULTI is refused, and an EXEC whose
  * queue would add data (denyoom) is answered EXECABORT. With
- * min-replicas-to-write set (pkvs has no replicas), as Redis: a write
+ * fewer good replicas than min-replicas-to-write, as Redis: a write
  * is refused NOREPLICAS while queueing, and an EXEC whose queue holds
  * one is answered EXECABORT (cmd_conn.c's check).
  *
@@ -49,7 +49,10 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "cmd_tracking.h"
 #include "kv_notify.h"
+#include "kv_repl.h"
+#include "kv_acl.h"
 #include "pkvs_resp.h"
 
 /* Redis's words when out of memory (kv_reply_errno's for -ENOSPC). */
@@ -522,10 +525,27 @@ bool kv_multi_exec_abort(struct resp_ctx *x, const struct kv_cmd_rt *rt, const c
 	return true;
 }
 
+bool kv_multi_active(struct resp_ctx *x)
+{
+	struct kv_multi *m = multi_of(x);
+	return m && m->active;
+}
+
 bool kv_multi_exec_writes(struct resp_ctx *x, const struct kv_cmd_rt *rt)
 {
 	struct kv_multi *m = multi_of(x);
 	return m && m->active && rt->c->fn == cmd_exec && (m->flags & KV_CMD_WRITE);
+}
+
+bool kv_multi_exec_lacks(struct resp_ctx *x, const struct kv_cmd_rt *rt, uint32_t flag)
+{
+	struct kv_multi *m = multi_of(x);
+	if (!m || !m->active || rt->c->fn != cmd_exec)
+		return false;
+	for (uint32_t i = 0; i < m->ncmd; i++)
+		if (!(m->cmd[i].rt->fl & flag))
+			return true;
+	return false;
 }
 
 void kv_multi_reject(struct resp_ctx *x)
@@ -640,6 +660,14 @@ static void run_one(struct resp_ctx *x, struct kv *kv, struct kv_multi *m, uint3
 		const struct qarg *g = &m->arg[q->arg0 + j];
 		av[j] = (struct paste_resp_arg){ m->arena.p + g->off, g->len };
 	}
+	const char *why;                 /* ACL: the user's rules may have changed since */
+	if (x->r->user && !((const struct kv_acl_user *)x->r->user)->all &&
+	    (why = kv_acl_exec_why(x, q->rt, av, q->argc)) != NULL) {
+		resp_error(x, "NOPERM ACLs rules changed between the moment the transaction was "
+			   "accumulated and the EXEC call. This command is no longer allowed for the "
+			   "following reason: %s", why);
+		return;
+	}
 	if (!q->body && !q->big) {
 		kv_run(x, kv, q->rt, av, q->argc);
 		return;
@@ -663,6 +691,10 @@ static void run_one(struct resp_ctx *x, struct kv *kv, struct kv_multi *m, uint3
 	}
 	if (r == 0)
 		kv_notify(KV_NOTIFY_STRING, "set", &k);
+	if (r == 0 && kv_repl_active)
+		kv_repl_set(x, kv, &k);
+	if (r == 0 && kv_watch)
+		kv_monitor_set(x, kv, &k);              /* MONITOR (cmd_tracking.h) */
 	if (r)
 		kv_reply_errno(x, r);
 	else
@@ -707,6 +739,7 @@ static void exec_queue(struct resp_ctx *x, struct kv *kv, struct kv_multi *m)
 		snap_take(kv, &snap);
 		kv_admit(kv, m->values + m->arena.len);   /* room first: none is made inside */
 	}
+	uint32_t mark = kv_repl_active ? kv_repl_mark() : 0;
 	for (int attempt = 0;; attempt++) {
 		struct resp_out o = { 0 };
 		size_t at = 0;
@@ -747,6 +780,8 @@ static void exec_queue(struct resp_ctx *x, struct kv *kv, struct kv_multi *m)
 		}
 		kv_abort(kv);
 		snap_put(kv, &snap);
+		if (kv_repl_active)
+			kv_repl_rewind(mark);   /* none of it reaches a replica */
 		kc->db = db;
 		kv->sweep_due = true;           /* a value in chunks it named is buried again */
 		if (attempt == 0 && !m->bigs && (m->nospace || r == -ENOSPC) &&

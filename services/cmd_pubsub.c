@@ -82,6 +82,17 @@ static struct {
 	size_t msgcap;
 } ps;
 
+bool kv_pubsub_any(struct resp_ctx *x, bool (*fn)(void *arg, const void *name, size_t len,
+						 bool pattern), void *arg)
+{
+	const struct kv_psclient *c = ((struct kv_resp_conn *)x->sc)->pubsub;
+	for (int k = 0; c && k < T_KINDS; k++)
+		for (uint32_t i = 0; i < c->n[k]; i++)
+			if (fn(arg, c->list[k][i]->name, c->list[k][i]->len, k == T_PATTERN))
+				return true;
+	return false;
+}
+
 uint64_t kv_pubsub_listeners(void)
 {
 	return ps.subs[T_CHANNEL] + ps.subs[T_PATTERN];

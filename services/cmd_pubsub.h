@@ -20,5 +20,11 @@ uint64_t kv_pubsub_publish(const void *chan, size_t clen, const void *msg, size_
 /* Channel and pattern subscriptions of every connection (shard channels
  * apart): 0 when nobody would hear a notification. */
 uint64_t kv_pubsub_listeners(void);
+/* Is fn true for any of x's subscriptions (channels, shard channels,
+ * patterns: pattern set)? ACL closes a connection whose subscriptions its
+ * user's new rules refuse. */
+struct resp_ctx;
+bool kv_pubsub_any(struct resp_ctx *x, bool (*fn)(void *arg, const void *name, size_t len,
+						 bool pattern), void *arg);
 
 #endif

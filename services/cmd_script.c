@@ -39,6 +39,8 @@
 #include <strings.h>
 
 #include "cmd_script.h"
+#include "kv_acl.h"
+#include "kv_repl.h"
 
 /* ------------------------------------------------------------ state */
 
@@ -282,11 +284,15 @@ static int host_call(void *arg, struct sl_call *c)
 		av = n;
 		cap = argc;
 	}
-	for (uint32_t i = 0; i < (ask ? 1 : argc); i++)
+	for (uint32_t i = 0; i < argc; i++)
 		av[i] = (struct paste_resp_arg){ c->argv[i], c->lens[i] };
-	struct kv_cmd_rt *rt = call_lookup(c, av, ask ? 1 : argc);
-	if (ask)
-		return rt && (rt->c->fn || rt->nsubs) ? 0 : -1;
+	struct kv_cmd_rt *rt = call_lookup(c, av, argc);
+	if (ask) {                      /* redis.acl_check_cmd */
+		uint32_t idx;
+		if (!rt || (!rt->c->fn && !rt->nsubs))
+			return -1;
+		return x->r->user && kv_acl_check(x->r->user, rt, av, argc, &idx) != KV_ACL_OK;
+	}
 	const char *why = NULL;
 	if (!rt || (!rt->c->fn && !rt->nsubs && !(rt->fl & KV_CMD_NOSCRIPT))) {
 		why = missing_why(av, argc);
@@ -296,6 +302,9 @@ static int host_call(void *arg, struct sl_call *c)
 			why = "Wrong number of args calling Redis command from script";
 		else if (rt->fl & KV_CMD_NOSCRIPT)
 			why = "This Redis command is not allowed from script";
+		else if (x->r->user && !((const struct kv_acl_user *)x->r->user)->all &&
+			 (why = kv_acl_script_why(x, rt, av, argc)) != NULL)
+			;                        /* ACL: the caller's user may not */
 		else if (s->ro && (rt->fl & KV_CMD_WRITE))
 			why = "Write commands are not allowed from read-only scripts.";
 		else if ((rt->fl & KV_CMD_WRITE) && !s->dirty && kv_noreplicas)
@@ -530,6 +539,7 @@ void kv_script_run(struct resp_ctx *x, struct kv *kv, struct sl_engine *e, int r
 	struct sl_buf out = { 0 };
 	bool err = false, counted = false;
 	int r = kv_begin(kv);
+	uint32_t mark = kv_repl_active ? kv_repl_mark() : 0;
 	if (r) {
 		kv_reply_errno(x, r);
 	} else {
@@ -537,6 +547,8 @@ void kv_script_run(struct resp_ctx *x, struct kv *kv, struct sl_engine *e, int r
 		       &counted);
 		if (s->shutdown) {
 			kv_abort(kv);           /* stopped from outside: none of it */
+			if (kv_repl_active)
+				kv_repl_rewind(mark);
 			sl_buf_free(&out);
 			sl_buf_put(&out, "-ERR Script killed by a shutdown\r\n", 34);
 			err = true;
@@ -544,6 +556,8 @@ void kv_script_run(struct resp_ctx *x, struct kv *kv, struct sl_engine *e, int r
 		} else if ((r = kv_commit(kv)) != 0) {
 			sl_buf_free(&out);
 			err = false;
+			if (kv_repl_active)
+				kv_repl_rewind(mark);
 		}
 		if (r)
 			kv_reply_errno(x, r);

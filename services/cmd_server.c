@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kv_repl.h"
 #include "pkvs_resp.h"
 
 /* Redis's glob, any case (COMMAND LIST PATTERN, CONFIG GET): both sides
@@ -103,10 +104,10 @@ static void cmd_save(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 	}
 }
 
-/* No replicas: nothing to wait for. */
+/* WAIT numreplicas timeout: kv_repl.c counts the acknowledgements. */
 static void cmd_wait(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
 {
-	(void)kv, (void)n;
+	(void)n;
 	int64_t v;
 	if (paste_resp_arg_i64(&a[1], &v) || paste_resp_arg_i64(&a[2], &v)) {
 		resp_error(x, "ERR value is not an integer or out of range");
@@ -116,7 +117,9 @@ static void cmd_wait(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		resp_error(x, "ERR timeout is negative");
 		return;
 	}
-	resp_int(x, 0);
+	int64_t num = 0;
+	paste_resp_arg_i64(&a[1], &num);
+	kv_repl_wait(x, kv, num, v);             /* kv_repl.c */
 }
 
 /* SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: a clean stop (exit 0);
@@ -165,7 +168,7 @@ const struct kv_cmd kv_cmds_server[] = {
 	{ "save", 1, "admin noscript no_async_loading no_multi", "server", "Answers OK: every write is durable before its reply, so nothing is left to save.", cmd_save, 0, 0, 0 },
 	{ "bgsave", -1, "admin noscript no_async_loading", "server", "Answers that a background save started: every write is durable already.", cmd_save, 0, 0, 0 },
 	{ "bgrewriteaof", 1, "admin noscript no_async_loading", "server", "Answers that a log rewrite started: pkvs has no append-only file to rewrite.", cmd_save, 0, 0, 0 },
-	{ "wait", 3, "noscript", "generic", "Answers 0 at once: pkvs has no replicas to wait for.", cmd_wait, 0, 0, 0 },
+	{ "wait", 3, "noscript", "generic", "Waits until that many replicas acknowledged the writes so far, or the timeout; answers how many did.", cmd_wait, 0, 0, 0 },
 	{ "shutdown", -1, "admin noscript loading stale no_multi allow_busy", "server", "Stops pkvs cleanly (exit status 0); the store is durable, so nothing is saved first.", cmd_shutdown, 0, 0, 0 },
 	{ "cluster", -2, "", "cluster", "CLUSTER subcommands: pkvs is not a cluster node.", NULL, 0, 0, 0 },
 	{ "cluster|info", 2, "stale", "cluster", "Cluster state: answers that cluster support is disabled.", cmd_cluster, 0, 0, 0 },

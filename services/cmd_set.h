@@ -90,6 +90,14 @@ const char *kv_zset_encoding(struct kv *kv, const struct kv_obj *o);
  * -inf), or as its small sorted sets keep it (listpack: an integer's
  * digits, ZSCAN). The length (< cap). */
 int kv_zscore_str(char *out, size_t cap, double d, bool listpack);
+/* ZADD of argument vector a[0..n) (GEOADD's, with the positions'
+ * scores), as ZADD itself. */
+void kv_zadd_args(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
+/* ZMSCORE key member ... and its kin (GEOPOS, GEOHASH): an array of one
+ * reply per member, each(o, found, its score) writing it. */
+typedef void (*kv_zscore_out_fn)(struct kv_out *o, bool found, double d);
+void kv_zscores_reply(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n,
+		      kv_zscore_out_fn each);
 /* A score as Redis's string2d reads one (ZADD, WEIGHTS). */
 bool kv_zscore_arg(const struct paste_resp_arg *a, double *d);
 /* A range's bound as Redis's zslParseRange reads one: "(" for an open

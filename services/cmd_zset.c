@@ -25,6 +25,7 @@
 #include "cmd_block.h"
 #include "cmd_set.h"
 #include "kv_notify.h"
+#include "kv_repl.h"
 
 /* ------------------------------------------------------------ numbers */
 
@@ -290,6 +291,11 @@ static void cmd_zadd(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 	zadd_generic(x, kv, a, n, 0);
 }
 
+void kv_zadd_args(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
+{
+	zadd_generic(x, kv, a, n, 0);
+}
+
 static void cmd_zincrby(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 			uint32_t n)
 {
@@ -313,8 +319,8 @@ static void cmd_zscore(struct resp_ctx *x, struct kv *kv, const struct paste_res
 		reply_double(x, d);
 }
 
-static void cmd_zmscore(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
-			uint32_t n)
+void kv_zscores_reply(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n,
+		      kv_zscore_out_fn each)
 {
 	struct kv_cset s;
 	int r = kv_cset_arg(x, kv, &a[1], &s, KV_ZSET, false, true);
@@ -324,13 +330,25 @@ static void cmd_zmscore(struct resp_ctx *x, struct kv *kv, const struct paste_re
 	kv_out_init(&o, x);
 	kv_out_array(&o, n - 2);
 	for (uint32_t i = 2; i < n; i++) {
-		double d;
-		if (r || kv_zset_score(kv, &s, a[i].p, a[i].len, &d))
-			kv_out_null(&o);
-		else
-			out_double(&o, d);
+		double d = 0;
+		bool found = !r && kv_zset_score(kv, &s, a[i].p, a[i].len, &d) == 0;
+		each(&o, found, d);
 	}
 	kv_out_end(&o);
+}
+
+static void zmscore_one(struct kv_out *o, bool found, double d)
+{
+	if (found)
+		out_double(o, d);
+	else
+		kv_out_null(o);
+}
+
+static void cmd_zmscore(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
+			uint32_t n)
+{
+	kv_zscores_reply(x, kv, a, n, zmscore_one);
 }
 
 /* ------------------------------------------------------------ members gathered */
@@ -538,11 +556,16 @@ static bool zblock_serve(struct resp_ctx *x, struct kv *kv, struct kv_key *k, co
 	struct paste_resp_arg name = { (const char *)(k->longkey ? k->p : k->t + 1),
 				       k->longkey ? k->len : k->tlen - 1u };
 	struct kv_zgather g = { 0 };
+	uint32_t mark = kv_repl_active ? kv_repl_serve_mark() : 0;
+	uint64_t had = s.o.coll.count;
 	int r = zpop(kv, &s, b->max, b->count < 0 ? 1 : (uint64_t)b->count, &g);
 	if (r)
 		kv_reply_errno(x, r);
 	else
 		reply_popped(x, &g, &name, b->nested);
+	if (r == 0 && kv_repl_active)           /* replicas get ZPOPMIN/ZPOPMAX (kv_repl.h) */
+		kv_repl_served_pop(mark, k, b->max ? "ZPOPMAX" : "ZPOPMIN",
+				   b->count < 0 ? -1 : (int64_t)(had < (uint64_t)b->count ? had : (uint64_t)b->count));
 	kv_zgather_free(&g);
 	return true;
 }

@@ -35,6 +35,7 @@
 
 #include "http.h"
 #include "pkvs_front.h"
+#include "kv_evict.h"
 #include "pkvs_http_hash.h"
 
 #define LIST_DEFAULT 100u
@@ -155,8 +156,11 @@ static int kv_http_route(struct http_ctx *x, const struct paste_http_req *req)
 	struct http_param p;
 	if (http_query_next(&q, &qn, &p))
 		return bad_request(kc, "unknown query parameter");
+	kv_access_touch(kv, 0, kc->key, kc->klen);     /* OBJECT IDLETIME, LRU (kv_evict.h) */
 	switch (m) {
 	case PASTE_HTTP_PUT:
+		if (kv_evict_cfg.maxmemory && kv_evict_over(kv))
+			return -507;                       /* over maxmemory, nothing to evict */
 		switch (kv_writer_begin(kv, &kc->body, req->content_length)) {
 		case 0:
 			return ROUTE_PUT;

@@ -16,7 +16,11 @@
 #include <time.h>
 
 #include "cmd_block.h"
+#include "cmd_tracking.h"
+#include "kv_evict.h"
+#include "kv_acl.h"
 #include "kv_notify.h"
+#include "kv_repl.h"
 #include "pkvs_resp.h"
 
 bool kv_arg_key(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, struct kv_key *k)
@@ -256,12 +260,15 @@ int kv_rand_distinct(uint64_t n, uint64_t k, uint64_t *out)
 /* The families, one table each (cmd_*.c). */
 static const struct kv_cmd *const families[] = {
 	kv_cmds_string, kv_cmds_keyspace, kv_cmds_expire, kv_cmds_hash,
-	kv_cmds_multi, kv_cmds_conn, kv_cmds_info, kv_cmds_config, kv_cmds_command,
+	kv_cmds_multi, kv_cmds_conn, kv_cmds_acl, kv_cmds_info, kv_cmds_config, kv_cmds_command,
 	kv_cmds_server, kv_cmds_db, kv_cmds_list,
 	kv_cmds_pubsub,
 	kv_cmds_script,
 	kv_cmds_set, kv_cmds_zset,
 	kv_cmds_sort,
+	kv_cmds_geo,
+	kv_cmds_monitor,
+	kv_cmds_repl, kv_cmds_dump,
 };
 
 /* Every command once, and an open-addressing hash of their names (lower
@@ -334,6 +341,7 @@ static void cmds_init(void)
 {
 	if (ncmds)
 		return;
+	kv_access_init();
 	for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++)
 		for (const struct kv_cmd *c = families[f]; c->name; c++) {
 			if (ncmds == CMD_MAX)
@@ -343,6 +351,8 @@ static void cmds_init(void)
 			rt->meta = kv_cmd_meta_find(c->name);
 			if (rt->meta && rt->meta->movable)
 				rt->fl |= KV_CMD_MOVABLE_KEYS;
+			if (c->first_key > 0 && !kv_access_notouch(c->name))
+				rt->fl |= KV_CMD_TOUCH;
 			const char *bar = strchr(c->name, '|');
 			if (bar) {
 				struct kv_cmd_rt *parent = lookup(c->name, (size_t)(bar - c->name));
@@ -442,15 +452,26 @@ void kv_run(struct resp_ctx *x, struct kv *kv, struct kv_cmd_rt *rt,
 {
 	if (!kv->group_depth)
 		kv_clock(kv);                   /* a transaction sees one time */
+	if (rt->fl & KV_CMD_TOUCH)               /* its keys' access times (kv_evict.h) */
+		kv_access_cmd(kv, kv_resp_db(x), argv, argc, rt->c->first_key, rt->c->last_key,
+			      rt->c->key_step);
 	/* INFO commandstats: two monotonic clock reads (vDSO) per command
 	 * (docs/results.md, "Command statistics"); an error reply while it
 	 * ran makes it a failed call. */
 	uint32_t errors = x->r->errors;
+	uint32_t watch = kv_watch;               /* MONITOR, CLIENT TRACKING in use */
+	if (watch)
+		kv_watch_before(x, kv, rt, argv, argc);
 	uint64_t t0 = paste_clock_ns();
-	rt->c->fn(x, kv, argv, argc);
+	if (kv_repl_active)
+		kv_repl_run(x, kv, rt, argv, argc);     /* replication's hook (kv_repl.h) */
+	else
+		rt->c->fn(x, kv, argv, argc);
 	rt->ns += paste_clock_ns() - t0;
 	rt->calls++;                             /* after: CONFIG RESETSTAT counts itself */
 	rt->failed += x->r->errors != errors;
+	if (watch)
+		kv_watch_after(x, kv, rt, argv, argc);
 }
 
 /* A command: found, allowed (AUTH), its arity checked, queued inside
@@ -483,10 +504,14 @@ static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, ui
 		resp_error(x, "ERR wrong number of arguments for '%s' command", rt->c->name);
 		return;
 	}
-	if (!kv_conn_allowed(x, rt)) {
+	if (!kv_conn_allowed(x, rt, argv, argc)) {
 		rt->rejected++;
 		kv_multi_reject(x);
 		return;                          /* replied (NOAUTH) */
+	}
+	if (kv_repl_active && kv_repl_refused(x, rt)) {
+		rt->rejected++;
+		return;                          /* a replica: READONLY, MASTERDOWN */
 	}
 	if (resp_pubsub_refused(x, rt->c->name)) {
 		rt->rejected++;
@@ -499,6 +524,8 @@ static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, ui
 		return;                          /* queued: "+QUEUED" */
 	kv_run(x, kv, rt, argv, argc);
 	kv_block_serve(kv);                      /* clients blocked on keys it filled */
+	if (kv_watch)
+		kv_watch_done(kv);               /* invalidations after the replies */
 }
 
 /* ------------------------------------------------- streamed values */
@@ -585,7 +612,9 @@ static bool kv_stream_split(const struct paste_resp_arg *argv, uint32_t argc)
 static int kv_stream_begin(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc,
 			   const char **why)
 {
-	int r = stream_begin(x, argv, argc, why);
+	const struct kv_acl_user *u = x->r->user;
+	int r = u && !u->all && (*why = kv_acl_stream_why(x, argv, argc)) ? -EACCES
+									 : stream_begin(x, argv, argc, why);
 	if (r)
 		kv_multi_reject(x);             /* refused inside MULTI: EXECABORT */
 	return r;
@@ -612,11 +641,25 @@ static void kv_stream_end(struct resp_ctx *x)
 		kc->name = NULL;
 		return;
 	}
+	if (kv_over_maxmemory(x)) {             /* evicts first (kv_evict.h) */
+		paste_body_release(&kc->body, kv->store);
+		kv_writer_drop(kv, &kc->big);
+		free(kc->name);
+		kc->name = NULL;
+		kv_reply_errno(x, -ENOSPC);
+		return;
+	}
+	kv_clock(kv);
+	kv_access_touch(kv, kc->key.db, kc->key.longkey ? kc->key.p : kc->key.t + 1, kc->key.len);
 	if (kc->big.id) {                       /* in chunks */
 		kv_clock(kv);
 		int r = kv_writer_put(kv, &kc->big, &kc->key, KV_NO_TTL, NULL);
 		if (r == 0)
 			kv_notify(KV_NOTIFY_STRING, "set", &kc->key);
+		if (r == 0 && kv_watch)
+			kv_monitor_set(x, kv, &kc->key);        /* MONITOR (cmd_tracking.h) */
+		if (r == 0 && kv_repl_active)
+			kv_repl_set(x, kv, &kc->key);
 		free(kc->name);
 		kc->name = NULL;
 		if (r)
@@ -629,6 +672,10 @@ static void kv_stream_end(struct resp_ctx *x)
 	int r = kv_put_body(kv, &kc->key, &kc->body, KV_NO_TTL, NULL);
 	if (r == 0)
 		kv_notify(KV_NOTIFY_STRING, "set", &kc->key);
+	if (r == 0 && kv_watch)
+		kv_monitor_set(x, kv, &kc->key);                /* MONITOR (cmd_tracking.h) */
+	if (r == 0 && kv_repl_active)
+		kv_repl_set(x, kv, &kc->key);
 	free(kc->name);
 	kc->name = NULL;
 	if (r)
@@ -648,6 +695,10 @@ static void kv_resp_closed(struct resp_ctx *x)
 	kv_multi_closed(x);
 	kv_block_closed(x);
 	kv_pubsub_closed(x);
+	if (kv_repl_active)
+		kv_repl_closed(x);
+	kv_monitor_reset(x);
+	kv_tracking_closed(x);
 }
 
 /* The next command's key: its point-index slot, ~1 us before the lookup. */
@@ -666,11 +717,20 @@ static void kv_resp_pass(struct worker *w, void *state)
 {
 	pkvs_svc_pass(w, state);
 	kv_block_pass(w, pkvs_kv(state));
+	kv_evict_pass(pkvs_kv(state));          /* evictions a time limit left over */
+	if (kv_repl_active)
+		kv_repl_pass(w, pkvs_kv(state));
+	if (kv_watch)
+		kv_watch_pass(pkvs_kv(state));
 }
 
 static uint64_t kv_resp_wake(struct worker *w, void *state)
 {
 	uint64_t a = pkvs_svc_wake(w, state), b = kv_block_wake(w, state);
+	if (kv_repl_active) {
+		uint64_t c = kv_repl_wake(w);
+		b = b < c ? b : c;
+	}
 	return a < b ? a : b;
 }
 
@@ -685,4 +745,5 @@ const struct resp_service pkvs_resp_service = {
 	.stream_end = kv_stream_end,
 	.closed = kv_resp_closed,
 	.prefetch = kv_prefetch,
+	.own = kv_monitor_own,
 };

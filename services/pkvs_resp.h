@@ -54,6 +54,9 @@ enum {
 	KV_CMD_SKIP_MONITOR = 1u << 13, KV_CMD_SKIP_SLOWLOG = 1u << 14, KV_CMD_ASKING = 1u << 15,
 	KV_CMD_NO_MANDATORY_KEYS = 1u << 16, KV_CMD_NO_ASYNC_LOADING = 1u << 17,
 	KV_CMD_MOVABLE_KEYS = 1u << 18,
+	/* pkvs's own: dispatch stamps the command's keys in the access table
+	 * (kv_evict.h; not Redis's LOOKUP_NOTOUCH commands). */
+	KV_CMD_TOUCH = 1u << 19,
 };
 
 /* Redis's key specifications (COMMAND INFO, GETKEYS, GETKEYSANDFLAGS):
@@ -135,6 +138,8 @@ extern const struct kv_cmd kv_cmds_set[], kv_cmds_zset[];
  * them (COMMAND GETKEYS): positions in pos[], flags in fl[] (room for
  * two), how many. */
 extern const struct kv_cmd kv_cmds_sort[];
+/* cmd_geo.c: GEOADD ... GEOSEARCHSTORE (positions in sorted sets). */
+extern const struct kv_cmd kv_cmds_geo[];
 int kv_sort_getkeys(const struct paste_resp_arg *argv, uint32_t argc, bool readonly,
 		    uint32_t *pos, uint32_t *fl);
 
@@ -163,6 +168,8 @@ void kv_multi_reject(struct resp_ctx *x);
 bool kv_multi_exec_abort(struct resp_ctx *x, const struct kv_cmd_rt *rt, const char *why);
 /* rt is EXEC inside MULTI and a write command is queued. */
 bool kv_multi_exec_writes(struct resp_ctx *x, const struct kv_cmd_rt *rt);
+/* rt is EXEC inside MULTI and a queued command lacks flag (KV_CMD_*). */
+bool kv_multi_exec_lacks(struct resp_ctx *x, const struct kv_cmd_rt *rt, uint32_t flag);
 /* A streamed SET's value is in (kv_resp_conn's body and key): inside
  * MULTI it is queued, its buffers held, and QUEUED replied (true). */
 bool kv_multi_stream_end(struct resp_ctx *x);
@@ -173,13 +180,21 @@ void kv_multi_nospace(struct resp_ctx *x);
  * queued or watched. */
 void kv_multi_closed(struct resp_ctx *x);
 void kv_multi_reset(struct resp_ctx *x);
-/* cmd_conn.c: may this connection run rt (AUTH)? false: replied. */
-bool kv_conn_allowed(struct resp_ctx *x, struct kv_cmd_rt *rt);
+/* Between MULTI and EXEC (ACL LOG's context). */
+bool kv_multi_active(struct resp_ctx *x);
+/* cmd_conn.c: may this connection run rt with argv (AUTH, ACL)? false:
+ * replied. */
+bool kv_conn_allowed(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct paste_resp_arg *argv,
+		     uint32_t argc);
 /* cmd_pubsub.c: the connection's subscriptions end (closed hook, RESET);
  * PING of a subscribed RESP2 connection (true: replied its way). */
 void kv_pubsub_closed(struct resp_ctx *x);
 void kv_pubsub_reset(struct resp_ctx *x);
 bool kv_pubsub_ping(struct resp_ctx *x, const struct paste_resp_arg *a, uint32_t n);
+/* cmd_conn.c: o's line of CLIENT LIST (ACL LOG's client-info too). */
+int kv_client_line(struct resp_ctx *o, char *out, size_t cap);
+/* cmd_acl.c: AUTH and ACL. */
+extern const struct kv_cmd kv_cmds_acl[];
 
 /* The service's part of a connection. */
 struct kv_resp_conn {
@@ -194,6 +209,8 @@ struct kv_resp_conn {
 	struct kv_psclient *pubsub;    /* its subscriptions (cmd_pubsub.c); NULL: none yet */
 	const struct kv_cmd *last;     /* the last command run (CLIENT LIST cmd=) */
 	struct kv_bclient *block;      /* blocked on keys (cmd_block.c); NULL: not */
+	bool monitor;                  /* MONITOR (cmd_monitor.c) */
+	struct kv_tclient *track;      /* CLIENT TRACKING (cmd_tracking.c); NULL: never on */
 };
 
 static inline uint32_t kv_resp_db(const struct resp_ctx *x)
@@ -306,19 +323,29 @@ uint64_t kv_last_save(const struct resp_ctx *x);
  * a command's. */
 extern const char *const kv_acl_names[];
 uint32_t kv_cmd_acl(const struct kv_cmd_rt *rt);
+/* The keys of argv[0..argc) (a whole command of rt) as its key specs find
+ * them (COMMAND GETKEYS, ACL): positions in pos[], KV_KEY_* flags in
+ * fl[], at most cap; -1 when the specs do not fit the arguments. */
+int kv_cmd_getkeys(const struct kv_cmd_rt *rt, const struct paste_resp_arg *argv, uint32_t argc,
+		   uint32_t *pos, uint32_t *fl, uint32_t cap);
 /* cmd_config.c */
-/* CONFIG SET maxmemory is set and the store's used bytes exceed it: a
+/* maxmemory is set and the dataset is over it with nothing (more) to
+ * evict (kv_evict_over: keys are evicted first by maxmemory-policy): a
  * denyoom command is refused (Redis's OOM error). */
 bool kv_over_maxmemory(struct resp_ctx *x);
 /* CONFIG SET maxmemory's bound in bytes (0: none). */
 uint64_t kv_config_maxmemory(void);
+/* A setting from pkvs's command line or --config file, read as CONFIG
+ * SET reads it (maxmemory and its settings, kv_evict.h): 0, or -1 with
+ * *why. */
+int kv_config_preset(const char *name, const char *value, const char **why);
 /* A setting CONFIG keeps as a string, as CONFIG GET reads it back (a new
  * string after each change); NULL for another name. */
 const char *kv_config_kept(const char *name);
-/* min-replicas-to-write above 0 and min-replicas-max-lag not 0: pkvs,
- * which has no replicas, refuses writes with Redis's NOREPLICAS error
- * (a write command, an EXEC that queued one, a script that may write).
- * CONFIG SET keeps it. */
+/* min-replicas-to-write above 0, min-replicas-max-lag not 0, and fewer
+ * replicas than the former acknowledged within the latter: pkvs refuses
+ * writes with Redis's NOREPLICAS error (a write command, an EXEC that
+ * queued one, a script that may write). kv_repl_good_update keeps it. */
 extern bool kv_noreplicas;
 #define KV_NOREPLICAS "NOREPLICAS Not enough good replicas to write."
 /* cmd_info.c: the --config file (INFO config_file), NULL: none;

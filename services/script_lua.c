@@ -787,15 +787,21 @@ static int r_acl_check_cmd(lua_State *L)
 	int argc = lua_gettop(L);
 	if (argc == 0)
 		return raise_error(L, "Please specify at least one argument for this redis lib call");
-	const char *argv[1];
-	size_t lens[1];
-	char nums[32];
-	if (!call_args(L, 1, argv, lens, nums))
+	const char **argv = malloc((size_t)argc * (sizeof(*argv) + sizeof(size_t) + 32));
+	if (!argv)
+		return raise_error(L, "out of memory");
+	size_t *lens = (size_t *)(argv + argc);
+	char *nums = (char *)(lens + argc);
+	if (!call_args(L, argc, argv, lens, nums)) {
+		free(argv);
 		return raise_error(L, "Lua redis lib command arguments must be strings or integers");
+	}
 	struct sl_call c = { .argc = -argc, .argv = argv, .lens = lens };   /* argc < 0: ask only */
-	if (run->host->call(run->arg, &c))
+	int r = run->host->call(run->arg, &c);
+	free(argv);
+	if (r < 0)
 		return raise_error(L, "Invalid command passed to redis.acl_check_cmd()");
-	lua_pushboolean(L, 1);      /* one user, allowed everything: pkvs has no ACL users */
+	lua_pushboolean(L, r == 0);      /* 1: the script's user may not (ACL) */
 	return 1;
 }
 

@@ -59,7 +59,9 @@ extern const char *const sl_flag_names[5];
 
 /* What a script asks of its host. */
 struct sl_call {
-	int argc;
+	int argc;                      /* < 0: only ask whether the script's user may run
+					* it (redis.acl_check_cmd): 0 yes, 1 no, -1 no
+					* such command */
 	const char *const *argv;
 	const size_t *lens;
 	int proto;                     /* the script's RESP (redis.setresp) */

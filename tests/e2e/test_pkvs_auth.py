@@ -175,8 +175,12 @@ def test_acl_subcommands(locked):
     assert c.command("ACL", "WHOAMI") == b"default"
     assert c.command("ACL", "USERS") == [b"default"]
     assert b"string" in c.command("ACL", "CAT")
-    err = str(c.command("ACL", "SETUSER", "u1", "on", ">x"))
-    assert err.startswith("ERR pkvs has one user") and "ACL SETUSER is not supported" in err
+    assert c.command("ACL", "SETUSER", "u1", "on", ">x", "+get", "+acl|whoami", "~k*") == "OK"
+    assert c.command("AUTH", "u1", "x") == "OK"
+    assert c.command("ACL", "WHOAMI") == b"u1"
+    assert str(c.command("SET", "k1", "v")).startswith("NOPERM")
+    assert c.command("AUTH", PASS) == "OK"
+    assert c.command("ACL", "DELUSER", "u1") == 1
 
 
 # -------------------------------------------------------------- HTTP

@@ -5,7 +5,7 @@ Values of 1, 20 and 200 MiB read back byte-exact, by GET and by GETRANGE
 across chunk boundaries, STRLEN and TYPE; across a restart; a kill -9
 in the middle of a big SET (or right after it was sent) leaves the old
 value whole or the new one whole, and a store paste-store check finds
-clean; DEL of a big value gives its buffers back (INFO used_memory); and
+clean; DEL of a big value gives its buffers back (INFO pkvs_held_bytes); and
 pkvs holds no DRAM copy of a value it stores or sends (RssAnon).
 """
 import hashlib
@@ -46,7 +46,8 @@ def rss_anon_kib(pid):
 
 
 def used_memory(r):
-    return r.info("memory")["used_memory"]
+    """The store's held buffers (INFO used_memory is the dataset)."""
+    return r.info("memory")["pkvs_held_bytes"]
 
 
 def check_ranges(r, key, v):

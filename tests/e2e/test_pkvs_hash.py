@@ -10,7 +10,7 @@
   after a restart.
 - HSCAN over a large hash, HRANDFIELD's distributions.
 - A hash of 10,000 fields deleted at once: DEL answers at once, the
-  sweeper frees the space (INFO used_memory back down).
+  sweeper frees the space (INFO pkvs_held_bytes back down).
 - kill -9 under HSET/HDEL/HINCRBY load: every acknowledged change is
   there, a multi-field HSET in flight is all or nothing, and HLEN equals
   the fields present.
@@ -442,13 +442,13 @@ def test_del_big_hash_sweeps(pkvs):
     srv = pkvs.start(["--checkpoint-ms", "200"])
     with RespConn(srv.resp_port, timeout=30) as c:
         time.sleep(0.5)
-        base = info_field(c, "used_memory")
+        base = info_field(c, "pkvs_held_bytes")
         live = info_field(c, "pkvs_live_bytes")
         n = 10000
         args = [x for i in range(n) for x in (f"field:{i:06d}", "v" * 40)]
         assert c.command("HSET", "big", *args) == n
         assert c.command("HLEN", "big") == n
-        full = info_field(c, "used_memory")
+        full = info_field(c, "pkvs_held_bytes")
         assert full > base + n * 40, (base, full)
         t = time.monotonic()
         assert c.command("DEL", "big") == 1
@@ -458,13 +458,13 @@ def test_del_big_hash_sweeps(pkvs):
         assert c.command("HLEN", "big") == 0
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            if info_field(c, "used_memory") <= base + 64 * 1024 and \
+            if info_field(c, "pkvs_held_bytes") <= base + 64 * 1024 and \
                info_field(c, "pkvs_live_bytes") == live:
                 break
             time.sleep(0.2)
         assert info_field(c, "pkvs_live_bytes") == live
-        used = info_field(c, "used_memory")
-        assert used <= base + 64 * 1024, f"used_memory {used} after the sweep, {base} before"
+        used = info_field(c, "pkvs_held_bytes")
+        assert used <= base + 64 * 1024, f"pkvs_held_bytes {used} after the sweep, {base} before"
         # a new hash under the same key starts empty
         assert c.command("HSET", "big", "x", "1") == 1
         assert c.command("HLEN", "big") == 1

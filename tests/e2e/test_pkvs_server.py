@@ -15,7 +15,7 @@ redis-server 7.0.15 byte for byte where Redis and pkvs mean the same
   commandstats (calls, usec, rejected and failed calls), errorstats,
   keyspace, the RESP3 verbatim string.
 - CLIENT ID, SETNAME/GETNAME, INFO/LIST (Redis's fields), KILL in every
-  form, REPLY ON/OFF/SKIP, NO-EVICT, TRACKING refused; RESET; PING's
+  form, REPLY ON/OFF/SKIP, NO-EVICT, PAUSE refused; RESET; PING's
   arity; ECHO, TIME, WAIT, LASTSAVE, SAVE, BGSAVE; SHUTDOWN exits 0.
 """
 import os
@@ -501,10 +501,8 @@ def test_client_reply_modes(pkvs_srv):
     s.close()
 
 
-def test_client_tracking_refused(pkvs_srv):
+def test_client_pause_refused(pkvs_srv):
     r = pyr(pkvs_srv.resp_port)
-    with pytest.raises(redis.ResponseError, match="client-side caching is not supported"):
-        r.execute_command("CLIENT", "TRACKING", "on")
     with pytest.raises(redis.ResponseError, match="does not pause"):
         r.execute_command("CLIENT", "PAUSE", "100")
 

@@ -1,0 +1,64 @@
+/*
+ * kv_rdb.h - Redis's RDB format (version 10, what Redis 7.0 writes and
+ * loads) for pkvs's keys: a whole data set as a snapshot (a replica's
+ * full synchronization) and one value as DUMP/RESTORE's payload.
+ *
+ * pkvs writes the plain encodings Redis 7.0 still loads: a string raw, a
+ * list as RDB_TYPE_LIST, a set as RDB_TYPE_SET, a sorted set as
+ * RDB_TYPE_ZSET_2 (binary scores), a hash as RDB_TYPE_HASH; an expiry as
+ * EXPIRETIME_MS; SELECTDB and RESIZEDB per database; AUX fields; the
+ * CRC-64 (Jones polynomial, reflected, as Redis's crc64.c) at the end. It
+ * reads those and Redis 7.0's compact ones too (integer and LZF strings,
+ * intsets, listpacks, ziplists, quicklists), so a payload or a snapshot
+ * of a real Redis loads.
+ */
+#ifndef PASTE_SERVICES_KV_RDB_H
+#define PASTE_SERVICES_KV_RDB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kv.h"
+
+#define KV_RDB_VERSION 10u
+
+/* Redis's CRC-64: crc64(0, "123456789", 9) == 0xe9c6d914c4b8d9ca. */
+uint64_t kv_crc64(uint64_t crc, const void *p, size_t n);
+
+/* A growing buffer (malloc'd); oom remembers a failed growth. */
+struct kv_rdb_buf {
+	uint8_t *p;
+	size_t len, cap;
+	bool oom;
+};
+void kv_rdb_put(struct kv_rdb_buf *b, const void *p, size_t n);
+void kv_rdb_free(struct kv_rdb_buf *b);
+/* A command as RESP (an array of bulks): the replication stream's and
+ * MIGRATE's. */
+void kv_rdb_put_cmd(struct kv_rdb_buf *b, const struct paste_resp_arg *av, uint32_t n);
+
+/* Key o (kv_lookup's) as its RDB type byte and value. 0, -ENOMEM, or
+ * -EBADMSG (a damaged collection). */
+int kv_rdb_value(struct kv *kv, const struct kv_obj *o, struct kv_rdb_buf *b);
+/* DUMP's payload: the value, the RDB version (2 bytes, little-endian)
+ * and the CRC-64 of all that (8 bytes, little-endian). */
+int kv_rdb_dump(struct kv *kv, const struct kv_obj *o, struct kv_rdb_buf *b);
+/* Is p[0..len) a payload this RDB version reads with a right CRC? */
+bool kv_rdb_payload_ok(const uint8_t *p, size_t len);
+/* The whole data set, every database, as an RDB file; repl_id and
+ * repl_offset go in its AUX fields. Expired keys are left out. */
+int kv_rdb_snapshot(struct kv *kv, struct kv_rdb_buf *b, const char *repl_id,
+		    uint64_t repl_offset);
+
+/* Key k gets the value of type byte + value p[0..len) (a payload's value
+ * part), deadline expire_ms (KV_NO_TTL: none), replacing what it held. 0,
+ * -EBADMSG (not a value pkvs reads), -ENOSPC, or the store's failure. */
+int kv_rdb_restore(struct kv *kv, struct kv_key *k, const uint8_t *p, size_t len,
+		   int64_t expire_ms);
+/* A whole RDB file into the store: every database is flushed first, then
+ * each key written (an expired one skipped). 0, -EBADMSG (damaged: a
+ * wrong CRC, an unknown type or opcode), or a write's failure. */
+int kv_rdb_load(struct kv *kv, const uint8_t *p, size_t len);
+
+#endif
