@@ -96,12 +96,18 @@ uint32_t bt_pages_needed(const struct paste_btree *t)
 uint32_t bt_page_alloc(struct paste_btree *t)
 {
 	uint32_t no;
-	if (t->nfree)
-		no = t->free_stack[--t->nfree];
-	else if (t->hwm < t->npages)
+	/* A fresh page while the free queue is short: a replaced page then
+	 * waits through several checkpoints, and the hints to it stay good. */
+	if (t->nfree && (t->nfree > BT_FREE_KEEP * t->used || t->hwm >= t->npages)) {
+		no = t->free_q[t->free_head];
+		t->free_head = t->free_head + 1 == t->npages ? 0 : t->free_head + 1;
+		t->nfree--;
+	} else if (t->hwm < t->npages) {
 		no = t->hwm++;
-	else
+	} else {
 		abort();   /* callers reserved bt_pages_needed() */
+	}
+	t->moved[no] = 0;                /* a new life: hints to the old one stop here */
 	uint8_t listed = t->ps[no] & PS_LISTED;
 	t->ps[no] = PS_USED | PS_LISTED;
 	if (!listed)
@@ -114,13 +120,13 @@ void bt_page_free(struct paste_btree *t, uint32_t no)
 {
 	uint8_t listed = t->ps[no] & PS_LISTED;
 	t->used--;
+	t->moved[no] = 0;                /* cow() sets it when a copy replaces the page */
 	if (bt_h(bt_pg(t, no))->gen >= t->gen) {
 		t->ps[no] = PS_FREE | listed;
-		t->free_stack[t->nfree++] = no;
+		bt_free_push(t, no);
 	} else {
 		t->ps[no] = PS_PENDING | listed;
 		t->pending[t->npending++] = no;
-		t->moved[no] = 0;
 	}
 }
 
@@ -312,21 +318,25 @@ static void fix(struct paste_btree *t, struct bt_path *path, uint32_t d, struct 
  * key at the hinted index. A key is in the tree once, so that entry is
  * the key's. A stale hint fails one of the tests and costs a descent.
  *
- * A hint to a leaf the checkpointed tree still has, which this generation
- * copied on write, is followed to the copy (t->moved): a copy keeps every
- * entry at its index, and without this every key would descend once after
- * each checkpoint (15 % of an unpipelined SET load's overwrites with 10 000
- * keys and a checkpoint every 0.7 s). The copy is tested as any hint is. */
+ * A hint to a leaf since copied on write is followed to the copy
+ * (t->moved, kept while the replaced page waits in the free queue): a copy
+ * keeps every entry at its index. Without it a key not written for two
+ * checkpoints would descend (40 % of a pipelined SET load's overwrites
+ * with 100 000 keys: docs/results.md, "Overwrites by hint"). Each copy
+ * is tested as any hint is; BT_HINT_HOPS bounds the walk. */
 uint8_t *bt_hint_entry(struct paste_btree *t, struct bt_hint *hint, const uint8_t *key,
 		       uint32_t klen)
 {
 	uint32_t no = hint->leaf;
-	if (no < BT_FIRST_PAGE || no >= t->hwm)
-		return NULL;
-	if ((t->ps[no] & PS_STATE) == PS_PENDING)
-		no = t->moved[no];
-	if (no < BT_FIRST_PAGE || (t->ps[no] & PS_STATE) != PS_USED)
-		return NULL;
+	for (uint32_t hop = 0;; hop++) {
+		if (no < BT_FIRST_PAGE || no >= t->hwm)
+			return NULL;
+		if ((t->ps[no] & PS_STATE) == PS_USED)
+			break;
+		if (hop == BT_HINT_HOPS)
+			return NULL;
+		no = t->moved[no];           /* replaced (pending or free): its copy */
+	}
 	uint8_t *pg = bt_pg(t, no);
 	const struct bt_hdr *h = bt_h(pg);
 	if (h->type != BT_LEAF || h->gen < t->gen || hint->idx >= h->nkeys)

@@ -572,7 +572,7 @@ static void tree_free(struct paste_btree *t)
 	for (int i = 0; i < 4; i++)
 		free(t->wide[i]);
 	free(t->ps);
-	free(t->free_stack);
+	free(t->free_q);
 	free(t->pending);
 	free(t->moved);
 	free(t->dirty);
@@ -629,11 +629,11 @@ int paste_btree_open(struct paste_btree **out, struct paste_store *st, struct pa
 	t->npages = npages;
 	t->hbuf = PASTE_NO_BUF;
 	t->ps = calloc(npages, 1);
-	t->free_stack = malloc(sizeof(uint32_t) * npages);
+	t->free_q = malloc(sizeof(uint32_t) * npages);
 	t->pending = malloc(sizeof(uint32_t) * npages);
 	t->moved = calloc(npages, sizeof(uint32_t));
 	t->dirty = malloc(sizeof(uint32_t) * npages);
-	bool ok = t->ps && t->free_stack && t->pending && t->moved && t->dirty &&
+	bool ok = t->ps && t->free_q && t->pending && t->moved && t->dirty &&
 		  bt_clean_open(t) == 0;
 	for (int i = 0; i < 4 && ok; i++)
 		ok = (t->wide[i] = malloc(sizeof(struct bt_wide))) != NULL;

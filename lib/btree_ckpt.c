@@ -332,7 +332,7 @@ int paste_btree_checkpoint(struct paste_btree *t)
 	for (uint32_t i = 0; i < t->npending; i++) {
 		uint32_t no = t->pending[i];
 		t->ps[no] = PS_FREE | (t->ps[no] & PS_LISTED);
-		t->free_stack[t->nfree++] = no;
+		bt_free_push(t, no);
 	}
 	t->npending = 0;
 	for (uint32_t i = 0; i < t->ndirty; i++)

@@ -28,6 +28,8 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the store format is l
 #define BT_PAGE        PASTE_STORE_NODE_PAGE   /* 4096 */
 #define BT_HDR         32u                     /* page header */
 #define BT_CAP         (BT_PAGE - BT_HDR)      /* slots + entries of one page */
+#define BT_HINT_HOPS   8                       /* copies a hint is followed through */
+#define BT_FREE_KEEP   4                       /* free pages kept unused, per page in use */
 #define BT_UNDERFLOW   (BT_CAP / 4)            /* a non-root node below this merges or borrows */
 #define BT_PAGE_MAGIC  0x5442u                 /* "BT" */
 #define BT_LEAF        1u
@@ -169,10 +171,12 @@ struct paste_btree {
 
 	/* pages */
 	uint8_t *ps;                  /* per page: PS_* */
-	uint32_t *free_stack, nfree;
+	/* free pages, reused oldest first: a freed page keeps its moved[]
+	 * forward until reuse, so overwrite hints survive checkpoints */
+	uint32_t *free_q, free_head, nfree;
 	uint32_t hwm;                 /* pages >= hwm were never used since the checkpoint */
 	uint32_t *pending, npending;  /* freed in gen; the committed tree still has them */
-	uint32_t *moved;              /* per pending page: its copy-on-write copy, else 0 */
+	uint32_t *moved;              /* per replaced page: its copy-on-write copy until reused, else 0 */
 	uint32_t *dirty, ndirty;      /* written in gen (PS_LISTED) */
 	uint32_t used;                /* pages in the tree */
 
@@ -359,11 +363,17 @@ const char *bt_page_check(uint8_t *pg, uint32_t no, const struct paste_store_geo
 bool bt_descend(struct paste_btree *t, const uint8_t *key, uint32_t klen, struct bt_path *path);
 uint32_t bt_page_alloc(struct paste_btree *t);
 void bt_page_free(struct paste_btree *t, uint32_t no);
+/* Page no joins the free queue's tail. */
+static inline void bt_free_push(struct paste_btree *t, uint32_t no)
+{
+	uint32_t at = t->free_head + t->nfree++;
+	t->free_q[at >= t->npages ? at - t->npages : at] = no;
+}
 uint32_t bt_pages_spare(const struct paste_btree *t);
 uint32_t bt_pages_needed(const struct paste_btree *t);
 /* The entry *hint names, if it is key's live entry in a page this
- * generation may write in place; else NULL. A hint to a leaf copied on
- * write in this generation is moved to the copy. */
+ * generation may write in place; else NULL. A hint to a leaf since copied
+ * on write is moved along the copies (a few checkpoints at most). */
 uint8_t *bt_hint_entry(struct paste_btree *t, struct bt_hint *hint, const uint8_t *key,
 		       uint32_t klen);
 int bt_apply(struct paste_btree *t, const struct paste_btree_record *r, uint64_t lsn);

@@ -321,7 +321,7 @@ int bt_recover(struct paste_btree *t, struct paste_error *err)
 	}
 	for (uint32_t no = t->hwm; no-- > BT_FIRST_PAGE;)
 		if (!t->ps[no])
-			t->free_stack[t->nfree++] = no;
+			bt_free_push(t, no);
 	t->used = wk.pages;
 	t->walk_ns = paste_clock_ns() - t0;
 	t->replaying = true;

@@ -155,7 +155,16 @@ void kv_clock(struct kv *kv)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	kv->now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	int64_t real_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	kv->real_minus_mono_ns = real_ns - (int64_t)paste_clock_ns();
+	kv->now_ms = real_ns / 1000000;
+	kv->clock_due = false;
+}
+
+void kv_clock_at(struct kv *kv, uint64_t mono_ns)
+{
+	kv->now_ms = ((int64_t)mono_ns + kv->real_minus_mono_ns) / 1000000;
+	kv->clock_due = false;
 }
 
 /* Not inside a group: a checkpoint there would keep half of it. */

@@ -187,8 +187,12 @@ struct kv {
 	uint32_t ndbs;
 	uint8_t dbmap[KV_MAX_DBS];
 	uint64_t dbkeys[KV_MAX_DBS], dbexpires[KV_MAX_DBS];
-	/* The clock commands see: CLOCK_REALTIME in ms, read by kv_clock. */
+	/* The clock commands see: CLOCK_REALTIME in ms, read by kv_clock
+	 * (each pass), or by kv_clock_at from a monotonic read a command makes
+	 * anyway (its commandstats start) and the pass's offset. */
 	int64_t now_ms;
+	int64_t real_minus_mono_ns;
+	bool clock_due;                 /* now_ms is the pass's: kv_now reads the clock */
 	uint32_t group_depth;           /* kv_begin nesting */
 	/* The map and counts as the outermost kv_begin found them: kv_abort
 	 * puts them back with the tree. */
@@ -256,8 +260,19 @@ void kv_close(struct kv *kv);
 void kv_pass(struct kv *kv);
 
 /* Read the clock commands see (once per command: a command and a
- * transaction see one time). */
+ * transaction see one time). kv_clock reads CLOCK_REALTIME (and keeps its
+ * offset from CLOCK_MONOTONIC); kv_clock_at takes a monotonic read the
+ * caller has made anyway, saving a vDSO call per command. */
 void kv_clock(struct kv *kv);
+void kv_clock_at(struct kv *kv, uint64_t mono_ns);
+/* now_ms where only a key with a deadline needs it: a streamed SET marks
+ * the clock due instead of reading it (a vDSO call per SET otherwise). */
+static inline int64_t kv_now(struct kv *kv)
+{
+	if (kv->clock_due)
+		kv_clock(kv);
+	return kv->now_ms;
+}
 
 /* The largest value a body may carry (for 413 / "-ERR value too big"). */
 uint64_t kv_max_value(const struct kv *kv);

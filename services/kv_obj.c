@@ -350,7 +350,7 @@ static void probe(struct kv *kv, struct kv_key *k, struct old *o)
 	o->had = true;
 	o->type = (enum kv_type)(a.tag & KV_TAG_TYPE);
 	o->expire_ms = a.has_word ? (int64_t)a.word : KV_NO_TTL;
-	o->expired = o->expire_ms != KV_NO_TTL && o->expire_ms <= kv->now_ms;
+	o->expired = o->expire_ms != KV_NO_TTL && o->expire_ms <= kv_now(kv);
 	if (kv_is_coll(o->type)) {
 		ob.n = n;
 		ob.len = len;
@@ -475,7 +475,7 @@ int kv_lookup(struct kv *kv, struct kv_key *k, struct kv_obj *o, bool read)
 		} else {
 			o->coll = (struct kv_coll){ 0 };
 		}
-		if (o->expire_ms != KV_NO_TTL && o->expire_ms <= kv->now_ms) {
+		if (o->expire_ms != KV_NO_TTL && o->expire_ms <= kv_now(kv)) {
 			kv_expire_now(kv, k, raw, id, o->expire_ms);
 			r = -ENOENT;
 		}

@@ -450,19 +450,21 @@ static void unknown_subcommand(struct resp_ctx *x, const struct kv_cmd_rt *rt,
 void kv_run(struct resp_ctx *x, struct kv *kv, struct kv_cmd_rt *rt,
 	    const struct paste_resp_arg *argv, uint32_t argc)
 {
+	/* INFO commandstats: two monotonic clock reads (vDSO) per command
+	 * (docs/results.md, "Command statistics"), the first also the
+	 * command's time; an error reply while it ran makes it a failed call. */
+	uint32_t errors = x->r->errors;
+	uint64_t t0 = paste_clock_ns();
 	if (!kv->group_depth)
-		kv_clock(kv);                   /* a transaction sees one time */
+		kv_clock_at(kv, t0);            /* a transaction sees one time */
 	if (rt->fl & KV_CMD_TOUCH)               /* its keys' access times (kv_evict.h) */
 		kv_access_cmd(kv, kv_resp_db(x), argv, argc, rt->c->first_key, rt->c->last_key,
 			      rt->c->key_step);
-	/* INFO commandstats: two monotonic clock reads (vDSO) per command
-	 * (docs/results.md, "Command statistics"); an error reply while it
-	 * ran makes it a failed call. */
-	uint32_t errors = x->r->errors;
 	uint32_t watch = kv_watch;               /* MONITOR, CLIENT TRACKING in use */
-	if (watch)
+	if (watch) {
 		kv_watch_before(x, kv, rt, argv, argc);
-	uint64_t t0 = paste_clock_ns();
+		t0 = paste_clock_ns();           /* the monitors' lines are not the command's */
+	}
 	if (kv_repl_active)
 		kv_repl_run(x, kv, rt, argv, argc);     /* replication's hook (kv_repl.h) */
 	else
@@ -649,7 +651,7 @@ static void kv_stream_end(struct resp_ctx *x)
 		kv_reply_errno(x, -ENOSPC);
 		return;
 	}
-	kv_clock(kv);
+	/* Access times are in seconds: the pass's clock serves. */
 	kv_access_touch(kv, kc->key.db, kc->key.longkey ? kc->key.p : kc->key.t + 1, kc->key.len);
 	if (kc->big.id) {                       /* in chunks */
 		kv_clock(kv);
@@ -668,7 +670,7 @@ static void kv_stream_end(struct resp_ctx *x)
 			resp_ok(x);
 		return;
 	}
-	kv_clock(kv);
+	kv->clock_due = true;                   /* read only if the key has a deadline */
 	int r = kv_put_body(kv, &kc->key, &kc->body, KV_NO_TTL, NULL);
 	if (r == 0)
 		kv_notify(KV_NOTIFY_STRING, "set", &kc->key);
