@@ -1,139 +1,45 @@
 /*
  * cmd_acl.c - ACL and its place in dispatch: ACL SETUSER, GETUSER,
- * DELUSER, LIST, USERS, WHOAMI, CAT, DRYRUN, GENPASS, LOG, SAVE, LOAD,
- * HELP; the check of each command against its connection's user (Redis's
- * NOPERM errors and ACL LOG entries); the login hooks server/auth.h
- * calls (AUTH, HELLO AUTH, the HTTP port's Basic and Bearer).
+ * DELUSER, LIST, USERS, WHOAMI, CAT, DRYRUN, GENPASS, SAVE, LOAD, HELP;
+ * the check of each command against its connection's user (Redis's
+ * NOPERM errors); the login hooks server/auth.h calls (AUTH, HELLO AUTH,
+ * the HTTP port's Basic and Bearer).
  *
- * The users and their rules are kv_acl.c's. They live in DRAM, as
- * Redis's do: they outlast a restart only through the ACL file
- * (--aclfile, ACL SAVE and ACL LOAD), and requirepass sets the default
- * user's password at start and with CONFIG SET.
+ * The users and their rules are kv_acl.c's; the log of refusals and ACL
+ * LOG cmd_acl_log.c's. The users live in DRAM, as Redis's do: they
+ * outlast a restart only through the ACL file (--aclfile, ACL SAVE and
+ * ACL LOAD: kv_acl_file.c), and requirepass sets the default user's
+ * password at start and with CONFIG SET.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cmd_pubsub.h"
 #include "kv_acl.h"
 #include "pkvs_resp.h"
-
-static char *acl_file;                 /* --aclfile; NULL: none */
 
 static struct kv_acl_user *user_of(const struct resp_ctx *x)
 {
 	return x->r->user ? x->r->user : kv_acl_default();
 }
 
-/* ------------------------------------------------------------ ACL LOG */
+/* ----------------------------------------------------------- the check */
 
-enum { CTX_TOPLEVEL, CTX_MULTI, CTX_LUA };
-
-struct log_entry {
-	uint64_t count;
-	int reason, context;
-	char *object, *username, *cinfo;
-	size_t olen, ulen;
-	uint64_t ms;
-};
-
-#define LOG_GROUP_MS 60000u
-static struct log_entry *acl_log;      /* newest first */
-static uint32_t nlog, caplog;
-
-static void entry_free(struct log_entry *e)
-{
-	free(e->object);
-	free(e->username);
-	free(e->cinfo);
-}
-
-static char *dup_n(const void *p, size_t n)
-{
-	char *s = malloc(n + 1);
-	if (s) {
-		memcpy(s, p, n);
-		s[n] = 0;
-	}
-	return s;
-}
-
-static uint32_t log_max(void)
-{
-	const char *v = kv_config_kept("acllog-max-len");
-	long long n = v ? atoll(v) : 128;
-	return n < 0 ? 0 : (uint32_t)n;
-}
-
-/* An entry, or a bump of a like one among the last ten (Redis's). */
-static void log_add(struct resp_ctx *x, int reason, int context, const void *obj, size_t olen,
-		    const void *user, size_t ulen)
-{
-	struct log_entry e = { .count = 1, .reason = reason, .context = context,
-			       .olen = olen, .ulen = ulen, .ms = x->w->now_ms };
-	char line[1024];
-	int n = kv_client_line(x, line, sizeof(line));
-	if (n > 0 && line[n - 1] == '\n')
-		n--;
-	e.object = dup_n(obj, olen);
-	e.username = dup_n(user, ulen);
-	e.cinfo = dup_n(line, n > 0 ? (size_t)n : 0);
-	if (!e.object || !e.username || !e.cinfo) {
-		entry_free(&e);
-		return;
-	}
-	for (uint32_t i = 0; i < nlog && i < 10; i++) {
-		struct log_entry *o = &acl_log[i];
-		uint64_t d = o->ms > e.ms ? o->ms - e.ms : e.ms - o->ms;
-		if (o->reason == reason && o->context == context && d <= LOG_GROUP_MS &&
-		    o->olen == olen && !memcmp(o->object, e.object, olen) && o->ulen == ulen &&
-		    !memcmp(o->username, e.username, ulen)) {
-			struct log_entry m = *o;
-			free(m.cinfo);
-			m.cinfo = e.cinfo;
-			m.ms = e.ms;
-			m.count++;
-			e.cinfo = NULL;
-			entry_free(&e);
-			memmove(&acl_log[1], &acl_log[0], i * sizeof(*acl_log));
-			acl_log[0] = m;
-			return;
-		}
-	}
-	if (nlog == caplog) {
-		uint32_t cap = caplog ? caplog * 2 : 16;
-		struct log_entry *g = realloc(acl_log, cap * sizeof(*g));
-		if (!g) {
-			entry_free(&e);
-			return;
-		}
-		acl_log = g;
-		caplog = cap;
-	}
-	memmove(&acl_log[1], &acl_log[0], nlog * sizeof(*acl_log));
-	acl_log[0] = e;
-	nlog++;
-	for (uint32_t max = log_max(); nlog > max;)
-		entry_free(&acl_log[--nlog]);
-}
-
+/* An ACL LOG entry for a refusal: the command's name, or the key or
+ * channel refused (argv[idx]). */
 static void log_denied(struct resp_ctx *x, int reason, int context, const struct kv_cmd_rt *rt,
 		       const struct paste_resp_arg *argv, uint32_t idx)
 {
 	const struct kv_acl_user *u = user_of(x);
 	if (reason == KV_ACL_DENIED_CMD)
-		log_add(x, reason, context, rt->c->name, strlen(rt->c->name), u->name, u->nlen);
+		kv_acl_log_add(x, reason, context, rt->c->name, strlen(rt->c->name), u->name, u->nlen);
 	else
-		log_add(x, reason, context, argv[idx].p, argv[idx].len, u->name, u->nlen);
+		kv_acl_log_add(x, reason, context, argv[idx].p, argv[idx].len, u->name, u->nlen);
 }
-
-/* ----------------------------------------------------------- the check */
 
 /* Check x's user against rt with argv; a refusal is logged in context
  * (-1: toplevel, or multi inside MULTI). KV_ACL_OK or why not. */
@@ -144,7 +50,7 @@ static int check_logged(struct resp_ctx *x, const struct kv_cmd_rt *rt,
 	int r = kv_acl_check(user_of(x), rt, argv, argc, &idx);
 	if (r != KV_ACL_OK) {
 		if (context < 0)
-			context = kv_multi_active(x) ? CTX_MULTI : CTX_TOPLEVEL;
+			context = kv_multi_active(x) ? KV_ACL_CTX_MULTI : KV_ACL_CTX_TOPLEVEL;
 		log_denied(x, r, context, rt, argv, idx);
 	}
 	return r;
@@ -195,7 +101,7 @@ const char *kv_acl_stream_why(struct resp_ctx *x, const struct paste_resp_arg *a
 const char *kv_acl_script_why(struct resp_ctx *x, const struct kv_cmd_rt *rt,
 			      const struct paste_resp_arg *argv, uint32_t argc)
 {
-	switch (check_logged(x, rt, argv, argc, CTX_LUA)) {
+	switch (check_logged(x, rt, argv, argc, KV_ACL_CTX_LUA)) {
 	case KV_ACL_OK: return NULL;
 	case KV_ACL_DENIED_CMD: return "The user executing the script can't run this command or subcommand";
 	case KV_ACL_DENIED_KEY:
@@ -208,7 +114,7 @@ const char *kv_acl_script_why(struct resp_ctx *x, const struct kv_cmd_rt *rt,
 const char *kv_acl_exec_why(struct resp_ctx *x, const struct kv_cmd_rt *rt,
 			    const struct paste_resp_arg *argv, uint32_t argc)
 {
-	switch (check_logged(x, rt, argv, argc, CTX_MULTI)) {
+	switch (check_logged(x, rt, argv, argc, KV_ACL_CTX_MULTI)) {
 	case KV_ACL_OK: return NULL;
 	case KV_ACL_DENIED_CMD: return "no permission to execute the command or subcommand";
 	case KV_ACL_DENIED_KEY: return "no permission to touch the specified keys";
@@ -249,7 +155,7 @@ static bool hook_login(void *ctx, void *conn, const void *name, size_t nl, const
 	if (conn) {
 		struct resp_ctx *x = conn;
 		const struct paste_resp_arg *c = login_cmd;
-		log_add(x, KV_ACL_DENIED_AUTH, kv_multi_active(x) ? CTX_MULTI : CTX_TOPLEVEL,
+		kv_acl_log_add(x, KV_ACL_DENIED_AUTH, kv_multi_active(x) ? KV_ACL_CTX_MULTI : KV_ACL_CTX_TOPLEVEL,
 			c ? c->p : "HELLO", c ? c->len : 5, name, nl);
 	}
 	return false;
@@ -281,116 +187,6 @@ const struct srv_users kv_acl_users = {
 	.start = hook_start, .login = hook_login, .requirepass = hook_requirepass,
 	.nopass = hook_nopass, .open = &kv_acl_default_open,
 };
-
-/* ------------------------------------------------------ the ACL file */
-
-static int read_file(const char *path, char **out, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	struct stat st;
-	char *p = NULL;
-	int r = 0;
-	if (fstat(fd, &st) || !(p = malloc((size_t)st.st_size + 1))) {
-		r = -ENOMEM;
-	} else {
-		size_t got = 0;
-		while (got < (size_t)st.st_size) {
-			ssize_t k = read(fd, p + got, (size_t)st.st_size - got);
-			if (k <= 0) {
-				r = k < 0 ? -errno : -EIO;
-				break;
-			}
-			got += (size_t)k;
-		}
-		*len = got;
-	}
-	close(fd);
-	if (r)
-		free(p);
-	else
-		*out = p;
-	return r;
-}
-
-static int load_file(const char *path, char *err, size_t cap)
-{
-	char *text = NULL;
-	size_t len = 0;
-	int r = read_file(path, &text, &len);
-	if (r) {
-		snprintf(err, cap, "ERR Error loading ACLs, opening file '%s': %s", path, strerror(-r));
-		return -1;
-	}
-	r = kv_acl_load(path, text, len, err, cap);
-	free(text);
-	return r;
-}
-
-int kv_acl_start(const char *path, char *err, size_t cap)
-{
-	free(acl_file);
-	acl_file = NULL;
-	if (!path || !*path)
-		return 0;
-	if (!(acl_file = strdup(path))) {
-		snprintf(err, cap, "out of memory");
-		return -1;
-	}
-	return load_file(path, err, cap);
-}
-
-/* Written to a temporary file, synced, renamed over the old one, and
- * the directory synced: a crash leaves the old file or the new one. */
-static int save_file(const char *path)
-{
-	char *text = kv_acl_save();
-	if (!text)
-		return -ENOMEM;
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 16);
-	int r = 0;
-	if (!tmp) {
-		free(text);
-		return -ENOMEM;
-	}
-	snprintf(tmp, plen + 16, "%s.tmp-%d", path, (int)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		r = -errno;
-	} else {
-		size_t len = strlen(text), at = 0;
-		while (at < len && r == 0) {
-			ssize_t k = write(fd, text + at, len - at);
-			if (k < 0)
-				r = -errno;
-			else
-				at += (size_t)k;
-		}
-		if (!r && fsync(fd))
-			r = -errno;
-		close(fd);
-		if (!r && rename(tmp, path))
-			r = -errno;
-		if (r) {
-			unlink(tmp);
-		} else {                 /* the rename itself durable: the directory */
-			char *slash = strrchr(tmp, '/');
-			if (slash)
-				*slash = 0;
-			int dfd = open(slash ? (slash == tmp ? "/" : tmp) : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (dfd >= 0) {
-				if (fsync(dfd))
-					r = -errno;
-				close(dfd);
-			}
-		}
-	}
-	free(tmp);
-	free(text);
-	return r;
-}
 
 /* ---------------------------------------------------- connections */
 
@@ -435,6 +231,15 @@ static void close_conns(struct resp_ctx *x, struct closing *cl)
 
 /* ------------------------------------------------------- commands */
 
+bool kv_acl_too_many(struct resp_ctx *x, const struct paste_resp_arg *a, uint32_t n, uint32_t max)
+{
+	if (n <= max)
+		return false;
+	resp_error(x, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try ACL HELP.",
+		   (int)(a[1].len < 128 ? a[1].len : 128), a[1].p);
+	return true;
+}
+
 static void reply_cstr(struct resp_ctx *x, const char *s)
 {
 	resp_bulk(x, s, strlen(s));
@@ -456,7 +261,7 @@ static bool chans_of(const struct kv_acl_user *u, struct kv_acl_pat **out, uint3
 				return false;
 			*out = g;
 			g[*n] = u->sel[i].chans[j];
-			if (!(g[*n].p = dup_n(g[*n].p, g[*n].len)))
+			if (!(g[*n].p = kv_acl_dup(g[*n].p, g[*n].len)))
 				return false;
 			(*n)++;
 		}
@@ -617,11 +422,8 @@ static void cmd_acl_cat(struct resp_ctx *x, struct kv *kv, const struct paste_re
 	struct resp_out o = { 0 };
 	char head[32];
 	uint32_t cnt = 0;
-	if (n > 3) {
-		resp_error(x, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try ACL "
-			   "HELP.", (int)(a[1].len < 128 ? a[1].len : 128), a[1].p);
+	if (kv_acl_too_many(x, a, n, 3))
 		return;
-	}
 	if (n == 2) {
 		for (uint32_t i = 0; kv_acl_names[i]; i++, cnt++)
 			resp_out_bulk(&o, kv_acl_names[i], strlen(kv_acl_names[i]));
@@ -692,11 +494,8 @@ static void cmd_acl_genpass(struct resp_ctx *x, struct kv *kv, const struct past
 {
 	(void)kv;
 	int64_t bits = 256;
-	if (n > 3) {
-		resp_error(x, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try ACL "
-			   "HELP.", (int)(a[1].len < 128 ? a[1].len : 128), a[1].p);
+	if (kv_acl_too_many(x, a, n, 3))
 		return;
-	}
 	if (n == 3 && !kv_arg_int(x, &a[2], &bits))
 		return;
 	if (bits <= 0 || bits > 4096) {
@@ -716,65 +515,9 @@ static void cmd_acl_genpass(struct resp_ctx *x, struct kv *kv, const struct past
 	resp_bulk(x, out, chars);
 }
 
-static void cmd_acl_log(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
-			uint32_t n)
-{
-	(void)kv;
-	int64_t count = 10;
-	if (n > 3) {
-		resp_error(x, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try ACL "
-			   "HELP.", (int)(a[1].len < 128 ? a[1].len : 128), a[1].p);
-		return;
-	}
-	if (n == 3) {
-		if (paste_resp_arg_eq(&a[2], "RESET")) {
-			for (uint32_t i = 0; i < nlog; i++)
-				entry_free(&acl_log[i]);
-			nlog = 0;
-			resp_ok(x);
-			return;
-		}
-		if (!kv_arg_int(x, &a[2], &count))
-			return;
-		if (count < 0)
-			count = 0;
-	}
-	if ((uint64_t)count > nlog)
-		count = nlog;
-	static const char *const reasons[] = { "unknown", "command", "key", "auth", "channel" };
-	static const char *const ctxs[] = { "toplevel", "multi", "lua" };
-	resp_array(x, (uint64_t)count);
-	for (int64_t i = 0; i < count; i++) {
-		const struct log_entry *e = &acl_log[i];
-		char age[32];
-		resp_map(x, 7);
-		reply_cstr(x, "count");
-		resp_int(x, (int64_t)e->count);
-		reply_cstr(x, "reason");
-		reply_cstr(x, reasons[e->reason]);
-		reply_cstr(x, "context");
-		reply_cstr(x, ctxs[e->context]);
-		reply_cstr(x, "object");
-		resp_bulk(x, e->object, e->olen);
-		reply_cstr(x, "username");
-		resp_bulk(x, e->username, e->ulen);
-		reply_cstr(x, "age-seconds");
-		snprintf(age, sizeof(age), "%.17g", (double)(x->w->now_ms - e->ms) / 1000);
-		if (x->r->proto == 3) {
-			char line[48];
-			int k = snprintf(line, sizeof(line), ",%s\r\n", age);
-			resp_send(x, line, (size_t)k);
-		} else {
-			reply_cstr(x, age);
-		}
-		reply_cstr(x, "client-info");
-		reply_cstr(x, e->cinfo);
-	}
-}
-
 static bool acl_file_refused(struct resp_ctx *x)
 {
-	if (acl_file)
+	if (kv_acl_file_path())
 		return false;
 	resp_error(x, "ERR This Redis instance is not configured to use an ACL file. You may want to "
 		   "specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming "
@@ -790,7 +533,7 @@ static void cmd_acl_load(struct resp_ctx *x, struct kv *kv, const struct paste_r
 	if (acl_file_refused(x))
 		return;
 	char err[512];
-	if (load_file(acl_file, err, sizeof(err))) {
+	if (kv_acl_file_load(err, sizeof(err))) {
 		resp_error(x, "%s", err);
 		return;
 	}
@@ -810,7 +553,7 @@ static void cmd_acl_save(struct resp_ctx *x, struct kv *kv, const struct paste_r
 	(void)kv, (void)a, (void)n;
 	if (acl_file_refused(x))
 		return;
-	if (save_file(acl_file))
+	if (kv_acl_file_save())
 		resp_error(x, "ERR There was an error trying to save the ACLs. Please check the server "
 			   "logs for more information");
 	else
@@ -891,7 +634,7 @@ const struct kv_cmd kv_cmds_acl[] = {
 	{ "acl|help", 2, "loading stale", "server", "Lists ACL's subcommands.", cmd_acl_help, 0, 0, 0 },
 	{ "acl|list", 2, "admin noscript loading stale", "server", "Every user's rules, as the ACL file holds them.", cmd_acl_list, 0, 0, 0 },
 	{ "acl|load", 2, "admin noscript loading stale", "server", "Replaces the users by those of the ACL file (all or none).", cmd_acl_load, 0, 0, 0 },
-	{ "acl|log", -2, "admin noscript loading stale", "server", "The latest refused commands, keys, channels and logins, or RESET.", cmd_acl_log, 0, 0, 0 },
+	{ "acl|log", -2, "admin noscript loading stale", "server", "The latest refused commands, keys, channels and logins, or RESET.", kv_acl_log_cmd, 0, 0, 0 },
 	{ "acl|save", 2, "admin noscript loading stale", "server", "Writes the users to the ACL file.", cmd_acl_save, 0, 0, 0 },
 	{ "acl|setuser", -3, "admin noscript loading stale", "server", "Creates a user or changes its rules (all of them or none).", cmd_acl_setuser, 0, 0, 0 },
 	{ "acl|users", 2, "admin noscript loading stale", "server", "Names the users.", cmd_acl_list, 0, 0, 0 },

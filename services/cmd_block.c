@@ -19,6 +19,7 @@
 #include <sys/random.h>
 
 #include "cmd_block.h"
+#include "kv_vec.h"
 
 /* A key somebody waits on. */
 struct bkey {
@@ -207,14 +208,8 @@ static void heap_fix(uint32_t i)
 
 static int heap_add(struct kv_bclient *c)
 {
-	if (bt.nheap == bt.capheap) {
-		uint32_t cap = bt.capheap ? 2 * bt.capheap : 64;
-		struct kv_bclient **h = realloc(bt.heap, cap * sizeof(*h));
-		if (!h)
-			return -ENOMEM;
-		bt.heap = h;
-		bt.capheap = cap;
-	}
+	if (kv_vec_grow((void **)&bt.heap, &bt.capheap, bt.nheap + 1, sizeof(*bt.heap)))
+		return -ENOMEM;
 	c->heap = bt.nheap;
 	bt.heap[bt.nheap++] = c;
 	heap_fix(c->heap);

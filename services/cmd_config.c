@@ -111,6 +111,8 @@ static const struct cfg_param params[] = {
 	{ "lfu-log-factor", NULL, CFG_LIVE, T_INT, "10", NULL },
 	{ "lfu-decay-time", NULL, CFG_LIVE, T_INT, "1", NULL },
 	{ "tracking-table-max-keys", NULL, CFG_KEPT, T_INT, "1000000", NULL },
+	{ "replicaof", "slaveof", CFG_IMMUTABLE, T_STR, NULL, NULL },
+	{ "slaveof", "replicaof", CFG_IMMUTABLE, T_STR, NULL, NULL },
 };
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
 
@@ -175,6 +177,8 @@ static const char *param_get(struct resp_ctx *x, struct kv *kv, const struct cfg
 		snprintf(buf, cap, "%u", kv_resp_port(x));
 	else if (!strcmp(n, "bind"))
 		return s->cfg.host;
+	else if (!strcmp(n, "replicaof") || !strcmp(n, "slaveof"))
+		return kv_repl_primary(buf, cap);
 	else if (!strcmp(n, "maxclients"))
 		snprintf(buf, cap, "%u", s->cfg.max_conns);
 	else if (!strcmp(n, "appendonly"))

@@ -15,6 +15,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "kv_evict.h"
 #include "kv_notify.h"
 #include "kv_rdb.h"
 #include "kv_repl.h"
@@ -42,11 +43,12 @@ static void cmd_dump(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 }
 
 /* RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f], checked
- * in Redis's order. IDLETIME and FREQ are checked and accepted: pkvs keeps
- * no access clock or counter per key. */
+ * in Redis's order. IDLETIME and FREQ set the key's access word (kv_evict.h)
+ * after the write, as OBJECT IDLETIME / OBJECT FREQ then read it. */
 static void cmd_restore(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
 {
 	bool replace = false, absttl = false, idle = false, freq = false;
+	int64_t idle_s = 0, freq_n = 0;
 	for (uint32_t j = 4; j < n; j++) {
 		uint32_t more = n - j - 1;
 		int64_t v;
@@ -62,6 +64,7 @@ static void cmd_restore(struct resp_ctx *x, struct kv *kv, const struct paste_re
 				return;
 			}
 			idle = true;
+			idle_s = v;
 		} else if (paste_resp_arg_eq(&a[j], "FREQ") && more >= 1 && !idle) {
 			if (!kv_arg_int(x, &a[++j], &v))
 				return;
@@ -70,6 +73,7 @@ static void cmd_restore(struct resp_ctx *x, struct kv *kv, const struct paste_re
 				return;
 			}
 			freq = true;
+			freq_n = v;
 		} else {
 			resp_error(x, "ERR syntax error");
 			return;
@@ -114,6 +118,11 @@ static void cmd_restore(struct resp_ctx *x, struct kv *kv, const struct paste_re
 		kv_reply_errno(x, r);
 		return;
 	}
+	/* As Redis: FREQ counts under an lfu policy, IDLETIME under any other. */
+	if (idle && !kv_access_lfu)
+		kv_access_set_idle(kv, k.db, k.p, k.len, (uint64_t)idle_s);
+	else if (freq && kv_access_lfu)
+		kv_access_set_freq(kv, k.db, k.p, k.len, (uint32_t)freq_n);
 	kv_notify(KV_NOTIFY_GENERIC, "restore", &k);
 	resp_ok(x);
 }
@@ -339,7 +348,7 @@ done:
 /* name, arity, flags, group, summary, handler, first key, last key, step */
 const struct kv_cmd kv_cmds_dump[] = {
 	{ "dump", 2, "readonly", "keyspace", "The key's value in Redis's serialized form (RDB, version, CRC-64).", cmd_dump, 1, 1, 1 },
-	{ "restore", -4, "write denyoom", "keyspace", "Creates a key from a DUMP payload (REPLACE, ABSTTL; IDLETIME and FREQ accepted).", cmd_restore, 1, 1, 1 },
+	{ "restore", -4, "write denyoom", "keyspace", "Creates a key from a DUMP payload (REPLACE, ABSTTL, IDLETIME, FREQ).", cmd_restore, 1, 1, 1 },
 	{ "migrate", -6, "write", "keyspace", "Moves (or copies) keys to another Redis-protocol server with DUMP payloads (RESTORE there).", cmd_migrate, 3, 3, 1 },
 	{ 0 },
 };

@@ -241,18 +241,15 @@ static void cmd_geodist(struct resp_ctx *x, struct kv *kv, const struct paste_re
 		resp_error(x, "ERR syntax error");
 		return;
 	}
-	struct kv_cset s;
-	int r = kv_cset_arg(x, kv, &a[1], &s, KV_ZSET, false, true);
-	if (r == -EINVAL)
-		return;
-	double d1, d2, p1[2], p2[2];
-	if (r || kv_zset_score(kv, &s, a[2].p, a[2].len, &d1) ||
-	    kv_zset_score(kv, &s, a[3].p, a[3].len, &d2)) {
-		resp_null(x);
+	double d[2], p1[2], p2[2];
+	int r = kv_zscores_of(x, kv, &a[1], &a[2], 2, d);
+	if (r <= 0) {
+		if (r == 0)
+			resp_null(x);
 		return;
 	}
-	kv_geo_decode(d1, p1);
-	kv_geo_decode(d2, p2);
+	kv_geo_decode(d[0], p1);
+	kv_geo_decode(d[1], p2);
 	struct kv_out o;
 	kv_out_init(&o, x);
 	out_dist(&o, kv_geo_distance(p1[0], p1[1], p2[0], p2[1]) / conv);

@@ -43,6 +43,7 @@
 
 #include "cmd_pubsub.h"
 #include "kv_notify.h"
+#include "kv_vec.h"
 #include "pkvs_resp.h"
 
 /* ------------------------------------------------------------ state */
@@ -117,21 +118,6 @@ static struct topic *topic_find(uint8_t kind, const void *p, size_t len, uint64_
 	return NULL;
 }
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	uint32_t n = *cap ? *cap * 2 : 4;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, (size_t)n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 /* The hash table doubles at a load of 1. */
 static int table_grow(void)
 {
@@ -161,8 +147,9 @@ static struct topic *topic_get(uint8_t kind, const void *p, size_t len)
 	struct topic *t = topic_find(kind, p, len, h);
 	if (t)
 		return t;
-	if (table_grow() || (kind == T_PATTERN &&
-			     grow((void **)&ps.pats, &ps.cappats, ps.npats + 1, sizeof(*ps.pats))))
+	if (table_grow() ||
+	    (kind == T_PATTERN &&
+	     kv_vec_grow((void **)&ps.pats, &ps.cappats, ps.npats + 1, sizeof(*ps.pats))))
 		return NULL;
 	if (!(t = calloc(1, sizeof(*t) + len)))
 		return NULL;
@@ -252,8 +239,9 @@ static int subscribe(struct resp_ctx *x, uint8_t kind, const void *p, size_t len
 		return -ENOMEM;
 	if (client_index(c, t) >= 0)
 		return 0;
-	if (grow((void **)&t->subs, &t->cap, t->nsubs + 1, sizeof(*t->subs)) ||
-	    grow((void **)&c->list[kind], &c->cap[kind], c->n[kind] + 1, sizeof(*c->list[kind]))) {
+	if (kv_vec_grow((void **)&t->subs, &t->cap, t->nsubs + 1, sizeof(*t->subs)) ||
+	    kv_vec_grow((void **)&c->list[kind], &c->cap[kind], c->n[kind] + 1,
+			sizeof(*c->list[kind]))) {
 		if (!t->nsubs)
 			topic_free(t);
 		return -ENOMEM;
@@ -498,7 +486,7 @@ static void over_limit(struct kv_psclient *c, uint64_t queued)
 	} else {
 		c->soft_since = 0;
 	}
-	if (!drop || grow((void **)&dropped, &capdropped, ndropped + 1, sizeof(*dropped)))
+	if (!drop || kv_vec_grow((void **)&dropped, &capdropped, ndropped + 1, sizeof(*dropped)))
 		return;
 	resp_drop(&c->x);
 	dropped[ndropped++] = c;

@@ -335,7 +335,9 @@ static int host_call(void *arg, struct sl_call *c)
 	s->cap.b.len = 0;
 	s->cap.oom = false;
 	x2.capture = &s->cap;
+	kv_repl_quiet = !(s->run.repl & 2);     /* redis.set_repl: to replicas or not */
 	kv_run(&x2, s->kv, rt, av, argc);
+	kv_repl_quiet = false;
 	if (s->cap.oom) {
 		snprintf(c->err, sizeof(c->err), "ERR out of memory");
 		return -1;
@@ -532,7 +534,8 @@ void kv_script_run(struct resp_ctx *x, struct kv *kv, struct sl_engine *e, int r
 	s->r.state = R_CMD;
 	s->kc.db = kv_resp_db(x);
 	s->run = (struct sl_run){ .host = threshold > 0 ? &eval_host : &eval_host_nohook, .arg = s,
-				  .name = name, .caller_proto = x->r->proto, .proto = 2 };
+				  .name = name, .caller_proto = x->r->proto, .proto = 2,
+				  .repl = 3 };
 	run_args = a;
 	run_argc = n;
 	st.running = s;

@@ -98,6 +98,11 @@ void kv_zadd_args(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg
 typedef void (*kv_zscore_out_fn)(struct kv_out *o, bool found, double d);
 void kv_zscores_reply(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n,
 		      kv_zscore_out_fn each);
+/* ZSCORE and its kin (GEODIST): the scores of members m[0..k) of the
+ * sorted set at key into d: 1, or 0 when the key or a member is absent,
+ * or -1 when replied to (a wrong type). */
+int kv_zscores_of(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *key,
+		  const struct paste_resp_arg *m, uint32_t k, double *d);
 /* A score as Redis's string2d reads one (ZADD, WEIGHTS). */
 bool kv_zscore_arg(const struct paste_resp_arg *a, double *d);
 /* A range's bound as Redis's zslParseRange reads one: "(" for an open

@@ -2,7 +2,8 @@
  * cmd_tracking.h - connections that watch what others do: MONITOR
  * (cmd_monitor.c: every command run, as Redis prints it) and client-side
  * caching (cmd_tracking.c: CLIENT TRACKING, CACHING, GETREDIR,
- * TRACKINGINFO and the invalidation messages), and the hooks dispatch,
+ * TRACKINGINFO; kv_tracking.c: the tracking table and the invalidation
+ * messages), and the hooks dispatch,
  * CLIENT, RESET, INFO and CONFIG call.
  *
  * Cost when unused: kv_watch is 0 while no connection monitors or tracks
@@ -46,7 +47,7 @@ void kv_monitor_reset(struct resp_ctx *x);
 /* kv_watch's KV_WATCH_TRACKING bit (cmd_tracking.c keeps it). */
 void kv_watch_tracking(bool on);
 
-/* ---- cmd_tracking.c */
+/* ---- kv_tracking.c and cmd_tracking.c */
 /* The hooks' tracking part (cmd_monitor.c calls them): outer is the
  * dispatched command (not one of EXEC or a script), script a command a
  * script runs. */

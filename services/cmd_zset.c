@@ -286,11 +286,6 @@ done:
 		free(scores);
 }
 
-static void cmd_zadd(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
-{
-	zadd_generic(x, kv, a, n, 0);
-}
-
 void kv_zadd_args(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
 {
 	zadd_generic(x, kv, a, n, 0);
@@ -304,19 +299,28 @@ static void cmd_zincrby(struct resp_ctx *x, struct kv *kv, const struct paste_re
 
 /* ------------------------------------------------------------ point reads */
 
+int kv_zscores_of(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *key,
+		  const struct paste_resp_arg *m, uint32_t k, double *d)
+{
+	struct kv_cset s;
+	int r = kv_cset_arg(x, kv, key, &s, KV_ZSET, false, true);
+	if (r == -EINVAL)
+		return -1;
+	for (uint32_t i = 0; i < k && !r; i++)
+		r = kv_zset_score(kv, &s, m[i].p, m[i].len, &d[i]);
+	return !r;
+}
+
 static void cmd_zscore(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 		       uint32_t n)
 {
 	(void)n;
-	struct kv_cset s;
 	double d;
-	int r = kv_cset_arg(x, kv, &a[1], &s, KV_ZSET, false, true);
-	if (r == -EINVAL)
-		return;
-	if (r || kv_zset_score(kv, &s, a[2].p, a[2].len, &d))
-		resp_null(x);
-	else
+	int r = kv_zscores_of(x, kv, &a[1], &a[2], 1, &d);
+	if (r > 0)
 		reply_double(x, d);
+	else if (r == 0)
+		resp_null(x);
 }
 
 void kv_zscores_reply(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n,
@@ -758,7 +762,7 @@ const char *kv_zset_encoding(struct kv *kv, const struct kv_obj *o)
 
 /* name, arity, flags, group, summary, handler, first key, last key, step */
 const struct kv_cmd kv_cmds_zset[] = {
-	{ "zadd", -4, "write denyoom fast", "sorted_set", "Adds one or more members to a sorted set, or updates their scores.", cmd_zadd, 1, 1, 1 },
+	{ "zadd", -4, "write denyoom fast", "sorted_set", "Adds one or more members to a sorted set, or updates their scores.", kv_zadd_args, 1, 1, 1 },
 	{ "zincrby", 4, "write denyoom fast", "sorted_set", "Increments the score of a member in a sorted set.", cmd_zincrby, 1, 1, 1 },
 	{ "zrem", -3, "write fast", "sorted_set", "Removes one or more members from a sorted set.", kv_cset_rem_cmd, 1, 1, 1 },
 	{ "zscore", 3, "readonly fast", "sorted_set", "Returns the score of a member in a sorted set.", cmd_zscore, 1, 1, 1 },

@@ -1,6 +1,7 @@
 /*
  * kv_acl.h - pkvs's users and their rules, as Redis's ACL has them
- * (kv_acl.c): passwords kept as SHA-256, selectors of commands (by
+ * (kv_acl.c; selector rules kv_acl_rules.c, SHA-256 kv_acl_sha256.c):
+ * passwords kept as SHA-256, selectors of commands (by
  * command, subcommand, first argument and category), key patterns (read,
  * write or both) and channel patterns; the check of a command against
  * them; a user described back as ACL LIST and ACL SETUSER read it. The
@@ -17,6 +18,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "pkvs_resp.h"
 
@@ -132,8 +135,36 @@ const char *kv_acl_exec_why(struct resp_ctx *x, const struct kv_cmd_rt *rt,
  * protocol's refusal. */
 const char *kv_acl_stream_why(struct resp_ctx *x, const struct paste_resp_arg *argv,
 			      uint32_t argc);
+/* ACL subcommand a[1] given more than max arguments (n): Redis's error
+ * replied, true. */
+bool kv_acl_too_many(struct resp_ctx *x, const struct paste_resp_arg *a, uint32_t n, uint32_t max);
 /* --aclfile: its users replace the built-in ones; ACL SAVE and LOAD use
  * it (NULL or "": none). 0, or -1 with the reason in err. */
 int kv_acl_start(const char *path, char *err, size_t cap);
+/* kv_acl_file.c: the ACL file's path (NULL: none); its users loaded
+ * (0, or -1 with Redis's error in err); the users saved to it (0 or
+ * -errno). */
+const char *kv_acl_file_path(void);
+int kv_acl_file_load(char *err, size_t cap);
+int kv_acl_file_save(void);
+
+/* cmd_acl_log.c: where a refusal happened (ACL LOG's context), an entry
+ * for one (reason KV_ACL_DENIED_*, obj the command, key, channel or
+ * login name refused, user the user's name), and ACL LOG itself. */
+enum { KV_ACL_CTX_TOPLEVEL, KV_ACL_CTX_MULTI, KV_ACL_CTX_LUA };
+void kv_acl_log_add(struct resp_ctx *x, int reason, int context, const void *obj, size_t olen,
+		    const void *user, size_t ulen);
+void kv_acl_log_cmd(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
+
+/* A copy of p[0..n), NUL-ended (malloc'd; NULL: out of memory). */
+static inline char *kv_acl_dup(const void *p, size_t n)
+{
+	char *s = malloc(n + 1);
+	if (s) {
+		memcpy(s, p, n);
+		s[n] = 0;
+	}
+	return s;
+}
 
 #endif

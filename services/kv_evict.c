@@ -29,6 +29,7 @@
 
 #include "kv_evict.h"
 #include "kv_notify.h"
+#include "kv_repl.h"
 
 struct kv_evict_config kv_evict_cfg = {
 	.policy = KV_EVICT_NOEVICTION, .samples = 5, .lfu_log_factor = 10, .lfu_decay_time = 1,
@@ -617,6 +618,7 @@ int kv_evict_key(struct kv *kv, const uint8_t *t, uint32_t tlen)
 	if (r == 1) {
 		evicted++;
 		kv_notify(KV_NOTIFY_EVICTED, "evicted", &k);
+		kv_repl_evicted(&k);
 	}
 	return r;
 }

@@ -56,9 +56,11 @@ int kv_rdb_snapshot(struct kv *kv, struct kv_rdb_buf *b, const char *repl_id,
  * -EBADMSG (not a value pkvs reads), -ENOSPC, or the store's failure. */
 int kv_rdb_restore(struct kv *kv, struct kv_key *k, const uint8_t *p, size_t len,
 		   int64_t expire_ms);
-/* A whole RDB file into the store: every database is flushed first, then
- * each key written (an expired one skipped). 0, -EBADMSG (damaged: a
- * wrong CRC, an unknown type or opcode), or a write's failure. */
+/* A whole RDB file into the store: the file is decoded and checked whole
+ * first, then every database flushed and each key written (an expired one
+ * skipped). 0; -EBADMSG (damaged: a wrong CRC, an unknown type or opcode,
+ * a bad value; nothing was changed); or a write's failure (-ENOSPC, -EIO:
+ * the data set was flushed and is partly loaded). */
 int kv_rdb_load(struct kv *kv, const uint8_t *p, size_t len);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * kv_repl.h - replication (kv_repl.c): pkvs as a primary (SYNC, PSYNC,
+ * kv_repl.h - replication (kv_repl.c, kv_repl_rewrite.c, cmd_repl.c; the
+ * replica's link kv_replica.c): pkvs as a primary (SYNC, PSYNC,
  * REPLCONF, WAIT, ROLE, INFO's Replication section, the command stream)
  * and the replica role's rules (REPLICAOF, READONLY, MASTERDOWN).
  *
@@ -45,6 +46,11 @@ uint32_t kv_repl_serve_mark(void);
 void kv_repl_served_pop(uint32_t mark, const struct kv_key *k, const char *op, int64_t count);
 void kv_repl_served_move(uint32_t mark, const struct kv_key *k, const void *dst, size_t dlen,
 			 const char *from, const char *to);
+/* Set while a script's command runs after redis.set_repl dropped
+ * REPL_REPLICA: what that command changes is not propagated. */
+extern bool kv_repl_quiet;
+/* Key k was evicted (kv_evict_key, after its removal): DEL to replicas. */
+void kv_repl_evicted(const struct kv_key *k);
 /* A streamed SET set key k (its value is read back for the stream). */
 void kv_repl_set(struct resp_ctx *x, struct kv *kv, struct kv_key *k);
 /* The connection ends: a replica or a WAIT goes. */
@@ -61,6 +67,8 @@ void kv_repl_wait(struct resp_ctx *x, struct kv *kv, int64_t num, int64_t timeou
 void kv_repl_good_update(void);
 /* INFO's Replication section's lines, into out (NUL-ended). */
 void kv_repl_info(char *out, size_t cap);
+/* CONFIG GET replicaof: "host port" of the primary, "" when none. */
+const char *kv_repl_primary(char *buf, size_t cap);
 
 extern const struct kv_cmd kv_cmds_repl[];
 /* cmd_dump.c: DUMP, RESTORE. */

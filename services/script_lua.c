@@ -751,14 +751,17 @@ static int r_setresp(lua_State *L)
 
 static int r_set_repl(lua_State *L)
 {
-	if (!reg_ptr(L, &K_RUN))
+	struct sl_run *run = reg_ptr(L, &K_RUN);
+	if (!run)
 		return raise_error(L, "redis.set_repl can only be called inside a script invocation");
 	if (lua_gettop(L) != 1)
 		return raise_error(L, "redis.set_repl() requires two arguments.");
 	int flags = (int)lua_tonumber(L, -1);
 	if (flags & ~3)
 		return raise_error(L, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.");
-	return 0;                      /* pkvs has no replicas or AOF: nothing to choose */
+	run->repl = flags;             /* REPL_AOF means nothing to pkvs (no AOF); the host
+					* propagates the script's writes while REPL_REPLICA is set */
+	return 0;
 }
 
 static int r_replicate_commands(lua_State *L)

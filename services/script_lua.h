@@ -126,6 +126,7 @@ struct sl_run {
 	const char *name;              /* a script's SHA-1, a function's name (in errors) */
 	int caller_proto;              /* the client's RESP: the reply's */
 	int proto;                     /* the script's RESP (redis.setresp) */
+	int repl;                      /* redis.set_repl's flags: with 2 (REPL_REPLICA) writes propagate */
 	bool killed;                   /* interrupt said stop */
 };
 /* Run chunk or function ref with keys and args (EVAL: as the globals

@@ -15,10 +15,16 @@ started by a test, and replies compared byte for byte.
 - Peers(pkvs_port, redis_port, proto): one RawConn to each; same(*cmd)
   sends the command to both and asserts the two replies are the same
   bytes (returns them); both(*cmd) returns the pair without asserting.
+- flushed_peers(pkvs_port, redis_port, proto): Peers after FLUSHALL on both.
+- run_script(p, script): each command of script through Peers p, the
+  replies the same bytes, or the same once sorted for (UNORDERED, cmd...);
+  (SLEEP, s) waits. script_like_redis(server, redis_peer, script, proto)
+  runs one on flushed peers. parse and unordered read a raw reply.
 """
 import os
 import shutil
 import sys
+import time
 
 import pytest
 
@@ -130,4 +136,57 @@ def peers(pkvs, redis_peer):  # noqa: F811
         return p
     yield run, srv
     for p in made:
+        p.close()
+
+
+def parse(b, i=0):
+    """One raw RESP reply at b[i:]: (value, end). Aggregates are (type,
+    [items]); bulks bytes; other lines their raw bytes."""
+    t = b[i:i + 1]
+    e = b.index(b"\r\n", i)
+    head = b[i + 1:e]
+    i = e + 2
+    if t in (b"*", b"~", b">", b"%") and int(head) >= 0:
+        items = []
+        for _ in range(int(head) * (2 if t == b"%" else 1)):
+            v, i = parse(b, i)
+            items.append(v)
+        return (t, items), i
+    if t == b"$" and int(head) >= 0:
+        return b[i:i + int(head)], i + int(head) + 2
+    return t + head, i
+
+
+def unordered(raw):
+    """A reply with its aggregates' elements sorted (pairs kept whole)."""
+    def norm(v):
+        if isinstance(v, tuple):
+            return (v[0], sorted((norm(x) for x in v[1]), key=repr))
+        return v
+    v, end = parse(raw)
+    assert end == len(raw), raw
+    return norm(v)
+
+
+UNORDERED = object()      # (UNORDERED, cmd...): compared once sorted
+SLEEP = object()          # (SLEEP, seconds): wait, send nothing
+
+
+def run_script(p, script):
+    for cmd in script:
+        if cmd[0] is SLEEP:
+            time.sleep(cmd[1])
+        elif cmd[0] is UNORDERED:
+            got, want = p.both(*cmd[1:])
+            assert unordered(got) == unordered(want), f"{cmd[1:]!r}: pkvs {got[:300]!r}, redis {want[:300]!r}"
+        else:
+            p.same(*cmd)
+
+
+def script_like_redis(server, redis_peer, script, proto=2):
+    """run_script on flushed peers: the pkvs server's and redis_peer's."""
+    p = flushed_peers(server.resp_port, redis_peer.resp_port, proto)
+    try:
+        run_script(p, script)
+    finally:
         p.close()

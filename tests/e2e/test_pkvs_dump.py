@@ -205,3 +205,49 @@ def test_migrate_to_redis(pkvs_srv, redis_peer):  # noqa: F811
     # With AUTH against a server that has no password: Redis's own error.
     with pytest.raises(redis.ResponseError, match="^Target instance replied with error: "):
         p.execute_command("MIGRATE", host, port, "d", 0, 5000, "AUTH", "nopass")
+
+
+def test_trailing_bytes_leave_key(pkvs_srv, redis_peer):  # noqa: F811
+    """A payload found bad once its value is decoded is refused and REPLACE
+    leaves the key's old value in place: a value cut short (as redis-server
+    does), and, in pkvs, bytes after the value (redis-server 7.0.15 ignores
+    them)."""
+    for port in (pkvs_srv.resp_port, redis_peer.resp_port):
+        c = client(port)
+        c.flushall()
+        c.rpush("l", *[f"e{i}" for i in range(200)])
+        c.set("k", "old")
+        d = c.dump("l")
+        cases = [d[:-10][:-3]]
+        if port == pkvs_srv.resp_port:
+            cases.append(d[:-10] + b"\x00junk")
+        for body in cases:
+            fixed = body + d[-10:-8]
+            fixed += crc64(fixed).to_bytes(8, "little")
+            with pytest.raises(redis.ResponseError, match="^Bad data format$"):
+                c.restore("k", 0, fixed, replace=True)
+            assert c.type("k") == b"string" and c.get("k") == b"old"
+            with pytest.raises(redis.ResponseError, match="^Bad data format$"):
+                c.restore("n", 0, fixed)
+            assert c.exists("n") == 0
+
+
+def test_restore_idletime_freq(pkvs_srv, redis_peer):  # noqa: F811
+    """IDLETIME sets what OBJECT IDLETIME reads (an lru or no policy),
+    FREQ what OBJECT FREQ reads (an lfu policy), as in redis-server."""
+    for port in (pkvs_srv.resp_port, redis_peer.resp_port):
+        c = client(port)
+        c.flushall()
+        c.config_set("maxmemory-policy", "allkeys-lru")
+        c.set("s", "v")
+        d = c.dump("s")
+        c.restore("i", 0, d, idletime=1000)
+        assert 1000 <= c.object("idletime", "i") <= 1002, port
+        c.restore("i", 0, d, replace=True, frequency=100)   # not lfu: ignored
+        assert c.object("idletime", "i") <= 2, port
+        c.config_set("maxmemory-policy", "allkeys-lfu")
+        c.restore("f", 0, d, frequency=100)
+        assert c.object("freq", "f") == 100, port
+        c.restore("f2", 0, d, idletime=1000)                 # lfu: ignored
+        assert c.object("freq", "f2") == 5, port
+        c.config_set("maxmemory-policy", "noeviction")

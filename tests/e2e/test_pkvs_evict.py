@@ -34,6 +34,13 @@ def client(srv, **kw):
     return redis.Redis(host="127.0.0.1", port=srv.resp_port, socket_timeout=30, **kw)
 
 
+def policy_client(pkvs, policy):
+    """A client of a fresh pkvs whose maxmemory-policy is policy."""
+    r = client(pkvs.start())
+    r.config_set("maxmemory-policy", policy)
+    return r
+
+
 def used(r):
     return int(r.info("memory")["used_memory"])
 
@@ -183,9 +190,7 @@ def test_allkeys_lru_evicts_the_idle_keys(pkvs):
 
 
 def test_allkeys_lfu_evicts_the_rarely_read_keys(pkvs):
-    srv = pkvs.start()
-    r = client(srv)
-    r.config_set("maxmemory-policy", "allkeys-lfu")
+    r = policy_client(pkvs, "allkeys-lfu")
     fill(r, "rare", 200)
     fill(r, "often", 100)
     for _ in range(30):
@@ -202,9 +207,7 @@ def test_allkeys_lfu_evicts_the_rarely_read_keys(pkvs):
 
 @pytest.mark.parametrize("policy", ["volatile-lru", "volatile-lfu", "volatile-random"])
 def test_volatile_policies_never_touch_keys_without_ttl(pkvs, policy):
-    srv = pkvs.start()
-    r = client(srv)
-    r.config_set("maxmemory-policy", policy)
+    r = policy_client(pkvs, policy)
     fill(r, "keep", 100)
     fill(r, "vol", 100, ttl=1000)
     lower_by(r, 50)
@@ -224,9 +227,7 @@ def test_volatile_policies_never_touch_keys_without_ttl(pkvs, policy):
 
 
 def test_volatile_ttl_evicts_the_soonest_deadlines(pkvs):
-    srv = pkvs.start()
-    r = client(srv)
-    r.config_set("maxmemory-policy", "volatile-ttl")
+    r = policy_client(pkvs, "volatile-ttl")
     fill(r, "keep", 50)
     fill(r, "t", 100, ttl=1000)          # t0 expires first, t99 last
     lower_by(r, 30)

@@ -23,9 +23,10 @@ import pytest
 import redis
 
 from conftest import PkvsFactory, RespConn, tool
-from redis_peer import flushed_peers as peers, redis_peer  # noqa: F401 (redis_peer: a fixture)
+from redis_peer import redis_peer  # noqa: F401 (a fixture)
+from redis_peer import UNORDERED as U, flushed_peers as peers, script_like_redis
 from test_pkvs_notify import both as watch_both
-from test_pkvs_set import UNORDERED as U, run_script, server  # noqa: F401 (server: a fixture)
+from test_pkvs_set import server  # noqa: F401 (server: a fixture)
 
 SICILY = [("GEOADD", "Sicily", "13.361389", "38.115556", "Palermo", "15.087269", "37.502669", "Catania")]
 
@@ -220,11 +221,7 @@ SCRIPTS = {
 @pytest.mark.parametrize("proto", [2, 3])
 @pytest.mark.parametrize("script", sorted(SCRIPTS))
 def test_like_redis(server, redis_peer, script, proto):
-    p = peers(server.resp_port, redis_peer.resp_port, proto)
-    try:
-        run_script(p, SCRIPTS[script])
-    finally:
-        p.close()
+    script_like_redis(server, redis_peer, SCRIPTS[script], proto)
 
 
 def random_points(rnd, n, lon=(-180, 180), lat=(-85, 85)):

@@ -612,3 +612,174 @@ def test_served_pops_same_as_redis(primary, redis_peer):  # noqa: F811
     ours = served_stream(primary.resp_port)
     assert ["lpop", "l1"] in ours and ["rpoplpush", "m2", "d2"] in ours
     assert ours == served_stream(redis_peer.resp_port)
+
+
+def commands(buf):
+    """The complete RESP commands at the start of buf, and what is left."""
+    out = []
+    while buf.startswith(b"*") and b"\r\n" in buf:
+        line, rest = buf.split(b"\r\n", 1)
+        args = []
+        for _ in range(int(line[1:])):
+            if b"\r\n" not in rest:
+                return out, buf
+            hdr, rest = rest.split(b"\r\n", 1)
+            n = int(hdr[1:])
+            if len(rest) < n + 2:
+                return out, buf
+            args.append(rest[:n])
+            rest = rest[n + 2:]
+        out.append(args)
+        buf = rest
+    return out, buf
+
+
+def serve_rdb(sock, rdb, done):
+    """A primary that answers the handshake and sends rdb to PSYNC."""
+    sock.settimeout(0.2)
+    while not done.is_set():
+        try:
+            conn, _ = sock.accept()
+        except socket.timeout:
+            continue
+        except OSError:
+            return
+        buf = b""
+        with conn:
+            conn.settimeout(0.2)
+            try:
+                while not done.is_set():
+                    try:
+                        data = conn.recv(4096)
+                    except socket.timeout:
+                        continue
+                    if not data:
+                        break
+                    cmds, buf = commands(buf + data)
+                    for c in cmds:
+                        name = c[0].upper()
+                        if name == b"PING":
+                            conn.sendall(b"+PONG\r\n")
+                        elif name == b"PSYNC":
+                            conn.sendall(b"+FULLRESYNC " + b"a" * 40 + b" 0\r\n"
+                                         + b"$%d\r\n" % len(rdb) + rdb)
+                        else:
+                            conn.sendall(b"+OK\r\n")
+            except OSError:
+                pass
+
+
+def test_damaged_rdb_leaves_data(primary):
+    """A primary's RDB found damaged part way (a good key, then a value of
+    an unknown type) is refused whole: the replica's data set stays as it
+    was, nothing of the file is loaded, and the refusal is logged."""
+    rdb = (b"REDIS0009" + b"\xfe\x00" + b"\x00\x01a\x011"
+           + b"\x63\x01b\x011" + b"\xff" + b"\x00" * 8)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(4)
+    done = threading.Event()
+    t = threading.Thread(target=serve_rdb, args=(sock, rdb, done), daemon=True)
+    t.start()
+    p = client(primary.resp_port)
+    try:
+        p.flushall()
+        p.set("keep", "here")
+        p.execute_command("REPLICAOF", "127.0.0.1", str(sock.getsockname()[1]))
+        assert wait_until(lambda: "RDB is damaged" in primary.stderr(), 10), primary.stderr()
+        assert p.get("keep") == b"here"
+        assert p.exists("a") == 0
+        assert not link_up(p)
+    finally:
+        p.execute_command("REPLICAOF", "NO", "ONE")
+        done.set()
+        t.join(10)
+        sock.close()
+
+
+def test_config_get_replicaof(primary, redis_peer):  # noqa: F811
+    """CONFIG GET replicaof / slaveof / *of as redis-server answers them:
+    "" as a primary, "host port" as a replica; CONFIG SET refuses them."""
+    p, r = client(primary.resp_port), client(redis_peer.resp_port)
+    for pat in ("replicaof", "slaveof", "*of", "SLAVEOF"):
+        assert p.config_get(pat) == r.config_get(pat), pat
+    assert p.config_get("*of") == {"replicaof": "", "slaveof": ""}
+    for c in (p, r):
+        with pytest.raises(redis.ResponseError) as e:
+            c.config_set("replicaof", "127.0.0.1 1")
+        if c is p:
+            pe = str(e.value)
+        else:
+            assert pe == str(e.value)
+    port = str(redis_peer.resp_port)
+    assert p.execute_command("REPLICAOF", "127.0.0.1", port) == b"OK"
+    assert r.execute_command("REPLICAOF", "127.0.0.1", port) == b"OK"
+    try:
+        want = {"replicaof": f"127.0.0.1 {port}", "slaveof": f"127.0.0.1 {port}"}
+        assert p.config_get("*of") == want == r.config_get("*of")
+    finally:
+        p.execute_command("REPLICAOF", "NO", "ONE")
+        r.execute_command("REPLICAOF", "NO", "ONE")
+
+
+def test_evictions_reach_replica(primary):
+    """Keys evicted while CONFIG SET runs (maxmemory lowered, the policy
+    changed) reach a redis-server replica as DEL, as do evictions a write
+    causes: the replica ends with exactly the primary's keys."""
+    p = client(primary.resp_port)
+    p.flushall()
+    p.config_set("maxmemory", "0")
+    p.config_set("maxmemory-policy", "noeviction")
+    val = "v" * 1000
+    for i in range(300):
+        p.set(f"k{i}", val)
+    rep = start_replica(primary.resp_port)
+    try:
+        rc = client(rep.resp_port)
+        assert wait_until(lambda: link_up(rc), 20)
+        assert wait_until(lambda: rc.dbsize() == 300, 10)
+        used = int(p.info("memory")["used_memory"])
+        # noeviction: the bound set, nothing goes; the policy changed: keys go.
+        p.config_set("maxmemory", str(used - 100 * 1048))
+        assert p.dbsize() == 300
+        p.config_set("maxmemory-policy", "allkeys-random")
+        n1 = p.dbsize()
+        assert 0 < n1 < 300
+        # The bound lowered under an evicting policy: more go at once.
+        used = int(p.info("memory")["used_memory"])
+        p.config_set("maxmemory", str(used - 50 * 1048))
+        n2 = p.dbsize()
+        assert 0 < n2 < n1
+        # A write over the bound evicts before it runs.
+        p.set("new", val)
+        assert p.wait(1, 5000) == 1
+        want = sorted(p.keys("*"))
+        assert wait_until(lambda: sorted(rc.keys("*")) == want, 10), (len(want), rc.dbsize())
+    finally:
+        p.config_set("maxmemory", "0")
+        p.config_set("maxmemory-policy", "noeviction")
+        rep.stop()
+
+
+def test_script_set_repl(primary):
+    """redis.set_repl: a script's writes after REPL_NONE or REPL_AOF do not
+    reach the replica, those after REPL_REPLICA or REPL_ALL do."""
+    p = client(primary.resp_port)
+    p.flushall()
+    rep = start_replica(primary.resp_port)
+    try:
+        rc = client(rep.resp_port)
+        assert wait_until(lambda: link_up(rc), 20)
+        p.eval("redis.call('set', 'a', '1'); redis.set_repl(redis.REPL_NONE);"
+               "redis.call('set', 'b', '2'); redis.set_repl(redis.REPL_AOF);"
+               "redis.call('set', 'c', '3'); redis.set_repl(redis.REPL_REPLICA);"
+               "redis.call('set', 'd', '4'); redis.set_repl(redis.REPL_NONE);"
+               "redis.call('set', 'e', '5'); redis.set_repl(redis.REPL_ALL);"
+               "redis.call('set', 'f', '6')", 0)
+        p.set("last", "x")
+        assert p.wait(1, 5000) == 1
+        assert wait_until(lambda: rc.get("last") == b"x", 10)
+        assert sorted(rc.keys("*")) == [b"a", b"d", b"f", b"last"]
+        assert p.dbsize() == 7
+    finally:
+        rep.stop()

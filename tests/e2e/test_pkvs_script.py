@@ -12,7 +12,7 @@ import pytest
 
 from conftest import wait_until
 from paste_proc import resp_command
-from redis_peer import RawConn, peers, redis_peer  # noqa: F401 (fixtures)
+from redis_peer import RawConn, peers, redis_peer, run_script  # noqa: F401 (fixtures)
 
 PROTOS = (2, 3)
 
@@ -161,40 +161,35 @@ def test_eval_replies_byte_exact(peers, proto):
 def test_evalsha_and_script_cache(peers, proto):
     run, _ = peers
     p = run(proto)
-    p.same("SCRIPT", "FLUSH")
-    p.same("SET", "mykey", "myval")
-    p.same("EVAL", "return redis.call('get',KEYS[1])", "1", "mykey")
-    p.same("EVALSHA", "fd758d1589d044dd850a6f05d52f2eefd27f033f", "1", "mykey")
-    p.same("EVALSHA", "FD758D1589D044DD850A6F05D52F2EEFD27F033F", "1", "mykey")
-    p.same("EVALSHA", "NotValidShaSUM", "0")
-    p.same("EVALSHA", "ffd632c7d33e571e9f24556ebed26c3479a87130", "0")
-    p.same("SCRIPT", "LOAD", "return 'loaded'")
-    p.same("EVALSHA", "b534286061d4b9e4026607613b95c06c06015ae8", "0")
-    p.same("SCRIPT", "EXISTS", "b534286061d4b9e4026607613b95c06c06015ae8",
-           "B534286061D4B9E4026607613B95C06C06015AE8", "b534286061d4b9e4026607613b95c06c06015ae9")
-    p.same("SCRIPT", "LOAD", "return (")
-    p.same("SCRIPT", "FLUSH", "ASYNC")
-    p.same("SCRIPT", "FLUSH", "bad")
-    p.same("EVALSHA", "b534286061d4b9e4026607613b95c06c06015ae8", "0")
-    p.same("SCRIPT", "KILL")
-    p.same("SCRIPT", "NOSUCH")
-    p.same("SCRIPT")
-    p.same("EVAL", "return 1")
-    p.same("EVAL", "return 1", "x")
-    p.same("EVALSHA_RO", "b534286061d4b9e4026607613b95c06c06015ae8", "0")
+    run_script(p, [
+        ("SCRIPT", "FLUSH"), ("SET", "mykey", "myval"),
+        ("EVAL", "return redis.call('get',KEYS[1])", "1", "mykey"),
+        ("EVALSHA", "fd758d1589d044dd850a6f05d52f2eefd27f033f", "1", "mykey"),
+        ("EVALSHA", "FD758D1589D044DD850A6F05D52F2EEFD27F033F", "1", "mykey"),
+        ("EVALSHA", "NotValidShaSUM", "0"),
+        ("EVALSHA", "ffd632c7d33e571e9f24556ebed26c3479a87130", "0"),
+        ("SCRIPT", "LOAD", "return 'loaded'"),
+        ("EVALSHA", "b534286061d4b9e4026607613b95c06c06015ae8", "0"),
+        ("SCRIPT", "EXISTS", "b534286061d4b9e4026607613b95c06c06015ae8",
+         "B534286061D4B9E4026607613B95C06C06015AE8", "b534286061d4b9e4026607613b95c06c06015ae9"),
+        ("SCRIPT", "LOAD", "return ("), ("SCRIPT", "FLUSH", "ASYNC"), ("SCRIPT", "FLUSH", "bad"),
+        ("EVALSHA", "b534286061d4b9e4026607613b95c06c06015ae8", "0"), ("SCRIPT", "KILL"),
+        ("SCRIPT", "NOSUCH"), ("SCRIPT",), ("EVAL", "return 1"), ("EVAL", "return 1", "x"),
+        ("EVALSHA_RO", "b534286061d4b9e4026607613b95c06c06015ae8", "0"),
+    ])
 
 
 @pytest.mark.parametrize("proto", PROTOS)
 def test_eval_ro(peers, proto):
     run, _ = peers
     p = run(proto)
-    p.same("SET", "foo", "bar")
-    p.same("EVAL_RO", "return redis.call('get', KEYS[1])", "1", "foo")
-    p.same("EVAL_RO", "redis.call('del', KEYS[1])", "1", "foo")
-    p.same("EVAL_RO", "return redis.pcall('set', 'x', 'y')", "1", "x")
-    p.same("EVAL_RO", "#!lua\nreturn 1", "0")
-    p.same("EVAL_RO", "#!lua flags=no-writes\nreturn redis.call('get','foo')", "0")
-    p.same("GET", "foo")
+    run_script(p, [
+        ("SET", "foo", "bar"), ("EVAL_RO", "return redis.call('get', KEYS[1])", "1", "foo"),
+        ("EVAL_RO", "redis.call('del', KEYS[1])", "1", "foo"),
+        ("EVAL_RO", "return redis.pcall('set', 'x', 'y')", "1", "x"),
+        ("EVAL_RO", "#!lua\nreturn 1", "0"),
+        ("EVAL_RO", "#!lua flags=no-writes\nreturn redis.call('get','foo')", "0"), ("GET", "foo"),
+    ])
 
 
 @pytest.mark.parametrize("proto", PROTOS)

@@ -24,55 +24,8 @@ import time
 import pytest
 
 from conftest import ConnectionClosed, PkvsFactory, RespConn, RespError, resp_command, run_tool
-from redis_peer import flushed_peers as peers, redis_peer  # noqa: F401 (redis_peer: a fixture)
-
-
-# ---------------------------------------------------------------------------
-# Replies compared
-# ---------------------------------------------------------------------------
-
-def parse(b, i=0):
-    """One raw RESP reply at b[i:]: (value, end). Aggregates are (type,
-    [items]); bulks bytes; other lines their raw bytes."""
-    t = b[i:i + 1]
-    e = b.index(b"\r\n", i)
-    head = b[i + 1:e]
-    i = e + 2
-    if t in (b"*", b"~", b">", b"%") and int(head) >= 0:
-        items = []
-        for _ in range(int(head) * (2 if t == b"%" else 1)):
-            v, i = parse(b, i)
-            items.append(v)
-        return (t, items), i
-    if t == b"$" and int(head) >= 0:
-        return b[i:i + int(head)], i + int(head) + 2
-    return t + head, i
-
-
-def unordered(raw):
-    """A reply with its aggregates' elements sorted (pairs kept whole)."""
-    def norm(v):
-        if isinstance(v, tuple):
-            return (v[0], sorted((norm(x) for x in v[1]), key=repr))
-        return v
-    v, end = parse(raw)
-    assert end == len(raw), raw
-    return norm(v)
-
-
-UNORDERED = object()      # (UNORDERED, cmd...): compared once sorted
-SLEEP = object()          # (SLEEP, seconds): wait, send nothing
-
-
-def run_script(p, script):
-    for cmd in script:
-        if cmd[0] is SLEEP:
-            time.sleep(cmd[1])
-        elif cmd[0] is UNORDERED:
-            got, want = p.both(*cmd[1:])
-            assert unordered(got) == unordered(want), f"{cmd[1:]!r}: pkvs {got[:300]!r}, redis {want[:300]!r}"
-        else:
-            p.same(*cmd)
+from redis_peer import redis_peer  # noqa: F401 (a fixture)
+from redis_peer import SLEEP, UNORDERED, flushed_peers as peers, run_script, script_like_redis, unordered
 
 
 U = UNORDERED
@@ -192,11 +145,7 @@ def server():
 @pytest.mark.parametrize("proto", [2, 3])
 @pytest.mark.parametrize("script", sorted(SCRIPTS))
 def test_like_redis(server, redis_peer, script, proto):
-    p = peers(server.resp_port, redis_peer.resp_port, proto)
-    try:
-        run_script(p, SCRIPTS[script])
-    finally:
-        p.close()
+    script_like_redis(server, redis_peer, SCRIPTS[script], proto)
 
 
 def test_multi_like_redis(server, redis_peer):

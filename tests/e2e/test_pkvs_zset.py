@@ -23,8 +23,9 @@ import time
 import pytest
 
 from conftest import PkvsFactory, RespConn, RespError, resp_command
-from redis_peer import Peers, RawConn, redis_peer  # noqa: F401 (redis_peer: a fixture)
-from test_pkvs_set import SLEEP, UNORDERED, KeyLoad, kill9_rounds, peers, run_script, unordered
+from redis_peer import redis_peer  # noqa: F401 (a fixture)
+from redis_peer import SLEEP, UNORDERED, RawConn, script_like_redis
+from test_pkvs_set import KeyLoad, kill9_rounds, peers
 
 U = UNORDERED
 SCRIPTS = {
@@ -255,11 +256,7 @@ def server():
 @pytest.mark.parametrize("proto", [2, 3])
 @pytest.mark.parametrize("script", sorted(SCRIPTS))
 def test_like_redis(server, redis_peer, script, proto):
-    p = peers(server.resp_port, redis_peer.resp_port, proto)
-    try:
-        run_script(p, SCRIPTS[script])
-    finally:
-        p.close()
+    script_like_redis(server, redis_peer, SCRIPTS[script], proto)
 
 
 @pytest.mark.parametrize("proto", [2, 3])
