@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "cmd_script.h"
+#include "kv_rdb.h"
 
 struct lib;
 struct fn {
@@ -550,29 +551,6 @@ void cmd_function_stats(struct resp_ctx *x, struct kv *kv, const struct paste_re
 #define DUMP_OPCODE 0xf5u
 #define DUMP_VERSION 10u
 
-static void put_len(struct sl_buf *b, uint64_t len)
-{
-	uint8_t h[9];
-	if (len < 64) {
-		h[0] = (uint8_t)len;
-		sl_buf_put(b, h, 1);
-	} else if (len < 16384) {
-		h[0] = (uint8_t)(0x40 | (len >> 8));
-		h[1] = (uint8_t)len;
-		sl_buf_put(b, h, 2);
-	} else if (len <= UINT32_MAX) {
-		h[0] = 0x80;
-		for (int i = 0; i < 4; i++)
-			h[1 + i] = (uint8_t)(len >> (24 - 8 * i));
-		sl_buf_put(b, h, 5);
-	} else {
-		h[0] = 0x81;
-		for (int i = 0; i < 8; i++)
-			h[1 + i] = (uint8_t)(len >> (56 - 8 * i));
-		sl_buf_put(b, h, 9);
-	}
-}
-
 static bool get_len(const uint8_t **p, const uint8_t *end, uint64_t *len)
 {
 	if (*p >= end)
@@ -612,7 +590,8 @@ void cmd_function_dump(struct resp_ctx *x, struct kv *kv, const struct paste_res
 	for (struct lib *l = st.libs; l; l = l->next) {
 		uint8_t op = DUMP_OPCODE;
 		sl_buf_put(&b, &op, 1);
-		put_len(&b, l->clen);
+		uint8_t h[9];
+		sl_buf_put(&b, h, kv_rdb_len_encode(h, l->clen));
 		sl_buf_put(&b, l->code, l->clen);
 	}
 	uint8_t tail[10] = { DUMP_VERSION, 0 };

@@ -102,26 +102,28 @@ static void put_le(struct kv_rdb_buf *b, uint64_t v, int bytes)
 
 /* RDB's length: 6 bits, 14 bits, or a marker and 32 or 64 bits
  * big-endian. */
+size_t kv_rdb_len_encode(uint8_t out[9], uint64_t n)
+{
+	if (n < 64) {
+		out[0] = (uint8_t)n;
+		return 1;
+	}
+	if (n < 16384) {
+		out[0] = (uint8_t)(0x40 | (n >> 8));
+		out[1] = (uint8_t)n;
+		return 2;
+	}
+	int k = n <= UINT32_MAX ? 4 : 8;
+	out[0] = k == 4 ? 0x80 : 0x81;
+	for (int i = 0; i < k; i++)
+		out[1 + i] = (uint8_t)(n >> (8 * (k - 1 - i)));
+	return 1u + (size_t)k;
+}
+
 static void put_len(struct kv_rdb_buf *b, uint64_t n)
 {
 	uint8_t o[9];
-	if (n < 64) {
-		put_u8(b, (uint8_t)n);
-	} else if (n < 16384) {
-		o[0] = (uint8_t)(0x40 | (n >> 8));
-		o[1] = (uint8_t)n;
-		kv_rdb_put(b, o, 2);
-	} else if (n <= UINT32_MAX) {
-		o[0] = 0x80;
-		for (int i = 0; i < 4; i++)
-			o[1 + i] = (uint8_t)(n >> (24 - 8 * i));
-		kv_rdb_put(b, o, 5);
-	} else {
-		o[0] = 0x81;
-		for (int i = 0; i < 8; i++)
-			o[1 + i] = (uint8_t)(n >> (56 - 8 * i));
-		kv_rdb_put(b, o, 9);
-	}
+	kv_rdb_put(b, o, kv_rdb_len_encode(o, n));
 }
 
 static void put_str(struct kv_rdb_buf *b, const void *p, size_t n)

@@ -33,6 +33,9 @@ struct kv_rdb_buf {
 	bool oom;
 };
 void kv_rdb_put(struct kv_rdb_buf *b, const void *p, size_t n);
+/* n in RDB's length encoding (1, 2, 5 or 9 bytes, big-endian beyond 14
+ * bits) into out: the bytes written. FUNCTION DUMP's framing uses it too. */
+size_t kv_rdb_len_encode(uint8_t out[9], uint64_t n);
 void kv_rdb_free(struct kv_rdb_buf *b);
 /* A command as RESP (an array of bulks): the replication stream's and
  * MIGRATE's. */
