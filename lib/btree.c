@@ -367,11 +367,13 @@ static bool put_in_place(struct paste_btree *t, uint32_t no, uint32_t i, uint32_
 	uint32_t after = bt_used(pg) - old + 2u + size;
 	if (after > BT_CAP || (no != t->root && after < BT_UNDERFLOW))
 		return false;
+	bt_group_old(t, t->entry, replace ? bt_entry(pg, i) : NULL);
 	if (replace) {
 		release_entry(t, bt_entry(pg, i));
-		bt_page_remove(pg, i);
+		bt_page_replace(pg, i, t->entry, size);
+	} else {
+		bt_page_insert(pg, i, t->entry, size);
 	}
-	bt_page_insert(pg, i, t->entry, size);
 	return true;
 }
 
@@ -392,6 +394,7 @@ static void apply_set(struct paste_btree *t, const uint8_t *key, uint32_t klen,
 	}
 	*hint = (struct bt_hint){ 0, 0 };
 	if (!t->root) {
+		bt_group_old(t, t->entry, NULL);
 		uint32_t r = bt_page_alloc(t);
 		bt_page_init(bt_pg(t, r), r, BT_LEAF, 0, t->gen);
 		bt_page_insert(bt_pg(t, r), 0, t->entry, size);
@@ -412,6 +415,7 @@ static void apply_set(struct paste_btree *t, const uint8_t *key, uint32_t klen,
 		*hint = (struct bt_hint){ path.page[d], (uint16_t)i };
 		return;
 	}
+	bt_group_old(t, t->entry, found ? bt_entry(pg, i) : NULL);
 	if (found)
 		release_entry(t, bt_entry(pg, i));
 	struct bt_wide *W = t->wide[0];
@@ -431,6 +435,7 @@ static bool remove_in_place(struct paste_btree *t, uint32_t no, uint32_t i)
 	uint32_t after = bt_used(pg) - 2u - bt_esize(BT_LEAF, e);
 	if (no == t->root ? bt_h(pg)->nkeys < 2 : after < BT_UNDERFLOW)
 		return false;
+	bt_group_old(t, e, e);
 	release_entry(t, e);
 	bt_page_remove(pg, i);
 	return true;
@@ -455,6 +460,7 @@ static bool apply_del(struct paste_btree *t, const uint8_t *key, uint32_t klen,
 	if (remove_in_place(t, path.page[d], i))
 		return true;
 	uint8_t *pg = bt_pg(t, path.page[d]);
+	bt_group_old(t, bt_entry(pg, i), bt_entry(pg, i));
 	release_entry(t, bt_entry(pg, i));
 	struct bt_wide *W = t->wide[0];
 	bt_wide_load(W, pg);

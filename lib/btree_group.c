@@ -16,10 +16,11 @@
  * it; no checkpoint runs while a group is open, so no checkpoint holds
  * half of one.
  *
- * Abort: the changes were applied as they were made; each change first
- * noted what it replaced (the old entry's value extents, length, tag and
- * word, or that the key was absent), and abort applies those back in
- * reverse, in DRAM only. The references come out exact: putting an old
+ * Abort: the changes were applied as they were made; each noted what it
+ * replaced (the old entry's value extents, length, tag, CRC and word, or
+ * that the key was absent: a SET or DEL while it applies, from the entry
+ * it replaces, a range delete before, by a walk), and abort applies those
+ * back in reverse, in DRAM only. The references come out exact: putting an old
  * value back takes the references its replacement's release will drop.
  * The group's records stay in the log, without a COMMIT.
  */
@@ -43,6 +44,7 @@ struct bt_group {
 	size_t used, cap;
 	uint32_t nundo;
 	uint32_t records;             /* appended so far: 0 means the next is the first */
+	bool capture;                 /* the SET or DEL being applied notes what it replaces */
 	bool broken;                  /* a change could not be noted: abort, never commit */
 };
 
@@ -58,22 +60,30 @@ static size_t undo_size(uint32_t klen, uint32_t n)
 	return (sizeof(struct undo) + klen + n * sizeof(struct paste_extent) + 7u) & ~(size_t)7u;
 }
 
+/* Room for need more bytes of undo. */
+static int room(struct bt_group *g, size_t need)
+{
+	if (g->used + need <= g->cap)
+		return 0;
+	size_t cap = g->cap ? g->cap : 4096;
+	while (cap < g->used + need)
+		cap *= 2;
+	uint8_t *q = realloc(g->arena, cap);
+	if (!q)
+		return -ENOMEM;
+	g->arena = q;
+	g->cap = cap;
+	return 0;
+}
+
 static int push(struct paste_btree *t, const uint8_t *key, uint32_t klen, bool had,
 		const struct paste_extent *ext, uint32_t n, uint32_t vlen,
 		const struct paste_btree_attr *a)
 {
 	struct bt_group *g = t->grp;
 	size_t need = undo_size(klen, n);
-	if (g->used + need > g->cap) {
-		size_t cap = g->cap ? g->cap : 4096;
-		while (cap < g->used + need)
-			cap *= 2;
-		uint8_t *q = realloc(g->arena, cap);
-		if (!q)
-			return -ENOMEM;
-		g->arena = q;
-		g->cap = cap;
-	}
+	if (room(g, need) < 0)
+		return -ENOMEM;
 	struct undo u = { (uint16_t)klen, (uint8_t)n, had, vlen, { 0 } };
 	if (a)
 		u.attr = *a;
@@ -87,28 +97,18 @@ static int push(struct paste_btree *t, const uint8_t *key, uint32_t klen, bool h
 	return 0;
 }
 
-/* What key is now, noted. */
-static int note_key(struct paste_btree *t, const uint8_t *key, uint32_t klen)
-{
-	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	struct paste_btree_attr a;
-	uint32_t n = 0, len = 0;
-	bool had = paste_btree_lookup(t, key, klen, ext, &n, &len, &a) == 0;
-	if (had && !a.has_crc) {
-		/* The point index answered: the CRC is the leaf's. */
-		struct paste_btree_cursor c;
-		paste_btree_cursor_init(&c, t, key, klen);
-		paste_btree_cursor_next(&c, NULL, NULL, NULL, NULL, NULL);
-		a = *paste_btree_cursor_attr(&c);
-	}
-	return push(t, key, klen, had, ext, n, len, &a);
-}
-
+/* A SET or DEL notes what it replaces while it applies (bt_group_old):
+ * the entry is in hand there, where a lookup first would cost a descent
+ * for a key the point index does not hold (a sorted set's score entries)
+ * and one more for the CRC of one it does. The room is taken here, so
+ * that the note cannot fail halfway through the change. */
 int bt_group_note(struct paste_btree *t, const struct paste_btree_record *r)
 {
 	int rc = 0;
+	t->grp->capture = false;
 	if (r->op == PASTE_BTREE_SET || r->op == PASTE_BTREE_DEL) {
-		rc = note_key(t, r->key, r->klen);
+		rc = room(t->grp, undo_size(r->klen, PASTE_BTREE_MAX_EXTENTS));
+		t->grp->capture = rc == 0;
 	} else if (r->op == PASTE_BTREE_DELRANGE) {
 		struct paste_btree_cursor c;
 		const uint8_t *key;
@@ -124,6 +124,24 @@ int bt_group_note(struct paste_btree *t, const struct paste_btree_record *r)
 	if (rc < 0)
 		t->grp->broken = true;
 	return rc;
+}
+
+void bt_group_old_entry(struct paste_btree *t, const uint8_t *key_entry, const uint8_t *old)
+{
+	struct bt_group *g = t->grp;
+	if (!g->capture)
+		return;
+	g->capture = false;
+	const uint8_t *key = bt_ekey(BT_LEAF, key_entry);
+	if (!old) {
+		(void)push(t, key, ld16(key_entry), false, NULL, 0, 0, NULL);   /* room reserved */
+		return;
+	}
+	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+	struct paste_btree_attr a;
+	extents_copy(ext, bt_lext(old), old[2]);
+	bt_lattr(old, &a);
+	(void)push(t, key, ld16(key_entry), true, ext, old[2], ld32(old + 4), &a);
 }
 
 void bt_group_free(struct paste_btree *t)

@@ -129,6 +129,12 @@ struct bt_point {
 	struct bt_pslot *slot;        /* mask + 1 slots */
 	uint32_t mask, used;
 	bool on;                      /* false: not built, or dropped (ENOMEM) */
+	/* The slot the last lookup found its key in, and the key's hash: a
+	 * write looks its key up twice (the service's probe, then the put),
+	 * and the second skips the hash and the probe. NULL after a resize
+	 * or a delete moved slots. */
+	struct bt_pslot *memo;
+	uint64_t seed;                /* key_hash's, random per table */
 };
 
 /* A buffer reference to drop once persist epoch `epoch` is durable, and
@@ -348,6 +354,7 @@ uint32_t bt_inner_entry(uint8_t *out, const uint8_t *key, uint32_t klen, uint32_
 void bt_page_init(uint8_t *pg, uint32_t no, uint8_t type, uint8_t level, uint64_t gen);
 bool bt_page_insert(uint8_t *pg, uint32_t i, const uint8_t *e, uint32_t size);
 void bt_page_remove(uint8_t *pg, uint32_t i);
+bool bt_page_replace(uint8_t *pg, uint32_t i, const uint8_t *e, uint32_t size);
 void bt_wide_load(struct bt_wide *w, uint8_t *pg);
 void bt_wide_insert(struct bt_wide *w, uint32_t i, const uint8_t *e, uint32_t size);
 void bt_wide_remove(struct bt_wide *w, uint32_t i);
@@ -402,8 +409,17 @@ bool bt_space_short(const struct paste_btree *t);
 /* The flags a record appended now carries (0, or a group's). */
 uint8_t bt_group_flags(struct paste_btree *t);
 /* Before a change of r's kind is applied inside a group: remember what
- * it replaces (0, or -ENOMEM: then the change must not be made). */
+ * it replaces, or (SET, DEL) make room to note it as it is applied (0,
+ * or -ENOMEM: then the change must not be made). */
 int bt_group_note(struct paste_btree *t, const struct paste_btree_record *r);
+/* The SET or DEL being applied replaces leaf entry old (NULL: the key
+ * was absent); key_entry is a leaf entry holding its key. */
+void bt_group_old_entry(struct paste_btree *t, const uint8_t *key_entry, const uint8_t *old);
+static inline void bt_group_old(struct paste_btree *t, const uint8_t *key_entry, const uint8_t *old)
+{
+	if (t->grp)
+		bt_group_old_entry(t, key_entry, old);
+}
 void bt_group_free(struct paste_btree *t);
 
 /* ---- lib/btree_ckpt.c ---- */
@@ -428,10 +444,9 @@ int bt_meta_read(const struct paste_btree *t, int slot, struct bt_meta *m);
 struct bt_point_pos {
 	struct bt_pslot *slot;        /* the key's, or the empty one it would take; NULL:
 				       * the index holds no keys like it (or none at all) */
-	uint32_t hash;
 };
 /* Valid until the index next changes. */
-struct bt_point_pos bt_point_find(const struct bt_point *pi, const uint8_t *key, uint32_t klen);
+struct bt_point_pos bt_point_find(struct bt_point *pi, const uint8_t *key, uint32_t klen);
 struct bt_hint bt_point_hint(struct bt_point_pos at);
 void bt_point_put(struct bt_point *pi, struct bt_point_pos at, const uint8_t *key, uint32_t klen,
 		  const struct paste_extent *ext, uint32_t n, const struct paste_btree_attr *a,
@@ -444,7 +459,7 @@ void bt_point_clear(struct bt_point *pi);
  * returns it, or NULL when the index would not be asked (no index, a
  * long key). */
 const void *bt_point_prefetch(const struct bt_point *pi, const uint8_t *key, uint32_t klen);
-int bt_point_get(const struct bt_point *pi, const uint8_t *key, uint32_t klen,
+int bt_point_get(struct bt_point *pi, const uint8_t *key, uint32_t klen,
 		 struct paste_extent *ext, uint32_t *n, uint32_t *len, struct paste_btree_attr *a);
 /* (Re)build from the leaves; -ENOMEM leaves no index. */
 int bt_point_build(struct paste_btree *t);

@@ -123,6 +123,24 @@ bool bt_page_insert(uint8_t *pg, uint32_t i, const uint8_t *e, uint32_t size)
 	return true;
 }
 
+/* Entry i becomes e (size bytes). One of the same size (an overwrite
+ * with as many extents) takes the old one's bytes: no hole, so no
+ * compaction every few overwrites of a page (~0.2 us of a pipelined SET's
+ * ~1.2). False when a larger e does not fit (the page is unchanged). */
+bool bt_page_replace(uint8_t *pg, uint32_t i, const uint8_t *e, uint32_t size)
+{
+	uint8_t *old = bt_entry(pg, i);
+	uint32_t osize = bt_esize(bt_h(pg)->type, old);
+	if (osize == size) {
+		memcpy(old, e, size);
+		return true;
+	}
+	if (bt_used(pg) - osize + size > BT_CAP)
+		return false;
+	bt_page_remove(pg, i);
+	return bt_page_insert(pg, i, e, size);
+}
+
 void bt_page_remove(uint8_t *pg, uint32_t i)
 {
 	struct bt_hdr *h = bt_h(pg);

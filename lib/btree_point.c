@@ -6,7 +6,7 @@
  * key, a mispredicted branch per probe), and with a batch's values and the
  * kernel's buffers streaming through the cache the leaves are cold. In
  * pkvs's pipelined GET the descent costs a fifth of the server's CPU. One
- * probe here is a CRC32C of the key and, most often, one 64-byte line.
+ * probe here is a hash of the key and, most often, one 64-byte line.
  *
  * What it holds: every key of at most BT_POINT_KEY bytes, with its value's
  * extents when the value has at most BT_POINT_EXT (longer keys are not
@@ -28,7 +28,7 @@
  *
  * Cost: 64 bytes a slot, a table at most 3/4 full and doubled when it
  * would be fuller: 85-170 bytes of DRAM per indexed key (1 M keys: 128
- * MiB at most), a CRC32C and a probe per SET and DEL (+5 % of a pipelined
+ * MiB at most), a hash and a probe per SET and DEL (+5 % of a pipelined
  * SET's CPU, against -20 % of a pipelined GET's: docs/results.md, "The
  * point index"), and a rehash of everything at each doubling.
  *
@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 
 #include "btree_internal.h"
 
@@ -65,9 +66,31 @@ _Static_assert(sizeof(struct bt_pslot) == 64, "a slot is one cache line");
 
 #define PT_MIN_SLOTS 1024u
 
-static uint32_t key_hash(const uint8_t *key, uint32_t klen)
+/* A multiply-xorshift over 8-byte words, seeded per table: the index is
+ * never written to the store, so its hash need not be the CRC, and this
+ * one costs ~15 instructions for a 16-byte key against the CRC's ~80 (it
+ * runs twice per command: the look-ahead and the lookup). The seed (random
+ * at each resize) keeps a client from choosing keys that share a probe
+ * run. */
+static uint32_t key_hash(const struct bt_point *pi, const uint8_t *key, uint32_t klen)
 {
-	return paste_crc32c(0, key, klen);
+	const uint64_t m = 0x9e3779b97f4a7c15ull;
+	uint64_t h = pi->seed ^ klen;
+	for (; klen >= 8; key += 8, klen -= 8) {
+		uint64_t w;
+		memcpy(&w, key, 8);
+		h = (h ^ w) * m;
+		h ^= h >> 29;
+	}
+	if (klen) {
+		uint64_t w = 0;
+		for (uint32_t i = 0; i < klen; i++)
+			w |= (uint64_t)key[i] << (8 * i);
+		h = (h ^ w) * m;
+	}
+	h ^= h >> 32;
+	h *= 0xd6e8feb86659fd93ull;
+	return (uint32_t)(h ^ h >> 32);
 }
 
 /* The slot holding key, or the empty slot ending its probe sequence.
@@ -122,10 +145,12 @@ static int resize(struct bt_point *pi, uint32_t cap)
 	if (bytes >= (2u << 20))
 		madvise(ns, bytes, MADV_HUGEPAGE);
 	struct bt_point np = { .slot = ns, .mask = cap - 1, .used = pi->used, .on = true };
+	if (getrandom(&np.seed, sizeof(np.seed), GRND_NONBLOCK) != sizeof(np.seed))
+		np.seed = (uint64_t)(uintptr_t)ns ^ paste_clock_ns();   /* no entropy yet: still varies */
 	for (uint32_t i = 0; pi->slot && i <= pi->mask; i++) {
 		const struct bt_pslot *s = &pi->slot[i];
 		if (PT_KIND(s) != PT_EMPTY)
-			*probe(&np, key_hash(s->key, s->klen), s->key, s->klen) = *s;
+			*probe(&np, key_hash(&np, s->key, s->klen), s->key, s->klen) = *s;
 	}
 	bt_point_drop(pi);
 	*pi = np;
@@ -146,12 +171,24 @@ void bt_point_drop(struct bt_point *pi)
 	memset(pi, 0, sizeof(*pi));
 }
 
-struct bt_point_pos bt_point_find(const struct bt_point *pi, const uint8_t *key, uint32_t klen)
+/* A key is in at most one slot, so a memo slot holding it is its slot. */
+static struct bt_point_pos locate(struct bt_point *pi, const uint8_t *key, uint32_t klen)
+{
+	struct bt_pslot *m = pi->memo;
+	if (m && m->klen == klen && PT_KIND(m) != PT_EMPTY && memcmp(m->key, key, klen) == 0)
+		return (struct bt_point_pos){ m };
+	uint32_t h = key_hash(pi, key, klen);
+	struct bt_pslot *s = probe(pi, h, key, klen);
+	if (PT_KIND(s) != PT_EMPTY)
+		pi->memo = s;
+	return (struct bt_point_pos){ s };
+}
+
+struct bt_point_pos bt_point_find(struct bt_point *pi, const uint8_t *key, uint32_t klen)
 {
 	if (!pi->on || klen > BT_POINT_KEY)
-		return (struct bt_point_pos){ NULL, 0 };
-	uint32_t h = key_hash(key, klen);
-	return (struct bt_point_pos){ probe(pi, h, key, klen), h };
+		return (struct bt_point_pos){ NULL };
+	return locate(pi, key, klen);
 }
 
 struct bt_hint bt_point_hint(struct bt_point_pos at)
@@ -174,7 +211,7 @@ void bt_point_put(struct bt_point *pi, struct bt_point_pos at, const uint8_t *ke
 				bt_point_drop(pi);   /* lookups descend the tree */
 				return;
 			}
-			s = probe(pi, at.hash, key, klen);
+			s = probe(pi, key_hash(pi, key, klen), key, klen);   /* the new table's seed */
 		}
 		pi->used++;
 	}
@@ -189,8 +226,9 @@ void bt_point_del(struct bt_point *pi, struct bt_point_pos at)
 	/* Backward shift: move each later slot of the run into the hole
 	 * unless its home lies cyclically in (hole, j]. */
 	uint32_t hole = (uint32_t)(s - pi->slot);
+	pi->memo = NULL;
 	for (uint32_t j = (hole + 1) & pi->mask; PT_KIND(&pi->slot[j]) != PT_EMPTY; j = (j + 1) & pi->mask) {
-		uint32_t home = key_hash(pi->slot[j].key, pi->slot[j].klen) & pi->mask;
+		uint32_t home = key_hash(pi, pi->slot[j].key, pi->slot[j].klen) & pi->mask;
 		if (((j - home) & pi->mask) >= ((j - hole) & pi->mask)) {
 			pi->slot[hole] = pi->slot[j];
 			hole = j;
@@ -212,17 +250,17 @@ const void *bt_point_prefetch(const struct bt_point *pi, const uint8_t *key, uin
 {
 	if (!pi->on || klen > BT_POINT_KEY)
 		return NULL;
-	const struct bt_pslot *s = &pi->slot[key_hash(key, klen) & pi->mask];
+	const struct bt_pslot *s = &pi->slot[key_hash(pi, key, klen) & pi->mask];
 	__builtin_prefetch(s);
 	return s;
 }
 
-int bt_point_get(const struct bt_point *pi, const uint8_t *key, uint32_t klen,
+int bt_point_get(struct bt_point *pi, const uint8_t *key, uint32_t klen,
 		 struct paste_extent *ext, uint32_t *n, uint32_t *len, struct paste_btree_attr *a)
 {
 	if (!pi->on || klen > BT_POINT_KEY)
 		return 1;
-	const struct bt_pslot *s = probe(pi, key_hash(key, klen), key, klen);
+	const struct bt_pslot *s = locate(pi, key, klen).slot;
 	if (PT_KIND(s) == PT_EMPTY)
 		return -ENOENT;
 	if (PT_KIND(s) == PT_TREE)
@@ -285,7 +323,7 @@ static int check_entry(void *arg, const uint8_t *e)
 		return 0;
 	a->indexed++;
 	const uint8_t *key = bt_ekey(BT_LEAF, e);
-	const struct bt_pslot *s = probe(a->pi, key_hash(key, klen), key, klen);
+	const struct bt_pslot *s = probe(a->pi, key_hash(a->pi, key, klen), key, klen);
 	struct paste_extent x[BT_POINT_EXT];
 	struct bt_hint hint = { s->leaf, s->leaf_idx };
 	struct paste_btree_attr at;

@@ -65,11 +65,25 @@ static void crc32c_init(void)
 				t[k][b] = v;
 			}
 	}
-	crc32c_impl = paste_crc32c_sw;
+	uint32_t (*impl)(uint32_t, const void *, size_t) = paste_crc32c_sw;
 #if defined(__x86_64__)
 	if (__builtin_cpu_supports("sse4.2"))
-		crc32c_impl = paste_crc32c_hw;
+		impl = paste_crc32c_hw;
 #endif
+	__atomic_store_n(&crc32c_impl, impl, __ATOMIC_RELEASE);   /* after the tables */
+}
+
+/* The tables are ready once the implementation is set: one load on every
+ * call after the first (pthread_once's call costs more than the CRC of a
+ * short key, which the server computes several times per request). */
+static inline uint32_t (*ready(void))(uint32_t, const void *, size_t)
+{
+	uint32_t (*impl)(uint32_t, const void *, size_t) = __atomic_load_n(&crc32c_impl, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(impl == NULL, 0)) {
+		pthread_once(&crc32c_once, crc32c_init);
+		impl = crc32c_impl;
+	}
+	return impl;
 }
 
 /* Both paths take and return the finalised CRC (pre/post inverted), so
@@ -78,7 +92,7 @@ uint32_t paste_crc32c_sw(uint32_t crc, const void *p, size_t n)
 {
 	const uint8_t *b = p;
 
-	pthread_once(&crc32c_once, crc32c_init);
+	ready();
 	crc = ~crc;
 	while (n--)
 		crc = crc32c_table[(crc ^ *b++) & 0xff] ^ (crc >> 8);
@@ -126,7 +140,7 @@ uint32_t paste_crc32c_hw(uint32_t crc, const void *p, size_t n)
 		n--;
 	}
 	if (n >= 3 * CRC_SHORT) {
-		pthread_once(&crc32c_once, crc32c_init);   /* the shift tables */
+		ready();   /* the shift tables */
 		for (; n >= 3 * CRC_LONG; b += 3 * CRC_LONG, n -= 3 * CRC_LONG)
 			c = crc3(c, b, CRC_LONG, shift_long);
 		for (; n >= 3 * CRC_SHORT; b += 3 * CRC_SHORT, n -= 3 * CRC_SHORT)
@@ -147,7 +161,5 @@ uint32_t paste_crc32c_hw(uint32_t crc, const void *p, size_t n)
 
 uint32_t paste_crc32c(uint32_t crc, const void *p, size_t n)
 {
-	/* pthread_once after the first call is one load and a branch. */
-	pthread_once(&crc32c_once, crc32c_init);
-	return crc32c_impl(crc, p, n);
+	return ready()(crc, p, n);
 }

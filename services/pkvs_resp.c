@@ -285,7 +285,9 @@ static uint32_t name_hash(const char *p, size_t n)
 	uint32_t h = 2166136261u;
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (uint8_t)(p[i] | 0x20)) * 16777619u;   /* ASCII letters fold to lower */
-	return h;
+	h ^= h >> 16;   /* mixed: FNV-1a's low bits alone (the slot) cluster */
+	h *= 0x7feb352du;
+	return h ^ h >> 15;
 }
 
 static uint32_t parse_flags(const char *f)

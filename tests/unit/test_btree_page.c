@@ -1,0 +1,123 @@
+/* test_btree_page.c - one slotted page (lib/btree_page.c): replacing an
+ * entry against a model of the page's keys and entries, with the page
+ * checked after every change; an entry replaced by one of its own size
+ * takes the old bytes and leaves no hole; one that does not fit leaves the
+ * page as it was. */
+#include <stdlib.h>
+#include <string.h>
+#include "btree_internal.h"
+#include "check.h"
+
+enum { NO = 7, NKEYS = 60 };
+static const struct paste_store_geom G = { .buf_size = 2048, .nbufs = 4096 };
+
+static uint32_t klen_of(uint32_t i)
+{
+	return 6 + i % 23;
+}
+
+static uint32_t key_of(uint32_t i, uint8_t *k)
+{
+	uint32_t len = klen_of(i);
+	memset(k, 'k', len);
+	k[0] = (uint8_t)('a' + i / 26);   /* rising with i */
+	k[1] = (uint8_t)('a' + i % 26);
+	return len;
+}
+
+/* Key i's leaf entry of n extents, their contents from seed. */
+static uint32_t entry_of(uint8_t *out, uint32_t i, uint32_t n, uint32_t seed)
+{
+	uint8_t k[32];
+	uint32_t klen = key_of(i, k), vlen = 0;
+	struct paste_extent ext[8];
+	for (uint32_t e = 0; e < n; e++) {
+		ext[e] = (struct paste_extent){ (seed * 7 + e) % G.nbufs, seed % 1000, 1 + (seed + e) % 900 };
+		vlen += ext[e].len;
+	}
+	struct paste_btree_attr a = { .tag = (uint8_t)(seed & 3), .crc = seed * 2654435761u };
+	return bt_leaf_entry(out, k, klen, ext, n, vlen, &a);
+}
+
+/* The page holds exactly model[0..NKEYS) in order, and checks. */
+static void agree(uint8_t *pg, uint8_t (*model)[256], const uint32_t *msize, const char *when)
+{
+	const char *why = bt_page_check(pg, NO, &G);
+	uint32_t bad = bt_h(pg)->nkeys != NKEYS;
+	for (uint32_t i = 0; !bad && i < NKEYS; i++) {
+		const uint8_t *e = bt_entry(pg, i);
+		bad += bt_esize(BT_LEAF, e) != msize[i] || memcmp(e, model[i], msize[i]) != 0;
+	}
+	if (why || bad)
+		fprintf(stderr, "  %s: %s, %u entries differ\n", when, why ? why : "checks", bad);
+	CHECK(why == NULL);
+	CHECK_EQ(bad, 0);
+}
+
+/* A leaf of NKEYS entries of one extent each, and its model. */
+static void fill(uint8_t *pg, uint8_t (*model)[256], uint32_t *msize)
+{
+	bt_page_init(pg, NO, BT_LEAF, 0, 1);
+	for (uint32_t i = 0; i < NKEYS; i++) {
+		msize[i] = entry_of(model[i], i, 1, i);
+		CHECK(bt_page_insert(pg, i, model[i], msize[i]));
+	}
+	agree(pg, model, msize, "filled");
+}
+
+static void test_same_size(void)
+{
+	static uint8_t pg[BT_PAGE], model[NKEYS][256];
+	uint32_t msize[NKEYS];
+	fill(pg, model, msize);
+	uint16_t top = bt_h(pg)->top;
+	/* Thousands of overwrites by entries of the same size: without the
+	 * in-place path each leaves a hole and the page compacts again and
+	 * again; with it the page never has a hole. */
+	uint32_t holes = 0;
+	for (uint32_t r = 1; r <= 100; r++)
+		for (uint32_t i = 0; i < NKEYS; i++) {
+			msize[i] = entry_of(model[i], i, 1, r * 1000 + i);
+			CHECK(bt_page_replace(pg, i, model[i], msize[i]));
+			holes += bt_h(pg)->frag != 0 || bt_h(pg)->top != top;
+		}
+	CHECK_EQ(holes, 0);
+	agree(pg, model, msize, "after same-size overwrites");
+}
+
+static void test_sizes_change(void)
+{
+	static uint8_t pg[BT_PAGE], model[NKEYS][256];
+	uint32_t msize[NKEYS];
+	fill(pg, model, msize);
+	/* 1 to 6 extents at random: larger ones fill the page until one does
+	 * not fit, which must leave it untouched. */
+	srand(7);
+	uint32_t refused = 0;
+	static uint8_t before[BT_PAGE];
+	for (uint32_t step = 0; step < 20000; step++) {
+		uint32_t i = (uint32_t)rand() % NKEYS, n = 1 + (uint32_t)rand() % 6;
+		uint8_t e[256];
+		uint32_t size = entry_of(e, i, n, step);
+		memcpy(before, pg, BT_PAGE);
+		if (bt_page_replace(pg, i, e, size)) {
+			memcpy(model[i], e, size);
+			msize[i] = size;
+		} else {
+			refused++;
+			CHECK(bt_used(pg) - bt_esize(BT_LEAF, bt_entry(pg, i)) + size > BT_CAP);
+			CHECK(memcmp(before, pg, BT_PAGE) == 0);
+		}
+		if (step % 1000 == 0)
+			agree(pg, model, msize, "while sizes change");
+	}
+	CHECK(refused > 0);   /* the page did fill */
+	agree(pg, model, msize, "after sizes changed");
+}
+
+int main(void)
+{
+	test_same_size();
+	test_sizes_change();
+	return check_done();
+}
