@@ -150,19 +150,33 @@ static uint32_t cow(struct paste_btree *t, uint32_t no)
 /* Descend to the leaf for key; true when the key is there. */
 bool bt_descend(struct paste_btree *t, const uint8_t *key, uint32_t klen, struct bt_path *path)
 {
+	if (t->dmemo.on && t->dmemo.klen == klen &&
+	    memcmp(t->dmemo.key, key, klen) == 0) {
+		t->dmemo.on = false;
+		*path = t->dmemo.path;
+		return t->dmemo.found;
+	}
 	uint32_t no = t->root;
+	bool found;
 	for (uint32_t d = 0;; d++) {
 		uint8_t *pg = bt_pg(t, no);
-		bool found;
 		uint32_t i = bt_search(pg, key, klen, &found);
 		path->page[d] = no;
 		path->idx[d] = (uint16_t)i;
 		if (bt_h(pg)->type == BT_LEAF) {
 			path->depth = d + 1;
-			return found;
+			break;
 		}
 		no = bt_child(pg, i);
 	}
+	if (!t->applying && klen <= BT_MEMO_KEY) {
+		t->dmemo.on = true;
+		t->dmemo.found = found;
+		t->dmemo.klen = klen;
+		t->dmemo.path = *path;
+		memcpy(t->dmemo.key, key, klen);
+	}
+	return found;
 }
 
 /* Copy every page of the path that belongs to the checkpointed tree,
@@ -565,6 +579,9 @@ int bt_apply(struct paste_btree *t, const struct paste_btree_record *r, uint64_t
 	if (r->klen)
 		memcpy(key, r->key, r->klen);   /* r->key may point into the store */
 	int rc = 0;
+	t->applying = true;
+	if (r->op != PASTE_BTREE_SET && r->op != PASTE_BTREE_DEL)
+		t->dmemo.on = false;     /* a range's descents follow its changes */
 	switch (r->op) {
 	case PASTE_BTREE_SET:
 	{
@@ -595,6 +612,8 @@ int bt_apply(struct paste_btree *t, const struct paste_btree_record *r, uint64_t
 	if (lsn > t->last_lsn)
 		t->last_lsn = lsn;
 	t->mods++;
+	t->dmemo.on = false;
+	t->applying = false;
 	return rc;
 }
 

@@ -29,6 +29,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the store format is l
 #define BT_HDR         32u                     /* page header */
 #define BT_CAP         (BT_PAGE - BT_HDR)      /* slots + entries of one page */
 #define BT_HINT_HOPS   8                       /* copies a hint is followed through */
+#define BT_MEMO_KEY    64                      /* longest key whose descent is kept */
 #define BT_FREE_KEEP   4                       /* free pages kept unused, per page in use */
 #define BT_UNDERFLOW   (BT_CAP / 4)            /* a non-root node below this merges or borrows */
 #define BT_PAGE_MAGIC  0x5442u                 /* "BT" */
@@ -166,6 +167,18 @@ struct paste_btree {
 	uint64_t gen;                 /* generation being written: committed + 1 */
 	uint64_t last_lsn;            /* newest record applied */
 	uint64_t mods;                /* changes applied: cursors re-seek when it moved */
+	/* The last descent made outside a change, kept for the change that
+	 * follows it: a DEL checks that its key is there, a put of a key the
+	 * point index does not hold was looked up first (pkvs's probe), and
+	 * each would descend again. Used once, by the first descent of a SET
+	 * or DEL (before it changes a page); dropped when any change ends. */
+	struct {
+		bool on, found;
+		uint32_t klen;
+		struct bt_path path;
+		uint8_t key[BT_MEMO_KEY];
+	} dmemo;
+	bool applying;                /* inside bt_apply */
 	uint64_t hinted_sets;         /* overwrites that followed a hint (paste_btree_info) */
 	uint64_t hinted_dels;         /* deletes that did */
 	bool replaying;               /* recovery: replaced values are released at once */

@@ -16,21 +16,19 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "cmd_block.h"
+#include "kv_strmap.h"
 #include "kv_vec.h"
 
 /* A key somebody waits on. */
 struct bkey {
-	struct bkey *next;              /* hash chain */
+	struct kv_strmap_node node;     /* key[] below, len, tag: db */
 	struct bkey *rnext;             /* the ready list */
 	struct bwait *first, *last;     /* its waits, oldest first */
-	uint64_t h;
 	uint32_t db;
 	bool ready;                     /* on the ready list */
 	bool busy;                      /* being served: kept even when no wait is left */
-	size_t len;
 	uint8_t key[];
 };
 
@@ -59,9 +57,7 @@ struct kv_bclient {
 };
 
 static struct {
-	struct bkey **b;
-	uint32_t nb, nkeys;
-	uint64_t seed[2];
+	struct kv_strmap keys;          /* struct bkey by (db, bytes) */
 	struct bkey *ready, *ready_last;
 	struct kv_bclient **heap;
 	uint32_t nheap, capheap;
@@ -98,65 +94,29 @@ bool kv_block_allowed(const struct resp_ctx *x, const struct kv *kv)
 
 /* ------------------------------------------------------------ the key table */
 
-static uint64_t key_hash(uint32_t db, const void *p, size_t len)
+static struct bkey *key_find(uint32_t db, const void *p, size_t len, uint64_t h)
 {
-	uint8_t d[16];
-	uint64_t h;
-	paste_siphash128(bt.seed, p, len, d);
-	memcpy(&h, d, sizeof(h));
-	return h + db * 0x9e3779b97f4a7c15ull;
-}
-
-static struct bkey **slot_of(uint32_t db, const void *p, size_t len, uint64_t h)
-{
-	struct bkey **pp = &bt.b[h & (bt.nb - 1)];
-	while (*pp && !((*pp)->h == h && (*pp)->db == db && (*pp)->len == len &&
-			!memcmp((*pp)->key, p, len)))
-		pp = &(*pp)->next;
-	return pp;
-}
-
-static int grow_table(void)
-{
-	uint32_t nb = bt.nb ? 2 * bt.nb : 64;
-	struct bkey **b = calloc(nb, sizeof(*b));
-	if (!b)
-		return -ENOMEM;
-	if (!bt.nb && getrandom(bt.seed, sizeof(bt.seed), 0) != sizeof(bt.seed)) {
-		bt.seed[0] = (uint64_t)(uintptr_t)b;    /* no entropy: still a hash */
-		bt.seed[1] = (uint64_t)(uintptr_t)&bt;
-	}
-	for (uint32_t i = 0; i < bt.nb; i++)
-		while (bt.b[i]) {
-			struct bkey *k = bt.b[i];
-			bt.b[i] = k->next;
-			k->next = b[k->h & (nb - 1)];
-			b[k->h & (nb - 1)] = k;
-		}
-	free(bt.b);
-	bt.b = b;
-	bt.nb = nb;
-	return 0;
+	struct kv_strmap_node *x = kv_strmap_find(&bt.keys, db, p, len, h);
+	return x ? KV_STRMAP_ENTRY(x, struct bkey, node) : NULL;
 }
 
 /* The key's entry, made when absent (NULL: out of memory). */
 static struct bkey *key_get(uint32_t db, const void *p, size_t len)
 {
-	if ((!bt.nb || bt.nkeys >= bt.nb) && grow_table())
+	if (kv_strmap_reserve(&bt.keys))
 		return NULL;
-	uint64_t h = key_hash(db, p, len);
-	struct bkey **pp = slot_of(db, p, len, h);
-	if (*pp)
-		return *pp;
-	struct bkey *k = calloc(1, sizeof(*k) + len);
-	if (!k)
+	uint64_t h = kv_strmap_hash(&bt.keys, db, p, len);
+	struct bkey *k = key_find(db, p, len, h);
+	if (k)
+		return k;
+	if (!(k = calloc(1, sizeof(*k) + len)))
 		return NULL;
-	k->h = h;
 	k->db = db;
-	k->len = len;
 	memcpy(k->key, p, len);
-	*pp = k;
-	bt.nkeys++;
+	k->node.key = k->key;
+	k->node.len = len;
+	k->node.tag = db;
+	kv_strmap_insert(&bt.keys, &k->node, h);
 	return k;
 }
 
@@ -165,9 +125,7 @@ static void key_put(struct bkey *k)
 {
 	if (k->first || k->ready || k->busy)
 		return;
-	struct bkey **pp = slot_of(k->db, k->key, k->len, k->h);
-	*pp = k->next;
-	bt.nkeys--;
+	kv_strmap_remove(&bt.keys, &k->node);
 	free(k);
 }
 
@@ -250,18 +208,21 @@ static void mark_ready(struct bkey *k)
 static void touched(void *arg, const struct kv_key *k, enum kv_touch what)
 {
 	(void)arg;
-	if (what > KV_TOUCH_CREATED || !bt.nkeys)
+	if (what > KV_TOUCH_CREATED || !bt.keys.n)
 		return;
 	if (!k->p && !k->tlen) {
-		for (uint32_t i = 0; i < bt.nb; i++)
-			for (struct bkey *b = bt.b[i]; b; b = b->next)
-				if (k->db == KV_ALL_DBS || b->db == k->db)
-					mark_ready(b);
+		uint32_t i = 0;
+		for (struct kv_strmap_node *x = kv_strmap_next(&bt.keys, &i, NULL); x;
+		     x = kv_strmap_next(&bt.keys, &i, x)) {
+			struct bkey *b = KV_STRMAP_ENTRY(x, struct bkey, node);
+			if (k->db == KV_ALL_DBS || b->db == k->db)
+				mark_ready(b);
+		}
 		return;
 	}
 	const void *p = k->longkey ? (const void *)k->p : k->t + 1;
 	size_t len = k->longkey ? k->len : k->tlen - 1u;
-	struct bkey *b = *slot_of(k->db, p, len, key_hash(k->db, p, len));
+	struct bkey *b = key_find(k->db, p, len, kv_strmap_hash(&bt.keys, k->db, p, len));
 	if (b)
 		mark_ready(b);
 }
@@ -395,8 +356,8 @@ static void serve_key(struct kv *kv, struct bkey *k)
 {
 	struct kv_key key;
 	struct kv_obj o;
-	kv_key_init(kv, &key, k->db, k->key, k->len);
-	if (k->len > KV_MAX_KEY || kv_lookup(kv, &key, &o, false))
+	kv_key_init(kv, &key, k->db, k->key, k->node.len);
+	if (k->node.len > KV_MAX_KEY || kv_lookup(kv, &key, &o, false))
 		return;                         /* gone again (LPUSH then DEL in MULTI) */
 	k->busy = true;
 	for (struct bwait *w = k->first, *next; w; w = next) {
@@ -409,7 +370,7 @@ static void serve_key(struct kv *kv, struct bkey *k)
 			unblock(c, NULL);       /* closing: its close drops nothing more */
 			continue;
 		}
-		kv_key_init(kv, &key, k->db, k->key, k->len);
+		kv_key_init(kv, &key, k->db, k->key, k->node.len);
 		if (!c->serve(&x, kv, &key, c->arg))
 			break;
 		unblock(c, &x);

@@ -551,33 +551,6 @@ void cmd_function_stats(struct resp_ctx *x, struct kv *kv, const struct paste_re
 #define DUMP_OPCODE 0xf5u
 #define DUMP_VERSION 10u
 
-static bool get_len(const uint8_t **p, const uint8_t *end, uint64_t *len)
-{
-	if (*p >= end)
-		return false;
-	uint8_t t = **p;
-	if ((t >> 6) == 0) {
-		*len = t & 63;
-		*p += 1;
-	} else if ((t >> 6) == 1) {
-		if (end - *p < 2)
-			return false;
-		*len = (uint64_t)(t & 63) << 8 | (*p)[1];
-		*p += 2;
-	} else if (t == 0x80 || t == 0x81) {
-		int k = t == 0x80 ? 4 : 8;
-		if (end - *p < 1 + k)
-			return false;
-		*len = 0;
-		for (int i = 0; i < k; i++)
-			*len = *len << 8 | (*p)[1 + i];
-		*p += 1 + k;
-	} else {
-		return false;
-	}
-	return true;
-}
-
 void cmd_function_dump(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 		       uint32_t n)
 {
@@ -654,10 +627,13 @@ void cmd_function_restore(struct resp_ctx *x, struct kv *kv, const struct paste_
 			resp_error(x, "ERR given type is not a function");
 			return;
 		}
-		if (!get_len(&p, end, &len) || len > (uint64_t)(end - p) || k == 1024) {
+		size_t at = 0;
+		if (kv_rdb_len_decode(p, (size_t)(end - p), &at, &len, NULL) ||
+		    len > (uint64_t)(end - p) - at || k == 1024) {
 			resp_error(x, "ERR failed loading the given functions payload");
 			return;
 		}
+		p += at;
 		items[k].code = (const char *)p;
 		items[k++].len = (size_t)len;
 		p += len;

@@ -39,10 +39,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 
 #include "cmd_pubsub.h"
 #include "kv_notify.h"
+#include "kv_strmap.h"
 #include "kv_vec.h"
 #include "pkvs_resp.h"
 
@@ -53,12 +53,10 @@ enum { T_CHANNEL, T_SHARD, T_PATTERN, T_KINDS };
 struct kv_psclient;
 
 struct topic {
-	struct topic *next;             /* hash chain */
-	uint64_t h;
+	struct kv_strmap_node node;     /* name[] below, len, tag: kind */
 	uint32_t nsubs, cap;
 	struct kv_psclient **subs;      /* in the order they subscribed */
 	uint8_t kind;
-	size_t len;
 	uint8_t name[];
 };
 
@@ -71,14 +69,12 @@ struct kv_psclient {
 };
 
 static struct {
-	struct topic **b;
-	uint32_t nb, ntopics;
+	struct kv_strmap topics;        /* struct topic by (kind, name) */
 	uint32_t count[T_KINDS];        /* topics of each kind */
 	uint64_t subs[T_KINDS];         /* subscriptions of each kind, all connections */
 	/* Patterns in the order they were first subscribed: PUBLISH tries each. */
 	struct topic **pats;
 	uint32_t npats, cappats;
-	uint64_t seed[2];
 	uint8_t *msg;                   /* the message being published, written once */
 	size_t msgcap;
 } ps;
@@ -89,7 +85,7 @@ bool kv_pubsub_any(struct resp_ctx *x, bool (*fn)(void *arg, const void *name, s
 	const struct kv_psclient *c = ((struct kv_resp_conn *)x->sc)->pubsub;
 	for (int k = 0; c && k < T_KINDS; k++)
 		for (uint32_t i = 0; i < c->n[k]; i++)
-			if (fn(arg, c->list[k][i]->name, c->list[k][i]->len, k == T_PATTERN))
+			if (fn(arg, c->list[k][i]->name, c->list[k][i]->node.len, k == T_PATTERN))
 				return true;
 	return false;
 }
@@ -99,67 +95,32 @@ uint64_t kv_pubsub_listeners(void)
 	return ps.subs[T_CHANNEL] + ps.subs[T_PATTERN];
 }
 
-static uint64_t topic_hash(uint8_t kind, const void *p, size_t len)
+static struct topic *topic_find(uint8_t kind, const void *p, size_t len)
 {
-	uint8_t d[16];
-	paste_siphash128(ps.seed, p, len, d);
-	uint64_t h;
-	memcpy(&h, d, sizeof(h));
-	return h ^ (kind * 0x9e3779b97f4a7c15ull);
-}
-
-static struct topic *topic_find(uint8_t kind, const void *p, size_t len, uint64_t h)
-{
-	if (!ps.nb)
-		return NULL;
-	for (struct topic *t = ps.b[h & (ps.nb - 1)]; t; t = t->next)
-		if (t->h == h && t->kind == kind && t->len == len && !memcmp(t->name, p, len))
-			return t;
-	return NULL;
-}
-
-/* The hash table doubles at a load of 1. */
-static int table_grow(void)
-{
-	if (ps.ntopics < ps.nb)
-		return 0;
-	uint32_t nb = ps.nb ? ps.nb * 2 : 64;
-	struct topic **b = calloc(nb, sizeof(*b));
-	if (!b)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < ps.nb; i++)
-		for (struct topic *t = ps.b[i], *next; t; t = next) {
-			next = t->next;
-			t->next = b[t->h & (nb - 1)];
-			b[t->h & (nb - 1)] = t;
-		}
-	free(ps.b);
-	ps.b = b;
-	ps.nb = nb;
-	return 0;
+	struct kv_strmap_node *x = kv_strmap_find(&ps.topics, kind, p, len,
+						  kv_strmap_hash(&ps.topics, kind, p, len));
+	return x ? KV_STRMAP_ENTRY(x, struct topic, node) : NULL;
 }
 
 static struct topic *topic_get(uint8_t kind, const void *p, size_t len)
 {
-	if (!ps.seed[0] && !ps.seed[1])
-		(void)!getrandom(ps.seed, sizeof(ps.seed), 0);
-	uint64_t h = topic_hash(kind, p, len);
-	struct topic *t = topic_find(kind, p, len, h);
-	if (t)
-		return t;
-	if (table_grow() ||
+	uint64_t h = kv_strmap_hash(&ps.topics, kind, p, len);
+	struct kv_strmap_node *x = kv_strmap_find(&ps.topics, kind, p, len, h);
+	if (x)
+		return KV_STRMAP_ENTRY(x, struct topic, node);
+	struct topic *t;
+	if (kv_strmap_reserve(&ps.topics) ||
 	    (kind == T_PATTERN &&
 	     kv_vec_grow((void **)&ps.pats, &ps.cappats, ps.npats + 1, sizeof(*ps.pats))))
 		return NULL;
 	if (!(t = calloc(1, sizeof(*t) + len)))
 		return NULL;
-	t->h = h;
 	t->kind = kind;
-	t->len = len;
 	memcpy(t->name, p, len);
-	t->next = ps.b[h & (ps.nb - 1)];
-	ps.b[h & (ps.nb - 1)] = t;
-	ps.ntopics++;
+	t->node.key = t->name;
+	t->node.len = len;
+	t->node.tag = kind;
+	kv_strmap_insert(&ps.topics, &t->node, h);
 	ps.count[kind]++;
 	if (kind == T_PATTERN)
 		ps.pats[ps.npats++] = t;
@@ -168,10 +129,7 @@ static struct topic *topic_get(uint8_t kind, const void *p, size_t len)
 
 static void topic_free(struct topic *t)
 {
-	struct topic **pp = &ps.b[t->h & (ps.nb - 1)];
-	while (*pp != t)
-		pp = &(*pp)->next;
-	*pp = t->next;
+	kv_strmap_remove(&ps.topics, &t->node);
 	if (t->kind == T_PATTERN) {
 		uint32_t i = 0;
 		while (ps.pats[i] != t)
@@ -179,7 +137,6 @@ static void topic_free(struct topic *t)
 		memmove(&ps.pats[i], &ps.pats[i + 1], (ps.npats - i - 1) * sizeof(*ps.pats));
 		ps.npats--;
 	}
-	ps.ntopics--;
 	ps.count[t->kind]--;
 	free(t->subs);
 	free(t);
@@ -333,7 +290,7 @@ static void unsubscribe_cmd(struct resp_ctx *x, struct kv *kv, const struct past
 		while (c && c->n[kind]) {
 			/* The reply first: the name may go with the topic. */
 			struct topic *t = c->list[kind][0];
-			push_reply(x, unsub_word[kind], t->name, t->len, client_count(c, kind) - 1);
+			push_reply(x, unsub_word[kind], t->name, t->node.len, client_count(c, kind) - 1);
 			leave(c, kind, 0);
 		}
 		if (!any)
@@ -341,9 +298,8 @@ static void unsubscribe_cmd(struct resp_ctx *x, struct kv *kv, const struct past
 	} else {
 		for (uint32_t i = 1; i < n; i++) {
 			int64_t at = -1;
-			if (c && ps.nb) {
-				struct topic *t = topic_find(kind, a[i].p, a[i].len,
-							     topic_hash(kind, a[i].p, a[i].len));
+			if (c && ps.topics.n) {
+				struct topic *t = topic_find(kind, a[i].p, a[i].len);
 				at = t ? client_index(c, t) : -1;
 			}
 			if (at >= 0)
@@ -547,20 +503,20 @@ static size_t write_msg(const char *word, const void *pat, size_t plen, const vo
 static uint64_t publish(uint8_t kind, const void *chan, size_t clen, const void *msg, size_t mlen,
 			bool durable)
 {
-	if (!ps.ntopics)
+	if (!ps.topics.n)
 		return 0;
 	limits_read();
 	uint64_t n = 0;
-	struct topic *t = topic_find(kind, chan, clen, topic_hash(kind, chan, clen));
+	struct topic *t = topic_find(kind, chan, clen);
 	size_t len;
 	if (t && (len = write_msg(kind == T_SHARD ? "smessage" : "message", NULL, 0, chan, clen,
 				  msg, mlen)))
 		n += deliver(t, len, durable);
 	for (uint32_t i = 0; kind == T_CHANNEL && i < ps.npats; i++) {
 		struct topic *p = ps.pats[i];
-		if (!matches(p->name, p->len, chan, clen))
+		if (!matches(p->name, p->node.len, chan, clen))
 			continue;
-		if ((len = write_msg("pmessage", p->name, p->len, chan, clen, msg, mlen)))
+		if ((len = write_msg("pmessage", p->name, p->node.len, chan, clen, msg, mlen)))
 			n += deliver(p, len, durable);
 	}
 	/* Dropped subscribers leave now (their topics may go with them). */
@@ -609,12 +565,15 @@ static void channels(struct resp_ctx *x, const struct paste_resp_arg *a, uint32_
 	}
 	struct resp_out o = { 0 };
 	uint64_t k = 0;
-	for (uint32_t i = 0; i < ps.nb; i++)
-		for (const struct topic *t = ps.b[i]; t; t = t->next)
-			if (t->kind == kind && (n == 2 || matches(a[2].p, a[2].len, t->name, t->len))) {
-				resp_out_bulk(&o, t->name, t->len);
-				k++;
-			}
+	uint32_t b = 0;
+	for (struct kv_strmap_node *x = kv_strmap_next(&ps.topics, &b, NULL); x;
+	     x = kv_strmap_next(&ps.topics, &b, x)) {
+		const struct topic *t = KV_STRMAP_ENTRY(x, struct topic, node);
+		if (t->kind == kind && (n == 2 || matches(a[2].p, a[2].len, t->name, t->node.len))) {
+			resp_out_bulk(&o, t->name, t->node.len);
+			k++;
+		}
+	}
 	char h[32];
 	resp_out_send(x, h, paste_resp_put_array(h, sizeof(h), k), &o);
 }
@@ -624,8 +583,7 @@ static void numsub(struct resp_ctx *x, const struct paste_resp_arg *a, uint32_t 
 {
 	resp_array(x, (uint64_t)(n - 2) * 2);
 	for (uint32_t i = 2; i < n; i++) {
-		const struct topic *t = ps.nb ? topic_find(kind, a[i].p, a[i].len,
-							   topic_hash(kind, a[i].p, a[i].len)) : NULL;
+		const struct topic *t = ps.topics.n ? topic_find(kind, a[i].p, a[i].len) : NULL;
 		resp_bulk(x, a[i].p, a[i].len);
 		resp_int(x, t ? t->nsubs : 0);
 	}

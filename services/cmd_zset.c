@@ -29,14 +29,30 @@
 
 /* ------------------------------------------------------------ numbers */
 
+/* The decimal digits of v, as "%lld" prints them, without printf. */
+static int int_str(char *out, size_t cap, long long v)
+{
+	char line[32];   /* ":v\r\n" */
+	int n = paste_resp_put_int(line, sizeof(line), v) - 3;
+	if (n < 0 || (size_t)n >= cap)
+		return snprintf(out, cap, "%lld", v);
+	memcpy(out, line + 1, (size_t)n);
+	out[n] = 0;
+	return n;
+}
+
 int kv_zscore_str(char *out, size_t cap, double d, bool listpack)
 {
 	int l;
+	/* (the cast only in range: out of it, it is undefined) */
+	bool integral = d >= (double)(-LLONG_MAX / 2) && d <= (double)(LLONG_MAX / 2) &&
+			(double)(long long)d == d;
 	if (isinf(d))
 		l = snprintf(out, cap, "%s", d > 0 ? "inf" : "-inf");
-	else if (listpack && d >= (double)(-LLONG_MAX / 2) && d <= (double)(LLONG_MAX / 2) &&
-		 (double)(long long)d == d)
-		l = snprintf(out, cap, "%lld", (long long)d);    /* Redis's d2string */
+	else if (listpack && integral)
+		l = int_str(out, cap, (long long)d);             /* Redis's d2string */
+	else if (integral && d > -1e17 && d < 1e17 && !(d == 0 && signbit(d)))
+		l = int_str(out, cap, (long long)d);   /* what "%.17g" prints, at a tenth of the cost */
 	else
 		l = snprintf(out, cap, "%.17g", d);
 	return l < 0 ? 0 : (size_t)l >= cap ? (int)cap - 1 : l;

@@ -36,6 +36,11 @@ void kv_rdb_put(struct kv_rdb_buf *b, const void *p, size_t n);
 /* n in RDB's length encoding (1, 2, 5 or 9 bytes, big-endian beyond 14
  * bits) into out: the bytes written. FUNCTION DUMP's framing uses it too. */
 size_t kv_rdb_len_encode(uint8_t out[9], uint64_t n);
+/* The length at p[*at..len) into *out, *at moved past it: 0, or -EBADMSG
+ * (truncated, or a marker that is no length; *at unchanged). With enc,
+ * a special string encoding's marker is taken too: *enc set and *out its
+ * number; without, that marker is an error. FUNCTION RESTORE reads with it. */
+int kv_rdb_len_decode(const uint8_t *p, size_t len, size_t *at, uint64_t *out, bool *enc);
 void kv_rdb_free(struct kv_rdb_buf *b);
 /* A command as RESP (an array of bulks): the replication stream's and
  * MIGRATE's. */

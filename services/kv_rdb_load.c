@@ -51,35 +51,57 @@ static uint8_t get_u8(struct rd *d)
 	return (uint8_t)get_le(d, 1);
 }
 
-/* A length, or (*enc set) a special string encoding's number. */
+/* RDB's length at p[*at..len) (kv_rdb.h); the reader's errors stick in
+ * d->bad, so a caller checks once after a run of reads. */
 static uint64_t get_len(struct rd *d, bool *enc)
 {
-	uint8_t c = get_u8(d);
+	uint64_t v = 0;
 	if (enc)
 		*enc = false;
-	switch (c >> 6) {
-	case 0:
-		return c & 0x3f;
-	case 1:
-		return (uint64_t)(c & 0x3f) << 8 | get_u8(d);
-	case 3:
-		if (enc)
-			*enc = true;
-		else
-			d->bad = true;
-		return c & 0x3f;
-	}
-	if (c != 0x80 && c != 0x81) {
+	if (d->bad || kv_rdb_len_decode(d->p, d->len, &d->at, &v, enc)) {
 		d->bad = true;
 		return 0;
 	}
-	const uint8_t *q;
-	int n = c == 0x80 ? 4 : 8;
-	uint64_t v = 0;
-	if (take(d, (size_t)n, &q))
-		for (int i = 0; i < n; i++)
-			v = v << 8 | q[i];
 	return v;
+}
+
+int kv_rdb_len_decode(const uint8_t *p, size_t len, size_t *at, uint64_t *out, bool *enc)
+{
+	if (enc)
+		*enc = false;
+	if (*at >= len)
+		return -EBADMSG;
+	uint8_t c = p[*at];
+	switch (c >> 6) {
+	case 0:
+		*out = c & 0x3f;
+		*at += 1;
+		return 0;
+	case 1:
+		if (len - *at < 2)
+			return -EBADMSG;
+		*out = (uint64_t)(c & 0x3f) << 8 | p[*at + 1];
+		*at += 2;
+		return 0;
+	case 3:
+		if (!enc)
+			return -EBADMSG;
+		*enc = true;
+		*out = c & 0x3f;
+		*at += 1;
+		return 0;
+	}
+	if (c != 0x80 && c != 0x81)
+		return -EBADMSG;
+	size_t k = c == 0x80 ? 4 : 8;
+	if (len - *at < 1 + k)
+		return -EBADMSG;
+	uint64_t v = 0;
+	for (size_t i = 1; i <= k; i++)
+		v = v << 8 | p[*at + i];
+	*out = v;
+	*at += 1 + k;
+	return 0;
 }
 
 /* LZF's decompression (the format liblzf writes and Redis stores): a

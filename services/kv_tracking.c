@@ -33,18 +33,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
+#include "kv_strmap.h"
 #include "kv_tracking.h"
 #include "kv_vec.h"
 
 /* A key of the tracking table. */
 struct tkey {
-	struct tkey *next;              /* hash chain */
-	uint64_t h;
+	struct kv_strmap_node node;     /* key and len: key[] below */
 	struct who *ids;
 	uint32_t n, cap;
-	size_t len;
 	uint8_t key[];
 };
 
@@ -66,10 +64,8 @@ struct pend {
 static struct {
 	struct worker *w;               /* the thread's worker (resp_ctx_of) */
 	struct kv *kv;
-	struct tkey **b;
-	uint32_t nb;
-	uint64_t nkeys, items, max_keys;
-	uint64_t seed[2];
+	struct kv_strmap map;           /* the tracking table: struct tkey */
+	uint64_t items, max_keys;
 	struct who *cl;                 /* tracking clients, in the order they began */
 	uint32_t ncl, capcl;
 	struct prefix **pfx;            /* every BCAST prefix, in byte order */
@@ -111,70 +107,43 @@ static void sync_bit(void)
 
 /* ------------------------------------------------- the tracking table */
 
-static uint64_t key_hash(const void *p, size_t len)
+static struct tkey *key_find(const void *p, size_t len)
 {
-	if (!tr.seed[0] && !tr.seed[1])
-		(void)!getrandom(tr.seed, sizeof(tr.seed), 0);
-	uint8_t d[16];
-	paste_siphash128(tr.seed, p, len, d);
-	uint64_t h;
-	memcpy(&h, d, sizeof(h));
-	return h;
+	struct kv_strmap_node *x = kv_strmap_find(&tr.map, 0, p, len,
+						  kv_strmap_hash(&tr.map, 0, p, len));
+	return x ? KV_STRMAP_ENTRY(x, struct tkey, node) : NULL;
 }
 
-static struct tkey **key_slot(const void *p, size_t len, uint64_t h)
+static void key_free(struct tkey *t)
 {
-	struct tkey **pp = &tr.b[h & (tr.nb - 1)];
-	while (*pp && !((*pp)->h == h && (*pp)->len == len && !memcmp((*pp)->key, p, len)))
-		pp = &(*pp)->next;
-	return pp;
-}
-
-static void key_free(struct tkey **pp)
-{
-	struct tkey *t = *pp;
-	*pp = t->next;
+	kv_strmap_remove(&tr.map, &t->node);
 	tr.items -= t->n;
-	tr.nkeys--;
 	free(t->ids);
 	free(t);
 }
 
 static void table_clear(void)
 {
-	for (uint32_t i = 0; i < tr.nb; i++)
-		while (tr.b[i])
-			key_free(&tr.b[i]);
+	uint32_t i = 0;
+	for (struct kv_strmap_node *x; (x = kv_strmap_next(&tr.map, &i, NULL));)
+		key_free(KV_STRMAP_ENTRY(x, struct tkey, node));
 }
 
 /* Client w read key p[0..len). */
 static void remember(const void *p, size_t len, const struct who *w)
 {
-	if (tr.nkeys >= tr.nb) {
-		uint32_t nb = tr.nb ? tr.nb * 2 : 256;
-		struct tkey **b = calloc(nb, sizeof(*b));
-		if (!b)
-			return;
-		for (uint32_t i = 0; i < tr.nb; i++)
-			for (struct tkey *t = tr.b[i], *next; t; t = next) {
-				next = t->next;
-				t->next = b[t->h & (nb - 1)];
-				b[t->h & (nb - 1)] = t;
-			}
-		free(tr.b);
-		tr.b = b;
-		tr.nb = nb;
-	}
-	uint64_t h = key_hash(p, len);
-	struct tkey **pp = key_slot(p, len, h), *t = *pp;
+	if (kv_strmap_reserve(&tr.map))
+		return;
+	uint64_t h = kv_strmap_hash(&tr.map, 0, p, len);
+	struct kv_strmap_node *x = kv_strmap_find(&tr.map, 0, p, len, h);
+	struct tkey *t = x ? KV_STRMAP_ENTRY(x, struct tkey, node) : NULL;
 	if (!t) {
 		if (!(t = calloc(1, sizeof(*t) + len)))
 			return;
-		t->h = h;
-		t->len = len;
 		memcpy(t->key, p, len);
-		*pp = t;
-		tr.nkeys++;
+		t->node.key = t->key;
+		t->node.len = len;
+		kv_strmap_insert(&tr.map, &t->node, h);
 	}
 	for (uint32_t i = 0; i < t->n; i++)
 		if (t->ids[i].id == w->id)
@@ -202,9 +171,9 @@ static void pend_add(const struct who *to, const void *p, size_t len)
  * command's change. */
 static void invalidate(const void *p, size_t len, bool noloop)
 {
-	if (!tr.nb)
+	if (!tr.map.n)
 		return;
-	struct tkey **pp = key_slot(p, len, key_hash(p, len)), *t = *pp;
+	struct tkey *t = key_find(p, len);
 	if (!t)
 		return;
 	for (uint32_t i = 0; i < t->n; i++) {
@@ -218,9 +187,9 @@ static void invalidate(const void *p, size_t len, bool noloop)
 			continue;
 		if (noloop && (c->flags & T_NOLOOP) && t->ids[i].id == tr.cur)
 			continue;
-		pend_add(&t->ids[i], t->key, t->len);
+		pend_add(&t->ids[i], t->key, t->node.len);
 	}
-	key_free(pp);
+	key_free(t);
 }
 
 /* Key p[0..len) changed, by `by`: the BCAST prefixes it falls under
@@ -264,7 +233,7 @@ static void touched(void *arg, const struct kv_key *k, enum kv_touch what)
 static void listen_sync(void)
 {
 	bool want = tr.ncl > 0;
-	if (!want && tr.nkeys)
+	if (!want && tr.map.n)
 		table_clear();                  /* nobody left to tell */
 	if (!tr.kv || want == tr.listening)
 		return;
@@ -441,15 +410,17 @@ static void broadcast(void)
 /* Over tracking-table-max-keys: random keys leave, their clients told. */
 static void limit(void)
 {
-	while (tr.max_keys && tr.nkeys > tr.max_keys) {
-		uint32_t i = (uint32_t)kv_rand_below(tr.nb);
-		while (!tr.b[i])
-			i = (i + 1) & (tr.nb - 1);
-		struct tkey *t = tr.b[i];
-		uint8_t stack[256], *k = t->len <= sizeof(stack) ? stack : malloc(t->len);
+	while (tr.max_keys && tr.map.n > tr.max_keys) {
+		/* The first key from a random bucket on, wrapping at the end. */
+		uint32_t i = (uint32_t)kv_rand_below(tr.map.nb), zero = 0;
+		struct kv_strmap_node *x = kv_strmap_next(&tr.map, &i, NULL);
+		if (!x)
+			x = kv_strmap_next(&tr.map, &zero, NULL);
+		struct tkey *t = KV_STRMAP_ENTRY(x, struct tkey, node);
+		size_t len = t->node.len;
+		uint8_t stack[256], *k = len <= sizeof(stack) ? stack : malloc(len);
 		if (!k)
 			return;
-		size_t len = t->len;
 		memcpy(k, t->key, len);
 		invalidate(k, len, true);
 		if (k != stack)
@@ -673,7 +644,7 @@ void kv_track_sync(void)
 void kv_tracking_info(struct kv_tracking_info *out)
 {
 	out->clients = tr.ncl;
-	out->keys = tr.nkeys;
+	out->keys = tr.map.n;
 	out->items = tr.items;
 	out->prefixes = tr.npfx;
 }

@@ -344,6 +344,62 @@ static void test_hints_across_checkpoints(void)
 	tenv_finish(&E);
 }
 
+static int by_key(const void *a, const void *b)
+{
+	uint8_t ka[64], kb[64];
+	uint32_t la = key_of(*(const uint32_t *)a, ka), lb = key_of(*(const uint32_t *)b, kb);
+	return paste_btree_keycmp(ka, la, kb, lb);
+}
+
+/* A key the index does not hold (longer than 32 bytes) is looked up,
+ * then written or deleted, with a change to a neighbour in its leaf, a
+ * checkpoint, or nothing in between: the write must not follow the
+ * lookup's descent once anything changed (entries shift in the leaf). */
+static void test_descent_memo(void)
+{
+	setup("point-memo", false);
+	enum { N = 3000 };
+	static struct want want[N];
+	memset(want, 0, sizeof(want));
+	static uint32_t longs[N];
+	uint32_t nl = 0;
+	for (uint32_t i = 0; i < N; i++)
+		if (!indexed(i))
+			longs[nl++] = i;
+	qsort(longs, nl, sizeof(longs[0]), by_key);   /* neighbours share a leaf */
+	for (uint32_t j = 0; j < nl; j += 2)
+		set_key(longs[j], 0, want);
+	srand(5);
+	for (uint32_t step = 0; step < 40000; step++) {
+		uint32_t p = 3 + (uint32_t)rand() % (nl - 3);
+		uint32_t i = longs[p], nb = longs[p - 1 - (uint32_t)rand() % 3];   /* before it: i's index moves */
+		uint8_t k[64];
+		struct paste_extent got[PASTE_BTREE_MAX_EXTENTS];
+		uint32_t n, len;
+		(void)paste_btree_get(E.t, k, key_of(i, k), got, &n, &len);
+		switch (rand() % 4) {
+		case 0:                          /* a neighbour changes first */
+			if (want[nb].present && rand() % 2)
+				del_key(nb, want);
+			else
+				set_key(nb, step, want);
+			break;
+		case 1:
+			if (step % 16 == 0)
+				CHECK_EQ(paste_btree_checkpoint(E.t), 0);
+			break;
+		default:
+			break;
+		}
+		if (want[i].present && rand() % 3 == 0)
+			del_key(i, want);
+		else
+			set_key(i, step + 1, want);
+	}
+	check_all("after lookups followed by writes", N, want, true);
+	tenv_finish(&E);
+}
+
 static void test_nomem(void)
 {
 	setup("point-nomem", false);
@@ -391,6 +447,7 @@ int main(void)
 	test_lookups(true);
 	test_hints();
 	test_hints_across_checkpoints();
+	test_descent_memo();
 	test_nomem();
 	rmdir(dir);
 	return check_done();

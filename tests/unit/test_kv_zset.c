@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "kv_fixture.h"
+#include "cmd_set.h"
 #include "kv_zset.h"
 #include "pkvs_resp.h"
 
@@ -538,9 +539,43 @@ static void test_draws(void)
 		CHECK(below[i] > 9000 && below[i] < 11000);
 }
 
+/* A score's reply text is what "%.17g" prints (Redis's addReplyDouble),
+ * integers included, and with listpack Redis's d2string ("%lld" for an
+ * integer). */
+static void test_score_text(void)
+{
+	static const double fixed[] = { 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e16, -1e16, 99999999999999984.0,
+					1e17, -1e17, 1e18, 123456789012345678.0, 4503599627370496.5,
+					9007199254740993.0, 1e-5, 3.0e-300, 1.7976931348623157e308 };
+	uint32_t bad = 0;
+	srand(11);
+	for (uint32_t i = 0; i < 20000; i++) {
+		double d;
+		if (i < sizeof(fixed) / sizeof(fixed[0]))
+			d = fixed[i];
+		else if (i % 3 == 0)
+			d = (double)((long long)rand() * rand() - (long long)rand() * rand());
+		else if (i % 3 == 1)
+			d = ldexp((double)rand(), rand() % 120 - 30) * (rand() % 2 ? 1 : -1);
+		else
+			d = (double)rand() / 7.0;
+		char got[64], want[64];
+		kv_zscore_str(got, sizeof(got), d, false);
+		snprintf(want, sizeof(want), "%.17g", d);
+		bad += strcmp(got, want) != 0;
+		if (d == floor(d) && fabs(d) <= 4e18) {
+			kv_zscore_str(got, sizeof(got), d, true);
+			snprintf(want, sizeof(want), "%lld", (long long)d);
+			bad += strcmp(got, want) != 0;
+		}
+	}
+	CHECK_EQ(bad, 0);
+}
+
 int main(void)
 {
 	kv_make_dir("kvzset");
+	test_score_text();
 	test_score_keys();
 	test_members();
 	test_order();
