@@ -79,8 +79,13 @@ def streamed_set(srv, key, value):
 
 
 def lower_by(r, keys):
-    """Set maxmemory so that about `keys` keys of VAL must go."""
-    r.config_set("maxmemory", str(used(r) - keys * (len(VAL) + 48)))
+    """Set maxmemory so that about `keys` keys of VAL must go, and wait
+    until they went: CONFIG SET evicts for at most its time limit (500 us
+    at the default tenacity, less than 120 keys in a slow build), each
+    later pass the rest."""
+    bound = used(r) - keys * (len(VAL) + 48)
+    r.config_set("maxmemory", str(bound))
+    assert wait_until(lambda: used(r) <= bound, timeout=10)
 
 
 # ------------------------------------------------------------- settings
