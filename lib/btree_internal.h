@@ -130,10 +130,10 @@ struct bt_point {
 	struct bt_pslot *slot;        /* mask + 1 slots */
 	uint32_t mask, used;
 	bool on;                      /* false: not built, or dropped (ENOMEM) */
-	/* The slot the last lookup found its key in, and the key's hash: a
-	 * write looks its key up twice (the service's probe, then the put),
-	 * and the second skips the hash and the probe. NULL after a resize
-	 * or a delete moved slots. */
+	/* The slot the last lookup found its key in: a write looks its key
+	 * up twice (the service's probe, then the put), and the second
+	 * compares the key there instead of hashing and probing. NULL after
+	 * a resize or a delete moved slots. */
 	struct bt_pslot *memo;
 	uint64_t seed;                /* key_hash's, random per table */
 };

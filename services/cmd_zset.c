@@ -49,10 +49,9 @@ int kv_zscore_str(char *out, size_t cap, double d, bool listpack)
 			(double)(long long)d == d;
 	if (isinf(d))
 		l = snprintf(out, cap, "%s", d > 0 ? "inf" : "-inf");
-	else if (listpack && integral)
-		l = int_str(out, cap, (long long)d);             /* Redis's d2string */
-	else if (integral && d > -1e17 && d < 1e17 && !(d == 0 && signbit(d)))
-		l = int_str(out, cap, (long long)d);   /* what "%.17g" prints, at a tenth of the cost */
+	else if (integral && (listpack ||   /* Redis's d2string; else what "%.17g" prints */
+			      (d > -1e17 && d < 1e17 && !(d == 0 && signbit(d)))))
+		l = int_str(out, cap, (long long)d);
 	else
 		l = snprintf(out, cap, "%.17g", d);
 	return l < 0 ? 0 : (size_t)l >= cap ? (int)cap - 1 : l;
