@@ -93,6 +93,27 @@ static uint32_t key_hash(const struct bt_point *pi, const uint8_t *key, uint32_t
 	return (uint32_t)(h ^ h >> 32);
 }
 
+/* Keys of n <= BT_POINT_KEY bytes compared in words, the last one
+ * overlapping: a call to memcmp costs more than the compare at this size,
+ * and a lookup compares ~2 keys. */
+static inline bool key_eq(const uint8_t *a, const uint8_t *b, uint32_t n)
+{
+	uint64_t x, y, diff = 0;
+	if (n < 8) {
+		for (uint32_t i = 0; i < n; i++)
+			diff |= (uint64_t)(a[i] ^ b[i]);
+		return diff == 0;
+	}
+	for (uint32_t i = 0; i + 8 < n; i += 8) {
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		diff |= x ^ y;
+	}
+	memcpy(&x, a + n - 8, 8);
+	memcpy(&y, b + n - 8, 8);
+	return (diff | (x ^ y)) == 0;
+}
+
 /* The slot holding key, or the empty slot ending its probe sequence.
  * With no hash stored, each slot of the run is compared by length and key,
  * both in the slot's own line (the line the probe reads anyway). */
@@ -101,7 +122,7 @@ static struct bt_pslot *probe(const struct bt_point *pi, uint32_t h, const uint8
 {
 	for (uint32_t i = h & pi->mask;; i = (i + 1) & pi->mask) {
 		struct bt_pslot *s = &pi->slot[i];
-		if (PT_KIND(s) == PT_EMPTY || (s->klen == klen && memcmp(s->key, key, klen) == 0))
+		if (PT_KIND(s) == PT_EMPTY || (s->klen == klen && key_eq(s->key, key, klen)))
 			return s;
 	}
 }
@@ -175,7 +196,7 @@ void bt_point_drop(struct bt_point *pi)
 static struct bt_point_pos locate(struct bt_point *pi, const uint8_t *key, uint32_t klen)
 {
 	struct bt_pslot *m = pi->memo;
-	if (m && m->klen == klen && PT_KIND(m) != PT_EMPTY && memcmp(m->key, key, klen) == 0)
+	if (m && m->klen == klen && PT_KIND(m) != PT_EMPTY && key_eq(m->key, key, klen))
 		return (struct bt_point_pos){ m };
 	uint32_t h = key_hash(pi, key, klen);
 	struct bt_pslot *s = probe(pi, h, key, klen);

@@ -69,40 +69,58 @@ void paste_resp_parser_reset(struct paste_resp_parser *ps)
  * '-', then 0 or a digit 1-9 and more digits, no overflow; then CRLF.
  * Returns 1 (*v, *end just past the LF), 0 when p[at..w) is a valid but
  * incomplete prefix, -1 when it cannot become a valid line. */
-static int number_line(const char *p, size_t at, size_t w, int64_t *v, size_t *end)
+static int number_full(const char *p, size_t at, size_t w, int64_t *v, size_t *end)
 {
 	size_t i = at + 1;
-	bool neg = false;
+	bool neg = i < w && p[i] == '-';
+	i += neg;
+	size_t first = i;
 	uint64_t x = 0;
-	unsigned nd = 0;
-
-	if (i < w && p[i] == '-') {
-		neg = true;
-		i++;
-	}
-	for (; i < w; i++) {
-		unsigned char c = (unsigned char)p[i];
-		if (c >= '0' && c <= '9') {
-			unsigned d = c - '0';
-			if ((nd == 1 && x == 0) || (nd == 0 && neg && d == 0))
-				return -1;            /* "01", "-0" */
-			if (x > ((uint64_t)INT64_MAX - d) / 10)
-				return -1;
-			x = x * 10 + d;
-			nd++;
-		} else if (c == '\r' && nd) {
-			if (i + 1 >= w)
-				return 0;
-			if (p[i + 1] != '\n')
-				return -1;
-			*v = neg ? -(int64_t)x : (int64_t)x;
-			*end = i + 2;
-			return 1;
-		} else {
+	/* Eighteen digits cannot overflow: only longer numbers pay the check
+	 * (a header's number is parsed for every argument of every command). */
+	size_t quick = w - i > 18 ? i + 18 : w;
+	while (i < quick && (unsigned char)(p[i] - '0') <= 9)
+		x = x * 10 + (unsigned)(p[i++] - '0');
+	for (; i < w && (unsigned char)(p[i] - '0') <= 9; i++) {
+		unsigned d = (unsigned)(p[i] - '0');
+		if (x > ((uint64_t)INT64_MAX - d) / 10)
 			return -1;
+		x = x * 10 + d;
+	}
+	size_t nd = i - first;
+	if (nd && p[first] == '0' && (neg || nd > 1))
+		return -1;                            /* "01", "-0" */
+	if (i >= w)
+		return 0;
+	if (p[i] != '\r' || !nd)
+		return -1;
+	if (i + 1 >= w)
+		return 0;
+	if (p[i + 1] != '\n')
+		return -1;
+	*v = neg ? -(int64_t)x : (int64_t)x;
+	*end = i + 2;
+	return 1;
+}
+
+/* Most headers are 1 to 4 digits with their CRLF in the buffer: read
+ * inline; anything else (a sign, a leading 0, longer, split) goes to
+ * number_full. A command's every argument has one. */
+static inline int number_line(const char *p, size_t at, size_t w, int64_t *v, size_t *end)
+{
+	size_t i = at + 1;
+	if (w - i >= 6 && (unsigned char)(p[i] - '1') < 9) {
+		uint64_t x = (unsigned)(p[i] - '0');
+		size_t j = i + 1;
+		for (; j < i + 4 && (unsigned char)(p[j] - '0') <= 9; j++)
+			x = x * 10 + (unsigned)(p[j] - '0');
+		if (p[j] == '\r' && p[j + 1] == '\n') {
+			*v = (int64_t)x;
+			*end = j + 2;
+			return 1;
 		}
 	}
-	return 0;
+	return number_full(p, at, w, v, end);
 }
 
 /* Redis's isspace() between words (C locale). */

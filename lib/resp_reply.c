@@ -22,34 +22,48 @@
 /* Room for the longest header: a type byte, '-', 20 digits, CRLF. */
 #define NUM_MAX 24
 
-/* Write a decimal u64 (with a '-' when neg) at p; returns its length. */
+/* Write a decimal u64 (with a '-' when neg) at p; returns its length.
+ * In place from the last digit, two digits per division: a header is
+ * formatted for every value a reply carries. */
 static size_t fmt_u64(char *p, uint64_t v, bool neg)
 {
-	char tmp[21];
-	size_t n = 0, k = 0;
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324"
+				    "25262728293031323334353637383940414243444546474849"
+				    "50515253545556575859606162636465666768697071727374"
+				    "75767778798081828384858687888990919293949596979899";
+	size_t n = 1;
+	for (uint64_t t = v; t >= 10; t /= 10)
+		n++;
 	if (neg)
-		p[k++] = '-';
-	while (n)
-		p[k++] = tmp[--n];
-	return k;
+		*p++ = '-';
+	char *e = p + n;
+	for (; v >= 100; v /= 100) {
+		e -= 2;
+		memcpy(e, pairs + 2 * (v % 100), 2);
+	}
+	if (v >= 10) {
+		e -= 2;
+		memcpy(e, pairs + 2 * v, 2);
+	} else {
+		*--e = (char)('0' + v);
+	}
+	return n + neg;
 }
 
 /* "<type><number>\r\n" */
 static int put_num(char *out, size_t cap, char type, uint64_t mag, bool neg)
 {
 	char buf[NUM_MAX];
+	char *o = cap >= NUM_MAX ? out : buf;   /* room: no copy */
 	size_t n = 0;
-	buf[n++] = type;
-	n += fmt_u64(buf + n, mag, neg);
-	buf[n++] = '\r';
-	buf[n++] = '\n';
+	o[n++] = type;
+	n += fmt_u64(o + n, mag, neg);
+	o[n++] = '\r';
+	o[n++] = '\n';
 	if (n > cap)
 		return -ENOBUFS;
-	memcpy(out, buf, n);
+	if (o != out)
+		memcpy(out, buf, n);
 	return (int)n;
 }
 

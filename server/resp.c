@@ -413,12 +413,12 @@ static void run_command(struct resp_ctx *x, const struct resp_proto_state *ps,
 			const struct paste_resp_arg *argv, uint32_t argc)
 {
 	srv_bump(&x->w->requests);
-	if (paste_resp_arg_eq(&argv[0], "QUIT")) {
+	if (argv[0].len == 4 && paste_resp_arg_eq(&argv[0], "QUIT")) {
 		resp_ok(x);
 		resp_close(x);
 		if (ps->svc->own)
 			ps->svc->own(x, argv, argc);
-	} else if (paste_resp_arg_eq(&argv[0], "HELLO")) {
+	} else if (argv[0].len == 5 && paste_resp_arg_eq(&argv[0], "HELLO")) {
 		if (!resp_pubsub_refused(x, "hello")) {
 			hello(x, ps, argv, argc);
 			if (ps->svc->own)

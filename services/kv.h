@@ -34,6 +34,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include "paste.h"
 
 /* Values of at most this many bytes are packed densely with other small
@@ -297,7 +298,15 @@ void kv_member_key(const struct kv *kv, struct kv_key *k, uint64_t id, uint8_t k
 uint32_t kv_member_prefix(uint8_t *out, uint64_t id, uint8_t kind);
 uint32_t kv_expire_key(uint8_t *out, int64_t deadline, const struct kv_key *k);
 uint32_t kv_grave_key(uint8_t *out, uint8_t kind, uint64_t id);
-uint64_t kv_be64(const uint8_t *p);
+/* The big-endian word at p (a collection's record, a member key's id:
+ * read several times per command, so inline; the host is little-endian,
+ * as the tree's key compares assume). */
+static inline uint64_t kv_be64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return __builtin_bswap64(v);
+}
 /* A long key or member is kept whole at the start of its entry's value
  * ([u32 length][name], extents of its own): span finds its extents
  * (*next) and length (-EBADMSG when they do not add up), same compares it

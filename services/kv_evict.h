@@ -170,6 +170,11 @@ static inline void kv_access_touch(const struct kv *kv, uint32_t db, const void 
 static inline void kv_access_cmd(const struct kv *kv, uint32_t db, const struct paste_resp_arg *a,
 				 uint32_t n, int first, int last, int step)
 {
+	if (first == last) {                     /* one key: most commands */
+		if (first > 0 && (uint32_t)first < n)
+			kv_access_touch(kv, db, a[first].p, a[first].len);
+		return;
+	}
 	int end = last < 0 ? (int)n + last : last;
 	if (end >= (int)n)
 		end = (int)n - 1;

@@ -54,16 +54,8 @@ void kv_key_init(const struct kv *kv, struct kv_key *k, uint32_t db, const void 
 
 static void be64(uint8_t *out, uint64_t v)
 {
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		out[i] = (uint8_t)v;
-}
-
-uint64_t kv_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
+	v = __builtin_bswap64(v);
+	memcpy(out, &v, 8);
 }
 
 void kv_member_key(const struct kv *kv, struct kv_key *k, uint64_t id, uint8_t kind,

@@ -387,14 +387,13 @@ struct kv_cmd_rt *kv_cmd_at(uint32_t i)
 struct kv_cmd_rt *kv_cmd_find(const struct paste_resp_arg *name)
 {
 	cmds_init();
-	if (memchr(name->p, '|', name->len))
-		return NULL;                     /* "config|get" is no command name */
 	for (uint32_t h = name_hash(name->p, name->len);; h++) {
 		uint16_t s = slots[h % CMD_SLOTS];
 		if (!s)
 			return NULL;
+		/* "config|get" names a row, but no command a client sends. */
 		if (paste_resp_arg_eq(name, cmds[s - 1].c->name))
-			return &cmds[s - 1];
+			return cmds[s - 1].parent ? NULL : &cmds[s - 1];
 	}
 }
 
@@ -517,14 +516,17 @@ static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, ui
 		rt->rejected++;
 		return;                          /* a replica: READONLY, MASTERDOWN */
 	}
-	if (resp_pubsub_refused(x, rt->c->name)) {
+	/* The subscribed-mode and MULTI checks are calls only for a
+	 * connection subscribed or with a MULTI state (one load for others). */
+	struct kv_resp_conn *kc = x->sc;
+	if (x->r->pubsub && resp_pubsub_refused(x, rt->c->name)) {
 		rt->rejected++;
 		kv_multi_reject(x);
 		return;                          /* subscribed, RESP2: not this command */
 	}
 	if (kv_script_busy(x, rt, argv, argc))
 		return;                          /* a script runs long: BUSY, or run here */
-	if (kv_multi_queue(x, rt, argv, argc))
+	if (kc->multi && kv_multi_queue(x, rt, argv, argc))
 		return;                          /* queued: "+QUEUED" */
 	kv_run(x, kv, rt, argv, argc);
 	kv_block_serve(kv);                      /* clients blocked on keys it filled */

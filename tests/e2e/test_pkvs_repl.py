@@ -195,9 +195,11 @@ class Stream:
         self.s = socket.create_connection(("127.0.0.1", port), timeout=5)
         self.s.sendall(b"SYNC\r\n")
         self.buf = b""
-        line = self.line()
+        # Before the snapshot a primary may send newlines to keep the link
+        # alive (Redis does while its BGSAVE runs): bare LFs, or empty lines.
+        line = self.line().lstrip(b"\n")
         while not line:
-            line = self.line()
+            line = self.line().lstrip(b"\n")
         assert line.startswith(b"$"), line
         n = int(line[1:])
         self.rdb = self.read(n)

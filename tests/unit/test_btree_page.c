@@ -2,7 +2,8 @@
  * entry against a model of the page's keys and entries, with the page
  * checked after every change; an entry replaced by one of its own size
  * takes the old bytes and leaves no hole; one that does not fit leaves the
- * page as it was. */
+ * page as it was; the binary search, which skips the bytes a probe's
+ * bounds share with the key, finds what a scan finds. */
 #include <stdlib.h>
 #include <string.h>
 #include "btree_internal.h"
@@ -115,9 +116,80 @@ static void test_sizes_change(void)
 	agree(pg, model, msize, "after sizes changed");
 }
 
+/* Keys over a small alphabet behind shared prefixes of 0 to 24 bytes
+ * (around each word boundary), prefixes of one another among them. */
+static uint32_t random_key(uint8_t *k)
+{
+	static const uint8_t abc[] = { 0x00, 0x01, 'a', 'b', 0xff };
+	static const uint32_t shared[] = { 0, 7, 8, 9, 15, 16, 17, 24 };
+	uint32_t pre = shared[(uint32_t)rand() % 8], len = pre + (uint32_t)rand() % 14;
+	for (uint32_t i = 0; i < len; i++)
+		k[i] = i < pre ? (uint8_t)('p' + i % 3) : abc[(uint32_t)rand() % 5];
+	return len;
+}
+
+struct skey { uint8_t k[40]; uint32_t len; };
+
+static int skey_cmp(const void *a, const void *b)
+{
+	const struct skey *x = a, *y = b;
+	return bt_keycmp(x->k, x->len, y->k, y->len);
+}
+
+static void test_search(void)
+{
+	static uint8_t pg[BT_PAGE];
+	static struct skey keys[200];
+	srand(11);
+	uint32_t wrong = 0, probes = 0;
+	for (uint32_t round = 0; round < 300; round++) {
+		uint8_t type = round % 2 ? BT_INNER : BT_LEAF;
+		uint32_t n = 0;
+		for (; n < 60; n++)
+			keys[n].len = random_key(keys[n].k);
+		qsort(keys, n, sizeof(keys[0]), skey_cmp);
+		uint32_t u = 0;              /* distinct, in order */
+		for (uint32_t i = 0; i < n; i++)
+			if (!u || skey_cmp(&keys[u - 1], &keys[i]))
+				keys[u++] = keys[i];
+		bt_page_init(pg, NO, type, type == BT_LEAF ? 0 : 1, 1);
+		for (uint32_t i = 0; i < u; i++) {
+			uint8_t e[128];
+			struct paste_extent x = { i, 0, 10 };
+			struct paste_btree_attr a = { 0 };
+			uint32_t size = type == BT_LEAF
+					? bt_leaf_entry(e, keys[i].k, keys[i].len, &x, 1, 10, &a)
+					: bt_inner_entry(e, keys[i].k, keys[i].len, 100 + i);
+			CHECK(bt_page_insert(pg, i, e, size));   /* 60 keys of <= 38 bytes fit */
+		}
+		for (uint32_t q = 0; q < 400; q++) {
+			struct skey k;
+			if (q % 2)
+				k = keys[(uint32_t)rand() % u];
+			else
+				k.len = random_key(k.k);
+			uint32_t below = 0;          /* keys < k, and whether k is one */
+			bool has = false;
+			for (uint32_t i = 0; i < u; i++) {
+				int c = skey_cmp(&keys[i], &k);
+				below += c < 0;
+				has |= c == 0;
+			}
+			bool found;
+			uint32_t at = bt_search(pg, k.k, k.len, &found);
+			uint32_t want = has && type == BT_INNER ? below + 1 : below;
+			wrong += found != has || at != want;
+			probes++;
+		}
+	}
+	CHECK_EQ(wrong, 0);
+	CHECK(probes == 300 * 400);
+}
+
 int main(void)
 {
 	test_same_size();
 	test_sizes_change();
+	test_search();
 	return check_done();
 }

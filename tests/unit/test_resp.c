@@ -535,6 +535,65 @@ static void test_stream(void)
 	CHECK(n_ > 0 && !memcmp(out, want, sizeof(want) - 1) && out[n_] == '#'); \
 } while (0)
 
+/* Numbers at every digit count, where the parser's short path (1 to 4
+ * digits) ends and the full one begins: lengths and counts read right,
+ * each also with every split; the invalid ones refused either way. */
+static void test_numbers(void)
+{
+	static const uint32_t lens[] = { 0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 1001, 1023, 1024,
+					 9998, 9999, 10000, 10001, 65536 };
+	static char cmd[70000];
+	static struct got g;
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		int h = snprintf(cmd, sizeof(cmd), "*2\r\n$3\r\nSET\r\n$%u\r\n", lens[i]);
+		memset(cmd + h, 'v', lens[i]);
+		memcpy(cmd + h + lens[i], "\r\n", 2);
+		size_t n = (size_t)h + lens[i] + 2;
+		CHECK_EQ(parse_cfg(&nostream, cmd, n, &g), PASTE_RESP_CMD);
+		CHECK(g.argc == 2 && g.len[1] == lens[i] && g.used == n);
+		if (lens[i] <= 1024)
+			check_splits(&nostream, cmd, n);
+	}
+	for (uint32_t k = 1; k <= MAXA; k = k < 9 ? k + 1 : k + 7) {
+		size_t n = (size_t)snprintf(cmd, sizeof(cmd), "*%u\r\n", k);
+		for (uint32_t i = 0; i < k; i++)
+			n += (size_t)snprintf(cmd + n, sizeof(cmd) - n, "$1\r\nx\r\n");
+		CHECK_EQ(parse_cfg(&nostream, cmd, n, &g), PASTE_RESP_CMD);
+		CHECK_EQ(g.argc, k);
+		check_splits(&nostream, cmd, n);
+	}
+	static const char *const bad[] = { "*1\r\n$00\r\n", "*1\r\n$-0\r\n", "*1\r\n$0123\r\n",
+					   "*1\r\n$12a\r\n", "*1\r\n$1234\n\r\n", "*1\r\n$1234\rx\n",
+					   "*1\r\n$12345\rx" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK_EQ(parse(bad[i], &g), PASTE_RESP_E_BULK_LEN);
+		check_splits(&nostream, bad[i], strlen(bad[i]));
+	}
+	CHECK_EQ(parse("*1\r\n$1234\r", &g), PASTE_RESP_MORE);
+	CHECK_EQ(parse("*1\r\n$12345", &g), PASTE_RESP_MORE);
+	CHECK_EQ(parse("*0012\r\n", &g), PASTE_RESP_E_MBULK_LEN);
+
+	/* The writers' digits, at each power of ten and beside it. */
+	char out[32], want[32];
+	for (uint64_t p = 1; p; p = p <= UINT64_MAX / 10 ? p * 10 : 0)
+		for (int d = -1; d <= 1; d++) {
+			int64_t v = (int64_t)(p + (uint64_t)d);
+			if (p + (uint64_t)d > (uint64_t)INT64_MAX)
+				continue;
+			for (int sign = 1; sign >= -1; sign -= 2) {
+				int w = snprintf(want, sizeof(want), ":%lld\r\n", (long long)(sign * v));
+				CHECK_EQ(paste_resp_put_int(out, sizeof(out), sign * v), w);
+				CHECK(!memcmp(out, want, (size_t)w));
+				w = snprintf(want, sizeof(want), "$%llu\r\n", (unsigned long long)v);
+				CHECK_EQ(paste_resp_put_bulk_head(out, sizeof(out), (uint64_t)v), w);
+				CHECK(!memcmp(out, want, (size_t)w));
+			}
+		}
+	CHECK_EQ(paste_resp_put_bulk_head(out, sizeof(out), UINT64_MAX), 23);
+	CHECK(!memcmp(out, "$18446744073709551615\r\n", 23));
+	CHECK_EQ(paste_resp_put_bulk_head(out, 6, 1024), -ENOBUFS);
+}
+
 static void test_writers(void)
 {
 	char out[64];
@@ -732,6 +791,7 @@ int main(void)
 	test_pipelined();
 	test_peek();
 	test_stream();
+	test_numbers();
 	test_writers();
 	test_helpers();
 	return check_done();
