@@ -579,7 +579,7 @@ static void tree_free(struct paste_btree *t)
 	free(t->rel);
 	bt_point_drop(&t->point);
 	bt_clean_close(t);
-	bt_group_free(t);
+	bt_group_drop(t);
 	free(t);
 }
 

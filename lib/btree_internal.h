@@ -216,6 +216,7 @@ struct paste_btree {
 	uint32_t now_s;               /* clock of born[], read once per maintain */
 	struct bt_clean *cl;
 	struct bt_group *grp;         /* the open group (lib/btree_group.c), NULL: none */
+	struct bt_group *grp_spare;   /* the last one's memory, for the next */
 	bool ckpt_wanted;             /* the cleaner ended a walk: checkpoint at the next maintain */
 	uint64_t space_ckpt_ns, space_checkpoints;
 
@@ -448,7 +449,10 @@ static inline void bt_group_old(struct paste_btree *t, const uint8_t *key_entry,
 	if (t->grp)
 		bt_group_old_entry(t, key_entry, old);
 }
+/* Close the open group (its memory kept for the next); at the tree's
+ * close, drop that too. */
 void bt_group_free(struct paste_btree *t);
+void bt_group_drop(struct paste_btree *t);
 
 /* ---- lib/btree_ckpt.c ---- */
 /* Room in the release ring for `releases` more (it grows): 0 or -ENOMEM. */

@@ -2,7 +2,8 @@
  * committed group is in the tree and after a replay; an aborted one is put
  * back exactly (values, tags and words, reference counts) and is not
  * replayed; a group cut short by a crash (no COMMIT) is dropped by
- * recovery whatever follows it; no checkpoint and no clear inside one. */
+ * recovery whatever follows it; no checkpoint and no clear inside one;
+ * a group's memory, kept for the next, carries nothing of it over. */
 #include "btree_fixture.h"
 
 static struct tenv E;
@@ -132,6 +133,45 @@ static void test_abort(void)
 	tenv_finish(&E);
 }
 
+/* Groups one after another on the memory the last one left: an abort
+ * puts back its own changes only, after committed groups and after an
+ * aborted one whose arena grew past what is kept. */
+static void test_reuse(void)
+{
+	setup("group-reuse");
+	char k[16];
+	for (int g = 0; g < 50; g++) {
+		CHECK_EQ(paste_btree_group_begin(E.t), 0);
+		snprintf(k, sizeof(k), "g%02d", g);
+		CHECK_EQ(put(k, (uint32_t)g, 10 + (uint32_t)g, 1), 0);
+		CHECK_EQ(paste_btree_group_commit(E.t, NULL), 0);
+	}
+	CHECK_EQ(paste_btree_group_begin(E.t), 0);       /* an arena of ~200 KiB */
+	for (int i = 0; i < 4000; i++) {
+		snprintf(k, sizeof(k), "big%04d", i);
+		CHECK_EQ(put(k, (uint32_t)i, 16, 2), 0);
+	}
+	CHECK_EQ(paste_btree_group_abort(E.t), 0);
+	for (int g = 0; g < 3; g++) {
+		CHECK_EQ(paste_btree_group_begin(E.t), 0);
+		CHECK_EQ(put("g07", 99, 99, 2), 0);
+		CHECK_EQ(paste_btree_del(E.t, "g08", 3, NULL), 0);
+		CHECK_EQ(paste_btree_group_abort(E.t), 0);
+	}
+	uint8_t tag = 0;
+	CHECK_EQ(len_of("g07", &tag), 17);
+	CHECK_EQ(tag, 1);
+	CHECK_EQ(len_of("g08", NULL), 18);
+	CHECK_EQ(len_of("g49", NULL), 59);
+	CHECK_EQ(len_of("big0000", NULL), -1);
+	CHECK_EQ(paste_btree_count(E.t), 50);
+	CHECK_EQ(tree_check(E.t), 0);
+	settle();
+	settle();
+	CHECK_EQ(audit_refs(&E), 0);
+	tenv_finish(&E);
+}
+
 /* A crash inside a group: its records without a COMMIT, then (after the
  * restart) other changes and another group that commits. */
 static void test_cut_short(void)
@@ -219,6 +259,7 @@ int main(void)
 	make_dir("btree-group");
 	test_commit();
 	test_abort();
+	test_reuse();
 	test_cut_short();
 	test_large();
 	rmdir(dir);

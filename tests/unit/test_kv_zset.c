@@ -6,6 +6,7 @@
  * before its commit gone after a reopen; long members (named by a digest)
  * in both entries; a member held where it landed (zero copy); sets;
  * collections written whole under a grave; uniform distinct draws. */
+#include <errno.h>
 #include <math.h>
 
 #include "kv_fixture.h"
@@ -572,10 +573,56 @@ static void test_score_text(void)
 	CHECK_EQ(bad, 0);
 }
 
+/* kv_zscore_arg reads a score as strtod does, under Redis's rules (no
+ * leading blank, all of it, no NaN, no overflow): integers of up to 15
+ * digits take a path without strtod, which must agree to the bit. */
+static bool score_ref(const char *s, size_t len, double *d)
+{
+	char *end;
+	errno = 0;
+	*d = strtod(s, &end);
+	return len && !(s[0] == ' ' || (s[0] >= '\t' && s[0] <= '\r')) && (size_t)(end - s) == len &&
+	       !(errno == ERANGE && (*d == HUGE_VAL || *d == -HUGE_VAL || *d == 0)) && !isnan(*d);
+}
+
+static void test_score_arg(void)
+{
+	static const char *const fixed[] = { "", "-", "+", "0", "-0", "+0", "007", "-007", "1e5", "12.5",
+					     " 1", "1 ", "1x", "999999999999999", "-999999999999999",
+					     "9999999999999999", "+123456789012345", "1234567890123456",
+					     "0x10", "inf", "-inf", "nan", "1e400", "--1", "+-1" };
+	uint32_t bad = 0, n = 0;
+	char s[40];
+	srand(13);
+	for (uint32_t i = 0; i < 60000; i++) {
+		if (i < sizeof(fixed) / sizeof(fixed[0])) {
+			snprintf(s, sizeof(s), "%s", fixed[i]);
+		} else {   /* a sign or none, then 1 to 17 digits, leading zeros too */
+			size_t k = 0, nd = 1 + (size_t)rand() % 17;
+			int sign = rand() % 4;
+			if (sign == 1)
+				s[k++] = '-';
+			else if (sign == 2)
+				s[k++] = '+';
+			for (size_t j = 0; j < nd; j++)
+				s[k++] = (char)('0' + (rand() % 10 < 2 ? 0 : rand() % 10));
+			s[k] = 0;
+		}
+		double got = 0, want = 0;
+		struct paste_resp_arg a = { s, strlen(s) };
+		bool ok = kv_zscore_arg(&a, &got), ref = score_ref(s, strlen(s), &want);
+		bad += ok != ref || (ok && memcmp(&got, &want, sizeof(got)) != 0);
+		n += ok;
+	}
+	CHECK_EQ(bad, 0);
+	CHECK(n > 50000);
+}
+
 int main(void)
 {
 	kv_make_dir("kvzset");
 	test_score_text();
+	test_score_arg();
 	test_score_keys();
 	test_members();
 	test_order();
