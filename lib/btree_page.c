@@ -135,7 +135,7 @@ bool bt_page_insert(uint8_t *pg, uint32_t i, const uint8_t *e, uint32_t size)
 /* Entry i becomes e (size bytes). One of the same size (an overwrite
  * with as many extents) takes the old one's bytes: no hole, so no
  * compaction every few overwrites of a page (docs/results.md,
- * "Instructions per pipelined write"). False when a larger e does not
+ * "Instructions per pipelined request"). False when a larger e does not
  * fit (the page is unchanged). */
 bool bt_page_replace(uint8_t *pg, uint32_t i, const uint8_t *e, uint32_t size)
 {
