@@ -1300,6 +1300,9 @@ int paste_resp_put_set(char *out, size_t cap, int proto, uint64_t n); /* ~n  2: 
  * apart from replies)  2: *n. */
 int paste_resp_put_push(char *out, size_t cap, int proto, uint64_t n);
 int paste_resp_put_double(char *out, size_t cap, int proto, double d); /* ,d  2: bulk */
+/* The same framing for a double already written as text num[0..n) (a
+ * caller that formats its own, as Redis's sorted-set replies do). */
+int paste_resp_put_double_text(char *out, size_t cap, int proto, const char *num, size_t n);
 int paste_resp_put_bool(char *out, size_t cap, int proto, bool b); /* #t #f  2: :1 :0 */
 /* =len\r\nfmt:data\r\n (fmt: 3 bytes, "txt" or "mkd"; else -EINVAL); 2: bulk. */
 int paste_resp_put_verbatim(char *out, size_t cap, int proto, const char *fmt,

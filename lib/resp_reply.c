@@ -201,12 +201,12 @@ static size_t fmt_double(char *buf, double d)
 	return (size_t)n;
 }
 
-int paste_resp_put_double(char *out, size_t cap, int proto, double d)
+int paste_resp_put_double_text(char *out, size_t cap, int proto, const char *num, size_t n)
 {
-	char num[32];
-	size_t n = fmt_double(num, d);
 	if (proto != 3)
 		return paste_resp_put_bulk(out, cap, num, n);
+	if (n > (size_t)INT_MAX - 3)
+		return -EOVERFLOW;
 	if (n + 3 > cap)
 		return -ENOBUFS;
 	out[0] = ',';
@@ -214,6 +214,12 @@ int paste_resp_put_double(char *out, size_t cap, int proto, double d)
 	out[n + 1] = '\r';
 	out[n + 2] = '\n';
 	return (int)n + 3;
+}
+
+int paste_resp_put_double(char *out, size_t cap, int proto, double d)
+{
+	char num[32];
+	return paste_resp_put_double_text(out, cap, proto, num, fmt_double(num, d));
 }
 
 int paste_resp_put_bool(char *out, size_t cap, int proto, bool b)

@@ -124,12 +124,7 @@ static int double_reply(char *l, size_t cap, int proto, double d)
 {
 	char num[40];
 	int n = kv_zscore_str(num, sizeof(num), d, false);
-	if (proto != 3)
-		return paste_resp_put_bulk(l, cap, num, (size_t)n);
-	l[0] = ',';
-	memcpy(l + 1, num, (size_t)n);
-	memcpy(l + 1 + n, "\r\n", 2);
-	return n + 3;
+	return paste_resp_put_double_text(l, cap, proto, num, (size_t)n);
 }
 
 static void out_double(struct kv_out *o, double d)

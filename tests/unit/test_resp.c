@@ -622,6 +622,9 @@ static void test_writers(void)
 	PUT(paste_resp_put_double(out, cap, 3, 1.5), ",1.5\r\n");
 	PUT(paste_resp_put_double(out, cap, 3, 0.1), ",0.1\r\n");
 	PUT(paste_resp_put_double(out, cap, 3, -3.0), ",-3\r\n");
+	PUT(paste_resp_put_double_text(out, cap, 3, "1e+17", 5), ",1e+17\r\n");
+	PUT(paste_resp_put_double_text(out, cap, 2, "1e+17", 5), "$5\r\n1e+17\r\n");
+	CHECK_EQ(paste_resp_put_double_text(out, 7, 3, "1e+17", 5), -ENOBUFS);
 	PUT(paste_resp_put_double(out, cap, 3, 1e300), ",1e+300\r\n");
 	PUT(paste_resp_put_double(out, cap, 3, INFINITY), ",inf\r\n");
 	PUT(paste_resp_put_double(out, cap, 3, -INFINITY), ",-inf\r\n");
