@@ -642,6 +642,8 @@ struct paste_btree_info {
 				      * entry by the point index's hint, with no descent */
 	uint64_t hinted_dels;        /* deletes by this open that did (the leaf kept enough
 				      * entries not to merge) */
+	uint64_t descents;           /* searches root to leaf by this open (a lookup's or a
+				      * cursor's kept path answers the change that follows) */
 	uint32_t header_buf;         /* the buffer the tree copies record headers into, holding
 				      * one reference (PASTE_NO_BUF: none yet) */
 	/* Space: the bytes of the values the tree holds (live), the buffers
@@ -836,6 +838,7 @@ struct paste_btree_cursor {
 	uint16_t idx[PASTE_BTREE_MAX_HEIGHT];
 	bool positioned, have_key, done;
 	bool back;                      /* positioned for cursor_prev */
+	bool fresh;                     /* no key returned since the last seek */
 	uint32_t klen;
 	uint8_t key[PASTE_BTREE_MAX_KEY];
 	struct paste_btree_attr attr;   /* of the last key returned (paste_btree_cursor_attr) */

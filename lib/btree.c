@@ -147,17 +147,34 @@ static uint32_t cow(struct paste_btree *t, uint32_t no)
 	return q;
 }
 
+void bt_memo_keep(struct paste_btree *t, const uint32_t *page, const uint16_t *idx, uint32_t depth,
+		  const uint8_t *key, uint32_t klen, bool found)
+{
+	if (t->applying || klen > BT_MEMO_KEY)
+		return;
+	t->dmemo.on = true;
+	t->dmemo.found = found;
+	t->dmemo.klen = klen;
+	t->dmemo.path.depth = depth;
+	memcpy(t->dmemo.path.page, page, sizeof(page[0]) * depth);
+	memcpy(t->dmemo.path.idx, idx, sizeof(idx[0]) * depth);
+	memcpy(t->dmemo.key, key, klen);
+}
+
 /* Descend to the leaf for key; true when the key is there. */
 bool bt_descend(struct paste_btree *t, const uint8_t *key, uint32_t klen, struct bt_path *path)
 {
 	if (t->dmemo.on && t->dmemo.klen == klen &&
 	    memcmp(t->dmemo.key, key, klen) == 0) {
-		t->dmemo.on = false;
-		*path = t->dmemo.path;
+		t->dmemo.on = !t->applying;
+		path->depth = t->dmemo.path.depth;
+		memcpy(path->page, t->dmemo.path.page, sizeof(path->page[0]) * path->depth);
+		memcpy(path->idx, t->dmemo.path.idx, sizeof(path->idx[0]) * path->depth);
 		return t->dmemo.found;
 	}
 	uint32_t no = t->root;
 	bool found;
+	t->descents++;
 	for (uint32_t d = 0;; d++) {
 		uint8_t *pg = bt_pg(t, no);
 		uint32_t i = bt_search(pg, key, klen, &found);
@@ -169,13 +186,7 @@ bool bt_descend(struct paste_btree *t, const uint8_t *key, uint32_t klen, struct
 		}
 		no = bt_child(pg, i);
 	}
-	if (!t->applying && klen <= BT_MEMO_KEY) {
-		t->dmemo.on = true;
-		t->dmemo.found = found;
-		t->dmemo.klen = klen;
-		t->dmemo.path = *path;
-		memcpy(t->dmemo.key, key, klen);
-	}
+	bt_memo_keep(t, path->page, path->idx, path->depth, key, klen, found);
 	return found;
 }
 

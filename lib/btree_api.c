@@ -325,7 +325,7 @@ static void cursor_next_leaf(struct paste_btree_cursor *c)
 static void cursor_seek(struct paste_btree_cursor *c)
 {
 	struct paste_btree *t = c->t;
-	c->positioned = true;
+	c->positioned = c->fresh = true;
 	c->back = false;
 	c->mods = t->mods;
 	c->done = !t->root;
@@ -346,7 +346,7 @@ void paste_btree_cursor_init(struct paste_btree_cursor *c, struct paste_btree *t
 			     const void *start, uint32_t slen)
 {
 	c->t = t;
-	c->positioned = c->have_key = c->done = c->back = false;
+	c->positioned = c->have_key = c->done = c->back = c->fresh = false;
 	c->depth = 0;
 	c->klen = start ? (slen < PASTE_BTREE_MAX_KEY ? slen : PASTE_BTREE_MAX_KEY) : 0;
 	if (c->klen)
@@ -354,7 +354,9 @@ void paste_btree_cursor_init(struct paste_btree_cursor *c, struct paste_btree *t
 }
 
 /* The entry the cursor stands at, copied out (the key into the cursor,
- * which keeps it to re-seek from); returns the leaf's depth index. */
+ * which keeps it to re-seek from); returns the leaf's depth index. The
+ * first after a seek leaves its path for a change of that entry (a pop
+ * deletes what it read): one copy per seek, not per step. */
 static uint32_t cursor_take(struct paste_btree_cursor *c, const uint8_t **key, uint32_t *klen,
 			    struct paste_extent *ext, uint32_t *n, uint32_t *len)
 {
@@ -363,6 +365,10 @@ static uint32_t cursor_take(struct paste_btree_cursor *c, const uint8_t **key, u
 	c->klen = ld16(e);
 	memcpy(c->key, bt_ekey(BT_LEAF, e), c->klen);
 	c->have_key = true;
+	if (c->fresh) {
+		c->fresh = false;
+		bt_memo_keep(c->t, c->page, c->idx, c->depth, c->key, c->klen, true);
+	}
 	value_out(e, ext, n, len, &c->attr);
 	if (key)
 		*key = c->key;
@@ -416,7 +422,7 @@ static void cursor_prev_leaf(struct paste_btree_cursor *c)
 static void cursor_seek_back(struct paste_btree_cursor *c)
 {
 	struct paste_btree *t = c->t;
-	c->positioned = true;
+	c->positioned = c->fresh = true;
 	c->back = true;
 	c->mods = t->mods;
 	c->done = !t->root;
@@ -493,7 +499,7 @@ int paste_btree_cursor_sample(struct paste_btree_cursor *c, const void *lo, uint
 		c->idx[d] = (uint16_t)i;
 		if (leaf) {
 			c->depth = d + 1;
-			c->positioned = true;
+			c->positioned = c->fresh = true;
 			c->back = c->done = c->have_key = false;
 			c->mods = t->mods;
 			return 0;

@@ -424,6 +424,7 @@ void paste_btree_info(const struct paste_btree *t, struct paste_btree_info *out)
 	out->point_bytes = t->point.on ? 64ull * (t->point.mask + 1ull) : 0;
 	out->hinted_sets = t->hinted_sets;
 	out->hinted_dels = t->hinted_dels;
+	out->descents = t->descents;
 	out->header_buf = t->hbuf;
 	bt_clean_info(t, out);
 }

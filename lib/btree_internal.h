@@ -170,8 +170,10 @@ struct paste_btree {
 	/* The last descent made outside a change, kept for the change that
 	 * follows it: a DEL checks that its key is there, a put of a key the
 	 * point index does not hold was looked up first (pkvs's probe), and
-	 * each would descend again. Used once, by the first descent of a SET
-	 * or DEL (before it changes a page); dropped when any change ends. */
+	 * each would descend again; a pop deletes the entry a cursor found
+	 * (its first after a seek, bt_memo_keep). Read by any descent outside
+	 * a change, used up by the first one inside a SET or DEL (before it
+	 * changes a page); dropped when any change ends. */
 	struct {
 		bool on, found;
 		uint32_t klen;
@@ -181,6 +183,7 @@ struct paste_btree {
 	bool applying;                /* inside bt_apply */
 	uint64_t hinted_sets;         /* overwrites that followed a hint (paste_btree_info) */
 	uint64_t hinted_dels;         /* deletes that did */
+	uint64_t descents;            /* bt_descend's that searched (paste_btree_info) */
 	bool replaying;               /* recovery: replaced values are released at once */
 	bool deleting;                /* paste_btree_deleting: puts may use the reserve */
 
@@ -397,6 +400,11 @@ const char *bt_page_check(uint8_t *pg, uint32_t no, const struct paste_store_geo
 
 /* ---- lib/btree.c ---- */
 bool bt_descend(struct paste_btree *t, const uint8_t *key, uint32_t klen, struct bt_path *path);
+/* Keep the path (depth pages and indexes, from the root) to the entry of
+ * key as the next descent's answer (t->dmemo); ignored inside a change
+ * or for a key longer than BT_MEMO_KEY. */
+void bt_memo_keep(struct paste_btree *t, const uint32_t *page, const uint16_t *idx, uint32_t depth,
+		  const uint8_t *key, uint32_t klen, bool found);
 uint32_t bt_page_alloc(struct paste_btree *t);
 void bt_page_free(struct paste_btree *t, uint32_t no);
 /* Page no joins the free queue's tail. */

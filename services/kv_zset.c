@@ -118,11 +118,13 @@ int kv_zset_del(struct kv *kv, struct kv_cset *s, const void *p, size_t len, dou
 	int r = kv_cset_begin(kv, s, 0);
 	if (r)
 		return r;
-	r = kv_member_remove(kv, &mk);
-	if (r > 0)
-		r = index_entry(kv, s, NULL, p, len, d, false);
-	else if (r == 0)
+	/* The score entry first: a pop's walk found it, and the descent it
+	 * left (bt_memo_keep) lasts only until a change ends. */
+	r = index_entry(kv, s, NULL, p, len, d, false);
+	if (r == 0 && (r = kv_member_remove(kv, &mk)) == 0)
 		r = -ENOENT;
+	else if (r > 0)
+		r = 0;
 	if (r == 0) {
 		s->o.coll.count--;
 		s->changed = true;

@@ -5,7 +5,8 @@
  * clear empties it; it is rebuilt by recovery; it can be turned off; and
  * paste_btree_check compares it with the tree (so test_btree_model checks
  * it over millions of random operations); overwrites and deletes follow
- * the hints the slots keep. Out of memory for its table (at a growth, a
+ * the hints the slots keep, and a change of the entry a lookup or a
+ * cursor just found starts from that descent. Out of memory for its table (at a growth, a
  * clear or the build at open) turns it off and lookups still agree.
  *
  * Allocation failures come from linking with -Wl,--wrap=mmap,--wrap=mmap64
@@ -400,6 +401,101 @@ static void test_descent_memo(void)
 	tenv_finish(&E);
 }
 
+static uint64_t descents(void)
+{
+	struct paste_btree_info bi;
+	paste_btree_info(E.t, &bi);
+	return bi.descents;
+}
+
+/* A pop: a cursor finds an entry (next, prev, or a random sample, from
+ * a fresh seek), then that entry is deleted or overwritten, with nothing,
+ * more cursor steps, a lookup of it, a checkpoint, or a neighbour's change
+ * in between. Without a change in between the write must not search the
+ * tree again (the cursor's path is kept); after one it must, and the tree
+ * must agree with the model either way. */
+static void test_cursor_memo(void)
+{
+	setup("point-cursor", false);
+	enum { N = 3000 };
+	static struct want want[N];
+	memset(want, 0, sizeof(want));
+	for (uint32_t i = 0; i < N; i += 2)
+		set_key(i, 0, want);
+	uint8_t hi[64];
+	memset(hi, 0xff, sizeof(hi));
+	srand(11);
+	uint32_t kept = 0;
+	for (uint32_t step = 0; step < 30000; step++) {
+		uint8_t s[64];
+		uint32_t slen = key_of((uint32_t)rand() % N, s), how = (uint32_t)rand() % 3;
+		struct paste_btree_cursor c;
+		paste_btree_cursor_init(&c, E.t, s, slen);
+		const uint8_t *k;
+		uint32_t klen;
+		int g;
+		if (how == 2 && paste_btree_cursor_sample(&c, "", 0, hi, sizeof(hi), step) != 0)
+			continue;
+		g = how == 1 ? paste_btree_cursor_prev(&c, &k, &klen, NULL, NULL, NULL)
+			     : paste_btree_cursor_next(&c, &k, &klen, NULL, NULL, NULL);
+		if (g != 1)
+			continue;
+		uint32_t i = (uint32_t)k[klen - 4] << 24 | (uint32_t)k[klen - 3] << 16 |
+			     (uint32_t)k[klen - 2] << 8 | k[klen - 1];
+		CHECK(i < N && want[i].present);
+		uint8_t key[64];
+		memcpy(key, k, klen);
+		bool changed = false;
+		switch (rand() % 5) {
+		case 0:                  /* a neighbour (an index below or above) */
+		{
+			uint32_t nb = i + 1 < N ? i + 1 : i - 1;
+			if (want[nb].present && rand() % 2)
+				del_key(nb, want);
+			else
+				set_key(nb, step, want);
+			changed = true;
+			break;
+		}
+		case 1:
+			CHECK_EQ(paste_btree_checkpoint(E.t), 0);
+			break;
+		case 2:                  /* walk on (no re-seek): the first entry's path stays */
+			for (int j = 0; j < 2; j++)
+				(void)(how == 1 ? paste_btree_cursor_prev(&c, NULL, NULL, NULL, NULL, NULL)
+						: paste_btree_cursor_next(&c, NULL, NULL, NULL, NULL, NULL));
+			break;
+		case 3:
+			CHECK_EQ(paste_btree_get(E.t, key, klen, NULL, NULL, NULL), 0);
+			break;
+		default:
+			break;
+		}
+		uint64_t before = descents();
+		if (rand() % 4) {
+			CHECK_EQ(paste_btree_del(E.t, key, klen, NULL), 0);
+			want[i].present = false;
+		} else {
+			want[i].n = value_of(i, step + 1, want[i].v);
+			CHECK_EQ(paste_btree_set(E.t, key, klen, want[i].v, want[i].n, NULL), 0);
+		}
+		if (!changed) {
+			CHECK_EQ(descents(), before);
+			kept++;
+		}
+		if (step % 5000 == 0)
+			check_all("during the pops", N, want, true);
+		set_key((uint32_t)rand() % N, step, want);   /* 1.5 sets a step: about half full */
+		if (rand() % 2)
+			set_key((uint32_t)rand() % N, step, want);
+	}
+	CHECK(kept > 20000);
+	check_all("after the pops", N, want, true);
+	CHECK(tenv_reopen(&E));
+	check_all("after a reopen", N, want, true);
+	tenv_finish(&E);
+}
+
 static void test_nomem(void)
 {
 	setup("point-nomem", false);
@@ -448,6 +544,7 @@ int main(void)
 	test_hints();
 	test_hints_across_checkpoints();
 	test_descent_memo();
+	test_cursor_memo();
 	test_nomem();
 	rmdir(dir);
 	return check_done();

@@ -5,7 +5,8 @@
  * score and member, forward and back, against a model; a batch cut off
  * before its commit gone after a reopen; long members (named by a digest)
  * in both entries; a member held where it landed (zero copy); sets;
- * collections written whole under a grave; uniform distinct draws. */
+ * collections written whole under a grave; uniform distinct draws; a
+ * pop's delete that searches the tree once. */
 #include <errno.h>
 #include <math.h>
 
@@ -165,6 +166,41 @@ static void test_members(void)
 	CHECK(kenv_reopen(&E));
 	check_zset("z", 1);
 	check_counts(&E);
+	kenv_finish(&E);
+}
+
+/* A pop: the walk finds the lowest member's score entry and the delete
+ * removes that entry first, on the walk's path, so of the two entries
+ * only the member entry (whose hint a checkpoint made stale) searches
+ * the tree. */
+static void test_pop_searches(void)
+{
+	kenv_start(&E, "pop-searches", 64u << 20, 2048);
+	struct kv_cset s;
+	CHECK_EQ(open_or_new(&s, "q", KV_ZSET), -ENOENT);
+	char m[32];
+	for (int i = 0; i < 3000; i++) {
+		snprintf(m, sizeof(m), "member:%06d", i);
+		CHECK_EQ(zset(&s, m, i % 977), 0);
+	}
+	struct paste_btree_info bi;
+	for (int i = 0; i < 50; i++) {
+		CHECK_EQ(paste_btree_checkpoint(E.kv->tree), 0);
+		CHECK_EQ(kv_cset_begin(E.kv, &s, 0), 0);   /* the record is saved at the end */
+		struct kv_cwalk w;
+		kv_zwalk_score(E.kv, &w, &s, false, NULL, false);
+		CHECK_EQ(kv_cwalk_next(E.kv, &w), 1);
+		double d = kv_zwalk_scoreof(&w);
+		char name[32];
+		memcpy(name, w.name, w.nlen);
+		paste_btree_info(E.kv->tree, &bi);
+		uint64_t before = bi.descents;
+		CHECK_EQ(kv_zset_del(E.kv, &s, name, w.nlen, d), 0);
+		paste_btree_info(E.kv->tree, &bi);
+		CHECK_EQ(bi.descents - before, 1);
+		CHECK_EQ(kv_cset_end(E.kv, &s, 0), 0);
+	}
+	check_zset("q", 2950);
 	kenv_finish(&E);
 }
 
@@ -625,6 +661,7 @@ int main(void)
 	test_score_arg();
 	test_score_keys();
 	test_members();
+	test_pop_searches();
 	test_order();
 	test_cut_batch();
 	test_long_members();
