@@ -508,6 +508,7 @@ static void ctx_init(struct resp_ctx *x, struct worker *w, uint32_t conn, struct
 	x->ss = ps->run.ss;
 	x->ev = NULL;
 	x->capture = NULL;
+	x->clock_ns = 0;
 }
 
 static void stream_begin(struct resp_ctx *x, const struct resp_proto_state *ps,

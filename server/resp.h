@@ -81,6 +81,10 @@ struct resp_ctx {
 	 * gathers a transaction's replies and queues them once it
 	 * committed, or answers otherwise if it could not). */
 	struct resp_out *capture;
+	/* When the last command this event ran ended (monotonic ns; 0: none
+	 * yet): a service may start the next one's clock there instead of
+	 * reading it again. */
+	uint64_t clock_ns;
 };
 
 struct resp_service {

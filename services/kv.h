@@ -195,6 +195,7 @@ struct kv {
 	int64_t real_minus_mono_ns;
 	bool clock_due;                 /* now_ms is the pass's: kv_now reads the clock */
 	uint32_t group_depth;           /* kv_begin nesting */
+	uint32_t run_depth;             /* kv_run nesting (a script's or EXEC's commands) */
 	/* The map and counts as the outermost kv_begin found them: kv_abort
 	 * puts them back with the tree. */
 	uint8_t saved_map[KV_MAX_DBS];

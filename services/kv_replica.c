@@ -191,6 +191,7 @@ static bool link_stream(struct kv *kv)
 	uint32_t cap = 0, n;
 	size_t at = 0, end;
 	bool ok = true;
+	kv_link.x.clock_ns = 0;          /* the link's context lasts: time each read afresh */
 	for (;;) {
 		int r = parse_cmd(at, &av, &cap, &n, &end);
 		if (r <= 0) {

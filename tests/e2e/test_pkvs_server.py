@@ -359,6 +359,28 @@ def test_config_resetstat_and_commandstats(pkvs_srv):
     assert r.info("errorstats") == {}
 
 
+def test_commandstats_pipelined_and_after_idle(pkvs_srv):
+    """Pipelined commands are each counted and timed; a command's time
+    never takes in the idle time before it (a command that follows another
+    in the same read starts where that one ended, any other reads the
+    clock afresh)."""
+    r = pyr(pkvs_srv.resp_port)
+    r.set("cs-idle", "v")
+    assert r.execute_command("CONFIG", "RESETSTAT") == "OK"
+    with socket.create_connection(("127.0.0.1", pkvs_srv.resp_port)) as s:
+        f = s.makefile("rb")
+        s.sendall(b"*2\r\n$3\r\nGET\r\n$7\r\ncs-idle\r\n" * 500)
+        for _ in range(500):
+            assert f.readline() == b"$1\r\n" and f.readline() == b"v\r\n"
+        for _ in range(3):
+            time.sleep(0.4)                      # idle, then one command in its own read
+            s.sendall(b"*2\r\n$3\r\nGET\r\n$7\r\ncs-idle\r\n")
+            assert f.readline() == b"$1\r\n" and f.readline() == b"v\r\n"
+    st = r.info("commandstats")["cmdstat_get"]
+    assert st["calls"] == 503
+    assert 0 < st["usec"] < 100_000, st          # 1.2 s idle in between is no command's
+
+
 # ------------------------------------------------------------- INFO
 
 def test_info_sections(pkvs_srv):
