@@ -281,27 +281,106 @@ static bool value_ok(const struct cfg_param *p, const struct paste_resp_arg *v, 
 		*why = "enum";
 		return false;
 	}
+	if (p->type == T_MEM) {
+		if (!kv_mem_value(s, strlen(s), num)) {
+			*why = "argument must be a memory value";
+			return false;
+		}
+		return true;
+	}
 	char *end;
 	errno = 0;
 	long long ll = strtoll(s, &end, 10);
-	uint64_t mul = 1;
-	if (p->type == T_MEM && end != s) {
-		static const struct { const char *u; uint64_t m; } units[] = {
-			{ "k", 1000 }, { "kb", 1024 }, { "m", 1000000 }, { "mb", 1u << 20 },
-			{ "g", 1000000000 }, { "gb", 1u << 30 }, { "b", 1 },
-		};
-		for (size_t i = 0; *end && i < sizeof(units) / sizeof(units[0]); i++)
-			if (!strcasecmp(end, units[i].u)) {
-				mul = units[i].m;
-				end += strlen(end);
-			}
-	}
-	if (!*s || *end || errno || (p->type == T_MEM && ll < 0)) {
-		*why = p->type == T_MEM ? "argument must be a memory value" : "argument couldn't be parsed into an integer";
+	if (!*s || *end || errno) {
+		*why = "argument couldn't be parsed into an integer";
 		return false;
 	}
-	*num = (uint64_t)ll * mul;
+	*num = (uint64_t)ll;
 	return true;
+}
+
+bool kv_mem_value(const char *p, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t i = 0;
+	for (; i < n && p[i] >= '0' && p[i] <= '9'; i++) {
+		uint64_t d = (uint64_t)(p[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	if (!i)
+		return false;
+	static const struct { const char *u; uint64_t m; } units[] = {
+		{ "", 1 }, { "b", 1 }, { "k", 1000 }, { "kb", 1024 }, { "m", 1000000 },
+		{ "mb", 1u << 20 }, { "g", 1000000000 }, { "gb", 1u << 30 },
+	};
+	for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++)
+		if (strlen(units[u].u) == n - i && !strncasecmp(units[u].u, p + i, n - i)) {
+			if (v > UINT64_MAX / units[u].m)
+				return false;
+			*out = v * units[u].m;
+			return true;
+		}
+	return false;
+}
+
+/* Redis's defaults per class: hard, soft, seconds. */
+static void outlimit_default(struct kv_outlimit *l)
+{
+	bool pubsub = !strcmp(l->cls, "pubsub");
+	l->hard = pubsub ? 32ull << 20 : 256ull << 20;
+	l->soft = pubsub ? 8ull << 20 : 64ull << 20;
+	l->secs = 60;
+}
+
+void kv_outlimit_read(struct kv_outlimit *l)
+{
+	const char *s = kv_config_kept("client-output-buffer-limit");
+	if (l->from == s && l->from)
+		return;
+	l->from = s;
+	outlimit_default(l);
+	/* Words in fours: class hard soft seconds (CONFIG SET checked them). */
+	const char *w[4];
+	size_t wl[4];
+	int k = 0;
+	for (const char *p = s ? s : ""; *p;) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			break;
+		w[k] = p;
+		while (*p && *p != ' ')
+			p++;
+		wl[k] = (size_t)(p - w[k]);
+		if (++k < 4)
+			continue;
+		k = 0;
+		bool mine = (wl[0] == strlen(l->cls) && !strncasecmp(w[0], l->cls, wl[0])) ||
+			    (!strcmp(l->cls, "slave") && wl[0] == 7 && !strncasecmp(w[0], "replica", 7));
+		uint64_t h, sf, sec;
+		if (mine && kv_mem_value(w[1], wl[1], &h) && kv_mem_value(w[2], wl[2], &sf) &&
+		    kv_mem_value(w[3], wl[3], &sec)) {
+			l->hard = h;
+			l->soft = sf;
+			l->secs = sec;
+		}
+	}
+}
+
+bool kv_outlimit_over(const struct kv_outlimit *l, uint64_t queued, uint64_t now_ms, uint64_t *since)
+{
+	bool over = l->hard && queued > l->hard;
+	if (l->soft && queued > l->soft) {
+		if (!*since)
+			*since = now_ms ? now_ms : 1;
+		else if (now_ms - *since > l->secs * 1000)
+			over = true;
+	} else {
+		*since = 0;
+	}
+	return over;
 }
 
 static int param_set(struct resp_ctx *x, const struct cfg_param *p, const struct paste_resp_arg *v,

@@ -361,69 +361,8 @@ static bool matches(const void *pat, size_t plen, const uint8_t *s, size_t slen)
 	return slen ? kv_glob(pat, plen, s, slen) : plen == 0;
 }
 
-/* The output limit of the pubsub class (client-output-buffer-limit's
- * "pubsub <hard> <soft> <seconds>"), read again when the setting changes. */
-static struct {
-	const char *from;               /* the setting's string it was read from */
-	uint64_t hard, soft, secs;
-} lim = { NULL, 32ull << 20, 8ull << 20, 60 };
-
-/* Redis's memory value: digits with an optional k kb m mb g gb (any
- * case; k is 1000, kb 1024). */
-static bool mem_value(const char *p, size_t n, uint64_t *out)
-{
-	uint64_t v = 0;
-	size_t i = 0;
-	for (; i < n && p[i] >= '0' && p[i] <= '9'; i++)
-		v = v * 10 + (uint64_t)(p[i] - '0');
-	if (!i)
-		return false;
-	static const struct { const char *u; uint64_t m; } units[] = {
-		{ "", 1 }, { "k", 1000 }, { "kb", 1024 }, { "m", 1000000 }, { "mb", 1u << 20 },
-		{ "g", 1000000000 }, { "gb", 1u << 30 },
-	};
-	for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++)
-		if (strlen(units[u].u) == n - i && !strncasecmp(units[u].u, p + i, n - i)) {
-			*out = v * units[u].m;
-			return true;
-		}
-	return false;
-}
-
-static void limits_read(void)
-{
-	const char *s = kv_config_kept("client-output-buffer-limit");
-	if (s == lim.from)
-		return;
-	lim.from = s;
-	lim.hard = 32ull << 20;
-	lim.soft = 8ull << 20;
-	lim.secs = 60;
-	/* Words in fours: class hard soft seconds. */
-	const char *w[4];
-	size_t wl[4];
-	int k = 0;
-	for (const char *p = s ? s : ""; *p;) {
-		while (*p == ' ')
-			p++;
-		if (!*p)
-			break;
-		w[k] = p;
-		while (*p && *p != ' ')
-			p++;
-		wl[k] = (size_t)(p - w[k]);
-		if (++k < 4)
-			continue;
-		k = 0;
-		uint64_t h, sf, sec;
-		if (wl[0] == 6 && !strncasecmp(w[0], "pubsub", 6) && mem_value(w[1], wl[1], &h) &&
-		    mem_value(w[2], wl[2], &sf) && mem_value(w[3], wl[3], &sec)) {
-			lim.hard = h;
-			lim.soft = sf;
-			lim.secs = sec;
-		}
-	}
-}
+/* The output limit of the pubsub class (client-output-buffer-limit). */
+static struct kv_outlimit lim = { .cls = "pubsub" };
 
 /* Subscribers dropped while a message was being delivered: their
  * subscriptions end once it is out (the lists are being walked). */
@@ -432,16 +371,7 @@ static uint32_t ndropped, capdropped;
 
 static void over_limit(struct kv_psclient *c, uint64_t queued)
 {
-	uint64_t now = c->x.w->now_ms;
-	bool drop = lim.hard && queued > lim.hard;
-	if (lim.soft && queued > lim.soft) {
-		if (!c->soft_since)
-			c->soft_since = now ? now : 1;
-		else if (now - c->soft_since > lim.secs * 1000)
-			drop = true;
-	} else {
-		c->soft_since = 0;
-	}
+	bool drop = kv_outlimit_over(&lim, queued, c->x.w->now_ms, &c->soft_since);
 	if (!drop || kv_vec_grow((void **)&dropped, &capdropped, ndropped + 1, sizeof(*dropped)))
 		return;
 	resp_drop(&c->x);
@@ -505,7 +435,7 @@ static uint64_t publish(uint8_t kind, const void *chan, size_t clen, const void 
 {
 	if (!ps.topics.n)
 		return 0;
-	limits_read();
+	kv_outlimit_read(&lim);
 	uint64_t n = 0;
 	struct topic *t = topic_find(kind, chan, clen);
 	size_t len;

@@ -63,7 +63,8 @@ static void full_sync(struct resp_ctx *x, struct kv *kv, bool psync)
 	}
 	kv_rdb_free(&b);
 	struct replica *rp = &kv_rs.r[kv_rs.n++];
-	*rp = (struct replica){ { x->w, x->conn, x->r->id }, 0, x->w->now_ms, 0 };
+	*rp = (struct replica){ .c = { x->w, x->conn, x->r->id }, .ack_ms = x->w->now_ms,
+				.synced = kv_rs.offset };
 	for (uint32_t i = 0; i < MAX_REPLICAS; i++)
 		if (kv_rs.ports[i].id == x->r->id) {
 			rp->port = kv_rs.ports[i].port;

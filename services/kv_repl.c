@@ -83,15 +83,38 @@ bool kv_repl_grow(void **p, uint32_t *cap, uint32_t need, size_t size)
 
 /* ------------------------------------------------------------ the stream */
 
-/* Bytes to every replica, behind the batch's barrier. */
+static void remove_replica(uint32_t i);
+
+/* The replica class of client-output-buffer-limit (Redis's "slave"). */
+static struct kv_outlimit rlim = { .cls = "slave" };
+
+/* Bytes to every replica, behind the batch's barrier. A replica that
+ * does not read would keep them all in DRAM: as Redis, one whose unsent
+ * stream passes the replica class's limit is dropped (what is queued for
+ * it goes) and must resynchronize. Its snapshot, queued before the stream,
+ * is not counted: of what waits, at most what the stream added since the
+ * snapshot is the stream's. */
 static void stream_send(const void *p, size_t len)
 {
-	for (uint32_t i = 0; i < kv_rs.n; i++) {
-		struct resp_ctx x;
-		if (kv_repl_peer_ctx(&kv_rs.r[i].c, &x))
-			paste_port_send(x.w->port, x.conn, p, len, PASTE_SEND_DURABLE);
-	}
+	kv_outlimit_read(&rlim);
 	kv_rs.offset += len;
+	for (uint32_t i = 0; i < kv_rs.n; i++) {
+		struct replica *rp = &kv_rs.r[i];
+		struct resp_ctx x;
+		if (!kv_repl_peer_ctx(&rp->c, &x))
+			continue;
+		paste_port_send(x.w->port, x.conn, p, len, PASTE_SEND_DURABLE);
+		uint64_t q = paste_port_conn_queued(x.w->port, x.conn), added = kv_rs.offset - rp->synced;
+		if (!kv_outlimit_over(&rlim, q < added ? q : added, x.w->now_ms, &rp->soft_since))
+			continue;
+		char peer[80], local[80];
+		int fd;
+		resp_conn_addr(&x, peer, local, sizeof(peer), &fd);
+		fprintf(stderr, "pkvs: replica %s dropped: %" PRIu64 " bytes of its stream unsent, "
+			"over client-output-buffer-limit's replica class\n", peer, q < added ? q : added);
+		resp_drop(&x);
+		remove_replica(i--);
+	}
 }
 
 /* A command of the unit, in database db. */
@@ -401,11 +424,21 @@ void kv_repl_set(struct resp_ctx *x, struct kv *kv, struct kv_key *k)
 {
 	if (!kv_rs.n)
 		return;
-	if (kv_rs.nloose)
-		flush_loose();
 	(void)x;
 	struct paste_resp_arg key = { k->longkey ? (const char *)k->p : (const char *)k->t + 1,
 				      k->longkey ? k->len : k->tlen - 1u };
+	/* The value was written outside a command (as it arrived), so the key
+	 * is loose: the SET below is its whole state, not a RESTORE too. */
+	for (uint32_t i = 0; i < kv_rs.nloose; i++) {
+		struct loose *l = &kv_rs.loose[i];
+		if (l->db == k->db && l->len == key.len && !memcmp(l->p, key.p, key.len)) {
+			free(l->p);
+			kv_rs.loose[i] = kv_rs.loose[--kv_rs.nloose];
+			break;
+		}
+	}
+	if (kv_rs.nloose)
+		flush_loose();
 	char *v;
 	size_t vl;
 	if (kv_repl_read_string(kv, k->db, &key, &v, &vl)) {

@@ -26,6 +26,8 @@ struct replica {
 	uint64_t ack;                   /* the offset it acknowledged (REPLCONF ACK) */
 	uint64_t ack_ms;
 	unsigned port;                  /* REPLCONF listening-port */
+	uint64_t synced;                /* the stream's offset at its snapshot */
+	uint64_t soft_since;            /* over the soft output limit since (ms; 0: not) */
 };
 
 struct waiter {

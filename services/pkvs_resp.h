@@ -342,6 +342,22 @@ int kv_config_preset(const char *name, const char *value, const char **why);
 /* A setting CONFIG keeps as a string, as CONFIG GET reads it back (a new
  * string after each change); NULL for another name. */
 const char *kv_config_kept(const char *name);
+/* A memory value as Redis reads one: digits with an optional unit, any
+ * case (b; k 1000, kb 1024; m, mb; g, gb). false: not one, or too big. */
+bool kv_mem_value(const char *p, size_t n, uint64_t *out);
+/* One class of client-output-buffer-limit ("pubsub", or "slave", which a
+ * "replica" word also names): Redis's default for it until the setting
+ * names it; read again (kv_outlimit_read) when the setting changes. */
+struct kv_outlimit {
+	const char *cls;
+	uint64_t hard, soft, secs;      /* bytes, bytes, seconds; 0: that part off */
+	const char *from;               /* the setting's string it was read from */
+};
+void kv_outlimit_read(struct kv_outlimit *l);
+/* A connection with queued bytes unsent is over l: past the hard limit,
+ * or over the soft one longer than its seconds. *since is the caller's
+ * per connection: when it went over the soft limit (0: it is not). */
+bool kv_outlimit_over(const struct kv_outlimit *l, uint64_t queued, uint64_t now_ms, uint64_t *since);
 /* min-replicas-to-write above 0, min-replicas-max-lag not 0, and fewer
  * replicas than the former acknowledged within the latter: pkvs refuses
  * writes with Redis's NOREPLICAS error (a write command, an EXEC that

@@ -12,6 +12,9 @@ Debian's redis-server 7.0.15 as its replica (--replicaof):
   PEXPIREAT); INCRBYFLOAT as SET KEEPTTL; an expired key as DEL; PUBLISH
   propagated, SCRIPT LOAD not;
 - INFO replication, ROLE, WAIT counting acknowledgements, REPLCONF;
+- a replica that stops reading dropped past client-output-buffer-limit's
+  replica class (hard, or soft for its seconds), its snapshot not counted;
+  a SET whose value arrives in pieces propagated once;
 - the replica role's rules (REPLICAOF, READONLY, MASTERDOWN, EXECABORT),
   byte for byte against redis-server.
 """
@@ -340,6 +343,86 @@ def test_info_role_wait(primary):
         p.set("k3", "v")
     p.config_set("min-replicas-to-write", 0)
     assert p.set("k3", "v") is True
+
+
+def test_large_set_propagated_once(primary):
+    """A SET whose value arrives in pieces (written as it lands, outside
+    the command) reaches the stream once, as SET: not also as a RESTORE
+    of the key it wrote."""
+    c = client(primary.resp_port)
+    st = Stream(primary.resp_port)
+    v = b"v" * 300_000
+    c.set("big", v)
+    c.set("small", "1")
+    seen = []
+    cmd = st.cmd()
+    while cmd[:2] != ["set", "small"]:
+        seen.append(cmd)
+        cmd = st.cmd()
+    assert [x for x in seen if len(x) > 1 and x[1] == "big"] == [["set", "big", v.decode()]]
+    st.close()
+
+
+def connected(rc):
+    return rc.info("replication")["connected_slaves"]
+
+
+def until_key(stream, key):
+    """The stream's commands up to the first that writes key (a large
+    value may come as RESTORE)."""
+    cmd = stream.cmd()
+    while len(cmd) < 2 or cmd[1] != key:
+        cmd = stream.cmd()
+    return cmd
+
+
+def test_stalled_replica_dropped(primary):
+    """A replica that stops reading would hold the whole stream in the
+    primary's DRAM: past the replica class's limit it is dropped, as Redis
+    drops it, while one that reads stays, though its snapshot alone is
+    over the limit (only the stream since the snapshot counts)."""
+    c = client(primary.resp_port)
+    v = b"x" * 100_000
+    for i in range(160):                                   # a 16 MB snapshot: more than
+        c.set(f"big:{i}", v)                               # the sockets' buffers take
+    assert c.config_set("client-output-buffer-limit", "replica 2mb 1mb 1")
+    good = Stream(primary.resp_port)                       # reads its snapshot
+    stalled = socket.create_connection(("127.0.0.1", primary.resp_port))
+    stalled.sendall(b"SYNC\r\n")                           # and never reads
+    assert wait_until(lambda: connected(c) == 2, timeout=10)
+    for i in range(15):                                    # 1.5 MB: under the hard limit
+        c.set(f"s:{i}", v)
+        until_key(good, f"s:{i}")
+    assert connected(c) == 2
+    for i in range(15, 40):                                # 4 MB in all: past it
+        c.set(f"s:{i}", v)
+        until_key(good, f"s:{i}")
+    assert wait_until(lambda: connected(c) == 1, timeout=10)
+    assert "replica" in primary.stderr() and "client-output-buffer-limit" in primary.stderr()
+    stalled.settimeout(10)                                 # what reached its socket, then the end
+    while stalled.recv(1 << 20):
+        pass
+    stalled.close()
+    c.set("after", "1")                                    # the reading one still gets the stream
+    assert until_key(good, "after") == ["set", "after", "1"]
+    # The soft limit: over 1 MB for longer than its second.
+    assert c.config_set("client-output-buffer-limit", "slave 0 1mb 1")
+    stalled = socket.create_connection(("127.0.0.1", primary.resp_port))
+    stalled.sendall(b"SYNC\r\n")
+    assert wait_until(lambda: connected(c) == 2, timeout=10)
+    for i in range(40):                                    # 4 MB now, under no hard limit
+        c.set(f"t:{i}", v)
+        until_key(good, f"t:{i}")
+    assert connected(c) == 2
+    time.sleep(1.5)
+    for i in range(3):                                     # still over it, a second later
+        c.set(f"u:{i}", "1")
+        until_key(good, f"u:{i}")
+    assert wait_until(lambda: connected(c) == 1, timeout=10)
+    stalled.close()
+    c.set("after2", "1")
+    assert until_key(good, "after2") == ["set", "after2", "1"]
+    good.close()
 
 
 def test_replconf(primary):
