@@ -87,8 +87,11 @@ static void test_table(void)
 	kv_access_set_freq(kv, 0, "h", 1, KV_LFU_INIT);
 	for (int i = 0; i < 1000; i++)
 		touch(0, "h");
+	/* Step c -> c + 1 takes ~10 (c - 5) + 1 touches: 1000 make ~19. The
+	 * bounds are many deviations out (the steps are random): no steps
+	 * rarer with the counter would give 255, none at all 5. */
 	uint32_t h = kv_access_freq(kv, 0, "h", 1);
-	CHECK(h > 15 && h < 40);
+	CHECK(h > 8 && h < 40);
 	/* the settings' ranges */
 	const char *why = NULL;
 	CHECK_EQ(kv_evict_set(NULL, "maxmemory-samples", 0, NULL, 0, &why), -1);
