@@ -543,11 +543,10 @@ void cmd_function_stats(struct resp_ctx *x, struct kv *kv, const struct paste_re
 	resp_int(x, st.nfns);
 }
 
-/* FUNCTION DUMP's payload: per library 0xF5, its code's length (Redis's
- * RDB length encoding) and code; then 2 bytes of version (10) and 8 of
- * checksum (CRC-32C, zero-extended). Redis's own payload has the same
- * framing with a CRC-64 and may compress code: the two do not read each
- * other's (docs/compat.md). */
+/* FUNCTION DUMP's payload, Redis's: per library 0xF5 and its code as an
+ * RDB string; then 2 bytes of version (10) and the CRC-64 of all before
+ * it. pkvs writes the code plain; Redis may compress it (LZF), which
+ * RESTORE reads. */
 #define DUMP_OPCODE 0xf5u
 #define DUMP_VERSION 10u
 
@@ -568,9 +567,8 @@ void cmd_function_dump(struct resp_ctx *x, struct kv *kv, const struct paste_res
 		sl_buf_put(&b, l->code, l->clen);
 	}
 	uint8_t tail[10] = { DUMP_VERSION, 0 };
-	uint32_t crc = paste_crc32c(0, b.p ? b.p : "", b.len);
-	crc = paste_crc32c(crc, tail, 2);
-	for (int i = 0; i < 4; i++)
+	uint64_t crc = kv_crc64(kv_crc64(0, b.p ? b.p : "", b.len), tail, 2);
+	for (int i = 0; i < 8; i++)
 		tail[2 + i] = (uint8_t)(crc >> (8 * i));
 	sl_buf_put(&b, tail, sizeof(tail));
 	if (b.oom)
@@ -604,39 +602,37 @@ void cmd_function_restore(struct resp_ctx *x, struct kv *kv, const struct paste_
 			return;
 		}
 	}
-	const uint8_t *p = (const uint8_t *)a[2].p, *end = p + a[2].len;
-	if (a[2].len < 10 || p[a[2].len - 10] != DUMP_VERSION || p[a[2].len - 9] != 0) {
+	const uint8_t *p = (const uint8_t *)a[2].p;
+	if (!kv_rdb_payload_ok(p, a[2].len)) {   /* Redis's framing: version, CRC-64 */
 		resp_error(x, "ERR DUMP payload version or checksum are wrong");
 		return;
 	}
-	uint32_t crc = paste_crc32c(0, p, a[2].len - 8), got = 0;
-	for (int i = 0; i < 4; i++)
-		got |= (uint32_t)p[a[2].len - 8 + i] << (8 * i);
-	if (crc != got || p[a[2].len - 4] || p[a[2].len - 3] || p[a[2].len - 2] || p[a[2].len - 1]) {
-		resp_error(x, "ERR DUMP payload version or checksum are wrong");
-		return;
-	}
-	end -= 10;
-	/* The libraries in the payload, each checked alone first (a library
-	 * of it that fails to load leaves everything as it was). */
-	struct { const char *code; size_t len; } items[1024];
+	size_t len = a[2].len - 10, at = 0;
+	/* The libraries in the payload (Redis may have compressed their code),
+	 * each checked alone first: a library of it that fails to load leaves
+	 * everything as it was. */
+	struct { const char *code; size_t len; uint8_t *mem; } items[1024];
 	uint32_t k = 0;
-	while (p < end) {
-		uint64_t len;
-		if (*p++ != DUMP_OPCODE) {
-			resp_error(x, "ERR given type is not a function");
-			return;
+	const char *bad = NULL;
+	while (at < len && !bad) {
+		const uint8_t *s;
+		size_t sn;
+		char num[24];
+		if (p[at++] != DUMP_OPCODE)
+			bad = "ERR given type is not a function";
+		else if (k == 1024 || kv_rdb_str_decode(p, len, &at, &s, &sn, &items[k].mem, num) ||
+			 (const char *)s == num)
+			bad = "ERR failed loading the given functions payload";
+		else {
+			items[k].code = (const char *)s;
+			items[k++].len = sn;
 		}
-		size_t at = 0;
-		if (kv_rdb_len_decode(p, (size_t)(end - p), &at, &len, NULL) ||
-		    len > (uint64_t)(end - p) - at || k == 1024) {
-			resp_error(x, "ERR failed loading the given functions payload");
-			return;
-		}
-		p += at;
-		items[k].code = (const char *)p;
-		items[k++].len = (size_t)len;
-		p += len;
+	}
+	if (bad) {
+		for (uint32_t i = 0; i < k; i++)
+			free(items[i].mem);
+		resp_error(x, "%s", bad);
+		return;
 	}
 	/* Set the current libraries aside, build the new set, and keep it
 	 * or put the old one back. */
@@ -669,6 +665,8 @@ void cmd_function_restore(struct resp_ctx *x, struct kv *kv, const struct paste_
 		if (old)
 			replaced[nrepl++] = old;
 	}
+	for (uint32_t i = 0; i < k; i++)
+		free(items[i].mem);         /* the libraries keep copies */
 	int r = 0;
 	if (!err[0]) {
 		r = kv_begin(kv);

@@ -41,6 +41,12 @@ size_t kv_rdb_len_encode(uint8_t out[9], uint64_t n);
  * a special string encoding's marker is taken too: *enc set and *out its
  * number; without, that marker is an error. FUNCTION RESTORE reads with it. */
 int kv_rdb_len_decode(const uint8_t *p, size_t len, size_t *at, uint64_t *out, bool *enc);
+/* An RDB string at p[*at..len) (plain, an integer, or LZF-compressed as
+ * Redis writes them), *at moved past it: *s and *n point into p, or into
+ * *mem (a copy the caller frees; NULL when none was made) or num. 0, or
+ * -EBADMSG (*at unchanged). */
+int kv_rdb_str_decode(const uint8_t *p, size_t len, size_t *at, const uint8_t **s, size_t *n,
+		      uint8_t **mem, char num[24]);
 void kv_rdb_free(struct kv_rdb_buf *b);
 /* A command as RESP (an array of bulks): the replication stream's and
  * MIGRATE's. */

@@ -178,6 +178,16 @@ static bool get_str(struct rd *d, const uint8_t **p, size_t *n, uint8_t **mem, c
 	return true;
 }
 
+int kv_rdb_str_decode(const uint8_t *p, size_t len, size_t *at, const uint8_t **s, size_t *n,
+		      uint8_t **mem, char num[24])
+{
+	struct rd d = { p, len, *at, false };
+	if (!get_str(&d, s, n, mem, num))
+		return -EBADMSG;
+	*at = d.at;
+	return 0;
+}
+
 /* A decoded value: strings side by side (els), and a sorted set's
  * scores. */
 struct elems {

@@ -353,6 +353,35 @@ def test_function_dump_restore(pkvs):
     c.close()
 
 
+def test_function_dump_crosses_redis(pkvs, redis_peer):  # noqa: F811
+    """FUNCTION DUMP's payload is Redis's: one server restores the
+    other's, Redis's code compressed (a long library) included."""
+    srv = pkvs.start()
+    ours, theirs = RawConn(srv.resp_port), RawConn(redis_peer.resp_port)
+    long_lib = ("#!lua name=longlib\n" + "-- padding that compresses well\n" * 200 +
+                "redis.register_function('lget', function(keys) return redis.call('GET', keys[1]) end)")
+    for c in (ours, theirs):
+        c.call("FUNCTION", "FLUSH")
+        c.call("FLUSHALL")
+        assert c.call("SET", "k", "v") == b"+OK\r\n"
+    assert theirs.call("FUNCTION", "LOAD", long_lib) == b"$7\r\nlonglib\r\n"
+    dump = theirs.call("FUNCTION", "DUMP")
+    payload = dump[dump.index(b"\r\n") + 2:-2]
+    assert len(payload) < len(long_lib)                   # Redis compressed it
+    assert ours.call("FUNCTION", "RESTORE", payload) == b"+OK\r\n"
+    assert ours.call("FCALL", "lget", "1", "k") == b"$1\r\nv\r\n"
+    assert ours.call("FUNCTION", "LOAD", LIB) == b"$5\r\nmylib\r\n"
+    dump = ours.call("FUNCTION", "DUMP")
+    payload = dump[dump.index(b"\r\n") + 2:-2]
+    assert theirs.call("FUNCTION", "RESTORE", payload, "REPLACE") == b"+OK\r\n"
+    assert theirs.call("FCALL_RO", "myget", "1", "k") == b"$1\r\nv\r\n"
+    assert theirs.call("FCALL", "lget", "1", "k") == b"$1\r\nv\r\n"
+    assert ours.call("FUNCTION", "RESTORE", payload[:-1] + bytes([payload[-1] ^ 1])) == \
+        b"-ERR DUMP payload version or checksum are wrong\r\n"
+    ours.close()
+    theirs.close()
+
+
 def test_functions_kept_across_restart(pkvs):
     srv = pkvs.start()
     c = RawConn(srv.resp_port)
