@@ -548,7 +548,6 @@ void cmd_function_stats(struct resp_ctx *x, struct kv *kv, const struct paste_re
  * it. pkvs writes the code plain; Redis may compress it (LZF), which
  * RESTORE reads. */
 #define DUMP_OPCODE 0xf5u
-#define DUMP_VERSION 10u
 
 void cmd_function_dump(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 		       uint32_t n)
@@ -558,24 +557,18 @@ void cmd_function_dump(struct resp_ctx *x, struct kv *kv, const struct paste_res
 		resp_error(x, "ERR out of memory");
 		return;
 	}
-	struct sl_buf b = { 0 };
+	struct kv_rdb_buf b = { 0 };
 	for (struct lib *l = st.libs; l; l = l->next) {
-		uint8_t op = DUMP_OPCODE;
-		sl_buf_put(&b, &op, 1);
-		uint8_t h[9];
-		sl_buf_put(&b, h, kv_rdb_len_encode(h, l->clen));
-		sl_buf_put(&b, l->code, l->clen);
+		uint8_t h[10] = { DUMP_OPCODE };
+		kv_rdb_put(&b, h, 1 + kv_rdb_len_encode(h + 1, l->clen));
+		kv_rdb_put(&b, l->code, l->clen);
 	}
-	uint8_t tail[10] = { DUMP_VERSION, 0 };
-	uint64_t crc = kv_crc64(kv_crc64(0, b.p ? b.p : "", b.len), tail, 2);
-	for (int i = 0; i < 8; i++)
-		tail[2 + i] = (uint8_t)(crc >> (8 * i));
-	sl_buf_put(&b, tail, sizeof(tail));
+	kv_rdb_seal(&b, 0);
 	if (b.oom)
 		resp_error(x, "ERR out of memory");
 	else
 		resp_bulk(x, b.p, b.len);
-	sl_buf_free(&b);
+	kv_rdb_free(&b);
 }
 
 void cmd_function_restore(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,

@@ -195,15 +195,20 @@ int kv_rdb_value(struct kv *kv, const struct kv_obj *o, struct kv_rdb_buf *b)
 	return b->oom ? -ENOMEM : 0;
 }
 
+void kv_rdb_seal(struct kv_rdb_buf *b, size_t at)
+{
+	put_le(b, KV_RDB_VERSION, 2);
+	if (!b->oom)
+		put_le(b, kv_crc64(0, b->p + at, b->len - at), 8);
+}
+
 int kv_rdb_dump(struct kv *kv, const struct kv_obj *o, struct kv_rdb_buf *b)
 {
 	size_t at = b->len;
 	int r = kv_rdb_value(kv, o, b);
 	if (r)
 		return r;
-	put_le(b, KV_RDB_VERSION, 2);
-	if (!b->oom)
-		put_le(b, kv_crc64(0, b->p + at, b->len - at), 8);
+	kv_rdb_seal(b, at);
 	return b->oom ? -ENOMEM : 0;
 }
 

@@ -58,6 +58,9 @@ int kv_rdb_value(struct kv *kv, const struct kv_obj *o, struct kv_rdb_buf *b);
 /* DUMP's payload: the value, the RDB version (2 bytes, little-endian)
  * and the CRC-64 of all that (8 bytes, little-endian). */
 int kv_rdb_dump(struct kv *kv, const struct kv_obj *o, struct kv_rdb_buf *b);
+/* A DUMP payload's end after b[at..): the RDB version (2 bytes) and the
+ * CRC-64 of all from at (8), both little-endian (DUMP, FUNCTION DUMP). */
+void kv_rdb_seal(struct kv_rdb_buf *b, size_t at);
 /* Is p[0..len) a payload this RDB version reads with a right CRC? */
 bool kv_rdb_payload_ok(const uint8_t *p, size_t len);
 /* The whole data set, every database, as an RDB file; repl_id and
