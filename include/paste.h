@@ -1292,6 +1292,9 @@ int paste_resp_arg_i64(const struct paste_resp_arg *a, int64_t *v);
 int paste_resp_put_simple(char *out, size_t cap, const char *s);   /* +s\r\n */
 int paste_resp_put_error(char *out, size_t cap, const char *s);    /* -s\r\n ("ERR ...") */
 int paste_resp_put_int(char *out, size_t cap, int64_t v);          /* :v\r\n */
+/* v's decimal digits alone, no type and no CRLF (the text INCR stores),
+ * without snprintf's ~600 instructions. */
+int paste_resp_put_i64_text(char *out, size_t cap, int64_t v);
 int paste_resp_put_bulk_head(char *out, size_t cap, uint64_t len); /* $len\r\n */
 int paste_resp_put_bulk(char *out, size_t cap, const void *p, size_t n); /* $n\r\n...\r\n */
 int paste_resp_put_array(char *out, size_t cap, uint64_t n);       /* *n\r\n */

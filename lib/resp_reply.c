@@ -105,6 +105,17 @@ int paste_resp_put_int(char *out, size_t cap, int64_t v)
 	return put_i64(out, cap, ':', v);
 }
 
+int paste_resp_put_i64_text(char *out, size_t cap, int64_t v)
+{
+	char buf[NUM_MAX];
+	uint64_t mag = v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
+	size_t n = fmt_u64(buf, mag, v < 0);
+	if (n > cap)
+		return -ENOBUFS;
+	memcpy(out, buf, n);
+	return (int)n;
+}
+
 int paste_resp_put_bulk_head(char *out, size_t cap, uint64_t len)
 {
 	return put_num(out, cap, '$', len, false);

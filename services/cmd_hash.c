@@ -308,7 +308,7 @@ static void cmd_hincrby(struct resp_ctx *x, struct kv *kv, const struct paste_re
 		return;
 	}
 	v += by;
-	incr_done(x, kv, &h, &a[2], num, snprintf(num, sizeof(num), "%" PRId64, v), &v);
+	incr_done(x, kv, &h, &a[2], num, paste_resp_put_i64_text(num, sizeof(num), v), &v);
 }
 
 static void cmd_hincrbyfloat(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,

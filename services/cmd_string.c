@@ -622,7 +622,7 @@ static void incr_by(struct resp_ctx *x, struct kv *kv, const struct paste_resp_a
 	}
 	v += by;
 	char out[24];
-	int len = snprintf(out, sizeof(out), "%" PRId64, v);
+	int len = paste_resp_put_i64_text(out, sizeof(out), v);
 	int r = kv_put_bytes(kv, &k, KV_STRING, out, (size_t)len, KV_KEEP_TTL, NULL);
 	if (r == 0)
 		kv_notify(KV_NOTIFY_STRING, "incrby", &k);
@@ -699,7 +699,7 @@ static int lcs_key(struct resp_ctx *x, struct kv *kv, const struct paste_resp_ar
 static void put_int(struct resp_out *o, int64_t v)
 {
 	char b[32];
-	int l = snprintf(b, sizeof(b), ":%" PRId64 "\r\n", v);
+	int l = paste_resp_put_int(b, sizeof(b), v);
 	resp_out_put(o, b, (size_t)l);
 }
 

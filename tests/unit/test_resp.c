@@ -584,6 +584,10 @@ static void test_numbers(void)
 				int w = snprintf(want, sizeof(want), ":%lld\r\n", (long long)(sign * v));
 				CHECK_EQ(paste_resp_put_int(out, sizeof(out), sign * v), w);
 				CHECK(!memcmp(out, want, (size_t)w));
+				w = snprintf(want, sizeof(want), "%lld", (long long)(sign * v));
+				CHECK_EQ(paste_resp_put_i64_text(out, sizeof(out), sign * v), w);
+				CHECK(!memcmp(out, want, (size_t)w));
+				CHECK_EQ(paste_resp_put_i64_text(out, (size_t)w - 1, sign * v), -ENOBUFS);
 				w = snprintf(want, sizeof(want), "$%llu\r\n", (unsigned long long)v);
 				CHECK_EQ(paste_resp_put_bulk_head(out, sizeof(out), (uint64_t)v), w);
 				CHECK(!memcmp(out, want, (size_t)w));
@@ -592,6 +596,8 @@ static void test_numbers(void)
 	CHECK_EQ(paste_resp_put_bulk_head(out, sizeof(out), UINT64_MAX), 23);
 	CHECK(!memcmp(out, "$18446744073709551615\r\n", 23));
 	CHECK_EQ(paste_resp_put_bulk_head(out, 6, 1024), -ENOBUFS);
+	CHECK_EQ(paste_resp_put_i64_text(out, sizeof(out), INT64_MIN), 20);
+	CHECK(!memcmp(out, "-9223372036854775808", 20));
 }
 
 static void test_writers(void)
