@@ -644,6 +644,8 @@ struct paste_btree_info {
 				      * entries not to merge) */
 	uint64_t descents;           /* searches root to leaf by this open (a lookup's or a
 				      * cursor's kept path answers the change that follows) */
+	uint64_t leaf_descents;      /* of which searched only the leaf of one of the last two
+				      * (the key between its bounding separators) */
 	uint32_t header_buf;         /* the buffer the tree copies record headers into, holding
 				      * one reference (PASTE_NO_BUF: none yet) */
 	/* Space: the bytes of the values the tree holds (live), the buffers

@@ -108,6 +108,7 @@ uint32_t bt_page_alloc(struct paste_btree *t)
 		abort();   /* callers reserved bt_pages_needed() */
 	}
 	t->moved[no] = 0;                /* a new life: hints to the old one stop here */
+	t->shape++;
 	uint8_t listed = t->ps[no] & PS_LISTED;
 	t->ps[no] = PS_USED | PS_LISTED;
 	if (!listed)
@@ -119,6 +120,7 @@ uint32_t bt_page_alloc(struct paste_btree *t)
 void bt_page_free(struct paste_btree *t, uint32_t no)
 {
 	uint8_t listed = t->ps[no] & PS_LISTED;
+	t->shape++;
 	t->used--;
 	t->moved[no] = 0;                /* cow() sets it when a copy replaces the page */
 	if (bt_h(bt_pg(t, no))->gen >= t->gen) {
@@ -161,20 +163,60 @@ void bt_memo_keep(struct paste_btree *t, const uint32_t *page, const uint16_t *i
 	memcpy(t->dmemo.key, key, klen);
 }
 
+/* Finger f's leaf is key's leaf: no page moved since, and key lies
+ * between the separators that bound it (a descent would take the same
+ * children: child i holds separator i-1 <= key < separator i). */
+static bool finger_holds(struct paste_btree *t, const struct bt_finger *f, const uint8_t *key,
+			 uint32_t klen)
+{
+	if (!f->on || f->shape != t->shape)
+		return false;
+	if (f->has_lo) {
+		const uint8_t *e = bt_entry(bt_pg(t, f->lo_pg), f->lo_i);
+		if (bt_keycmp(e + BT_IFIX, ld16(e), key, klen) > 0)
+			return false;
+	}
+	if (f->has_hi) {
+		const uint8_t *e = bt_entry(bt_pg(t, f->hi_pg), f->hi_i);
+		if (bt_keycmp(e + BT_IFIX, ld16(e), key, klen) <= 0)
+			return false;
+	}
+	return true;
+}
+
+static void path_copy(struct bt_path *to, const struct bt_path *from)
+{
+	to->depth = from->depth;
+	memcpy(to->page, from->page, sizeof(to->page[0]) * from->depth);
+	memcpy(to->idx, from->idx, sizeof(to->idx[0]) * from->depth);
+}
+
 /* Descend to the leaf for key; true when the key is there. */
 bool bt_descend(struct paste_btree *t, const uint8_t *key, uint32_t klen, struct bt_path *path)
 {
 	if (t->dmemo.on && t->dmemo.klen == klen &&
 	    memcmp(t->dmemo.key, key, klen) == 0) {
 		t->dmemo.on = !t->applying;
-		path->depth = t->dmemo.path.depth;
-		memcpy(path->page, t->dmemo.path.page, sizeof(path->page[0]) * path->depth);
-		memcpy(path->idx, t->dmemo.path.idx, sizeof(path->idx[0]) * path->depth);
+		path_copy(path, &t->dmemo.path);
 		return t->dmemo.found;
 	}
-	uint32_t no = t->root;
 	bool found;
 	t->descents++;
+	for (uint32_t j = 0; j < 2; j++) {
+		struct bt_finger *f = &t->finger[t->finger_old ^ 1 ^ j];   /* the newer first */
+		if (!finger_holds(t, f, key, klen))
+			continue;
+		uint32_t d = f->path.depth - 1;
+		path_copy(path, &f->path);
+		path->idx[d] = (uint16_t)bt_search(bt_pg(t, path->page[d]), key, klen, &found);
+		t->finger_old = (uint8_t)(f == &t->finger[0]);
+		t->leaf_descents++;
+		bt_memo_keep(t, path->page, path->idx, path->depth, key, klen, found);
+		return found;
+	}
+	struct bt_finger *f = &t->finger[t->finger_old];
+	uint32_t no = t->root;
+	f->has_lo = f->has_hi = false;
 	for (uint32_t d = 0;; d++) {
 		uint8_t *pg = bt_pg(t, no);
 		uint32_t i = bt_search(pg, key, klen, &found);
@@ -184,8 +226,22 @@ bool bt_descend(struct paste_btree *t, const uint8_t *key, uint32_t klen, struct
 			path->depth = d + 1;
 			break;
 		}
+		if (i > 0) {
+			f->has_lo = true;
+			f->lo_pg = no;
+			f->lo_i = (uint16_t)(i - 1);
+		}
+		if (i < bt_h(pg)->nkeys) {
+			f->has_hi = true;
+			f->hi_pg = no;
+			f->hi_i = (uint16_t)i;
+		}
 		no = bt_child(pg, i);
 	}
+	f->on = true;
+	f->shape = t->shape;
+	path_copy(&f->path, path);
+	t->finger_old ^= 1;
 	bt_memo_keep(t, path->page, path->idx, path->depth, key, klen, found);
 	return found;
 }
@@ -251,6 +307,7 @@ static void fix(struct paste_btree *t, struct bt_path *path, uint32_t d, struct 
 	struct bt_wide *S = t->wide[1], *C = t->wide[2], *PW = t->wide[3];
 	uint8_t sep[PASTE_BTREE_MAX_KEY];
 	uint32_t slen;
+	t->shape++;                       /* inner pages change below */
 	for (;;) {
 		uint32_t P = path->page[d];
 		bool over = W->bytes > BT_CAP;

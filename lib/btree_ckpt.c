@@ -425,6 +425,7 @@ void paste_btree_info(const struct paste_btree *t, struct paste_btree_info *out)
 	out->hinted_sets = t->hinted_sets;
 	out->hinted_dels = t->hinted_dels;
 	out->descents = t->descents;
+	out->leaf_descents = t->leaf_descents;
 	out->header_buf = t->hbuf;
 	bt_clean_info(t, out);
 }

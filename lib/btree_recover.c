@@ -284,6 +284,7 @@ int bt_recover(struct paste_btree *t, struct paste_error *err)
 		t->ckpt_lsn = t->last_lsn = b->ckpt_lsn;
 		t->gen = b->gen + 1;
 		t->root = b->root;
+		t->shape++;
 		t->height = b->height;
 		t->nkeys = b->nkeys;
 		t->hwm = b->hwm;

@@ -496,6 +496,85 @@ static void test_cursor_memo(void)
 	tenv_finish(&E);
 }
 
+/* Key of position pos in list l (one of three): l's letter, a 0 (so
+ * the lists lie among test keys of that letter), pos big-endian. */
+static uint32_t list_key(uint32_t l, uint32_t pos, uint8_t *k)
+{
+	k[0] = (uint8_t)"bmx"[l];
+	k[1] = 0;
+	for (uint32_t b = 0; b < 4; b++)
+		k[2 + b] = (uint8_t)(pos >> (24 - 8 * b));
+	return 6;
+}
+
+/* Pushes and pops at both ends of three lists, among sets and deletes
+ * of other keys and checkpoints, with no point index (every lookup
+ * descends): a descent beside the one before searches only its leaf, and
+ * after any split, merge or copied page searches from the root again. The
+ * tree agrees with the model throughout: the ends of the list just
+ * changed at each step, everything every 2,000. */
+static void test_finger(void)
+{
+	setup("point-finger", true);
+	enum { N = 3000, P = 1u << 16 };
+	static struct want want[N];
+	static bool in[3][P];
+	memset(want, 0, sizeof(want));
+	memset(in, 0, sizeof(in));
+	uint32_t head[3], tail[3];
+	for (uint32_t l = 0; l < 3; l++)
+		head[l] = tail[l] = P / 2;
+	srand(17);
+	struct paste_btree_info b0, b1;
+	paste_btree_info(E.t, &b0);
+	for (uint32_t step = 0; step < 60000; step++) {
+		uint32_t l = (uint32_t)rand() % 3, op = (uint32_t)rand() % 10;
+		uint8_t k[8];
+		struct paste_extent v[3];
+		/* Lists grow for the first half, then mostly shrink. */
+		bool grow = step < 30000 ? op < 6 : op < 3;
+		if (op == 9) {
+			uint32_t i = (uint32_t)rand() % N;
+			if (want[i].present && rand() % 2)
+				del_key(i, want);
+			else
+				set_key(i, step, want);
+		} else if (grow && head[l] > 1 && tail[l] < P - 1) {
+			uint32_t pos = rand() % 2 ? --head[l] : tail[l]++;
+			uint32_t n = value_of(pos % N, step, v);
+			CHECK_EQ(paste_btree_set(E.t, k, list_key(l, pos, k), v, n, NULL), 0);
+			in[l][pos] = true;
+		} else if (head[l] < tail[l]) {
+			uint32_t pos = rand() % 2 ? head[l]++ : --tail[l];
+			CHECK_EQ(paste_btree_del(E.t, k, list_key(l, pos, k), NULL), 0);
+			in[l][pos] = false;
+		}
+		if (rand() % 700 == 0)
+			CHECK_EQ(paste_btree_checkpoint(E.t), 0);
+		/* The ends of list l, and one past each. */
+		uint32_t ends[4] = { head[l] - 1, head[l], tail[l] - 1, tail[l] };
+		for (uint32_t e = 0; e < 4; e++)
+			CHECK_EQ(paste_btree_get(E.t, k, list_key(l, ends[e], k), NULL, NULL, NULL),
+				 in[l][ends[e]] ? 0 : -ENOENT);
+		if (step % 2000 == 1999) {
+			check_all("among pushes and pops", N, want, false);
+			uint32_t bad = 0;
+			for (uint32_t m = 0; m < 3; m++)
+				for (uint32_t pos = 0; pos < P; pos++)
+					bad += (paste_btree_get(E.t, k, list_key(m, pos, k), NULL, NULL,
+								NULL) == 0) != in[m][pos];
+			CHECK_EQ(bad, 0);
+		}
+	}
+	paste_btree_info(E.t, &b1);
+	uint64_t all = b1.descents - b0.descents, leaf = b1.leaf_descents - b0.leaf_descents;
+	CHECK(leaf > all / 2);
+	CHECK(leaf < all);
+	CHECK(tenv_reopen(&E));
+	check_all("after a reopen", N, want, false);
+	tenv_finish(&E);
+}
+
 static void test_nomem(void)
 {
 	setup("point-nomem", false);
@@ -545,6 +624,7 @@ int main(void)
 	test_hints_across_checkpoints();
 	test_descent_memo();
 	test_cursor_memo();
+	test_finger();
 	test_nomem();
 	rmdir(dir);
 	return check_done();
