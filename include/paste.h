@@ -600,6 +600,11 @@ struct paste_btree_config {
 				 * node area's pages are free */
 	bool no_point_index;    /* no DRAM point index: every lookup descends the tree
 				 * (saves 85-170 bytes of DRAM per key of <= 32 bytes) */
+	/* Keys the point index leaves out (NULL: none): those for which it
+	 * returns true are found by descents, and cost no DRAM and no index
+	 * probe when written. A pure function of the key's bytes. pkvs leaves
+	 * out a list's elements, which walks read and pops delete. */
+	bool (*point_skip)(const uint8_t *key, uint32_t klen);
 	/* The cleaner (paste_btree_maintain): when fewer than clean_free_pct %
 	 * of the store's buffers are free (0: 20; 100: always), buffers whose
 	 * live value bytes are under clean_live_pct % of their size (0: 80)

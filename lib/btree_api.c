@@ -704,6 +704,7 @@ int paste_btree_open(struct paste_btree **out, struct paste_store *st, struct pa
 	 * for it is no error: lookups descend the tree. */
 	if (rc == 0 && p && !cfg->no_point_index) {
 		uint64_t t0 = paste_clock_ns();
+		t->point.skip = cfg->point_skip;
 		bt_point_build(t);
 		t->recovery_ns += paste_clock_ns() - t0;
 	}

@@ -136,6 +136,7 @@ struct bt_point {
 	 * a resize or a delete moved slots. */
 	struct bt_pslot *memo;
 	uint64_t seed;                /* key_hash's, random per table */
+	bool (*skip)(const uint8_t *key, uint32_t klen);   /* paste_btree_config's point_skip */
 };
 
 /* A buffer reference to drop once persist epoch `epoch` is durable, and

@@ -8,7 +8,8 @@
  * pkvs's pipelined GET the descent costs a fifth of the server's CPU. One
  * probe here is a hash of the key and, most often, one 64-byte line.
  *
- * What it holds: every key of at most BT_POINT_KEY bytes, with its value's
+ * What it holds: every key of at most BT_POINT_KEY bytes (but those the
+ * owner's point_skip names), with its value's
  * extents when the value has at most BT_POINT_EXT (longer keys are not
  * indexed). Two, because a value received in a pipeline often straddles
  * two receive buffers (half of pipelined 1 KiB SETs do), and with one
@@ -165,7 +166,8 @@ static int resize(struct bt_point *pi, uint32_t cap)
 		return -ENOMEM;
 	if (bytes >= (2u << 20))
 		madvise(ns, bytes, MADV_HUGEPAGE);
-	struct bt_point np = { .slot = ns, .mask = cap - 1, .used = pi->used, .on = true };
+	struct bt_point np = { .slot = ns, .mask = cap - 1, .used = pi->used, .on = true,
+				.skip = pi->skip };
 	if (getrandom(&np.seed, sizeof(np.seed), GRND_NONBLOCK) != sizeof(np.seed))
 		np.seed = (uint64_t)(uintptr_t)ns ^ paste_clock_ns();   /* no entropy yet: still varies */
 	for (uint32_t i = 0; pi->slot && i <= pi->mask; i++) {
@@ -189,7 +191,16 @@ void bt_point_drop(struct bt_point *pi)
 {
 	if (pi->slot)
 		munmap(pi->slot, (size_t)(pi->mask + 1) * sizeof(struct bt_pslot));
+	bool (*skip)(const uint8_t *, uint32_t) = pi->skip;
 	memset(pi, 0, sizeof(*pi));
+	pi->skip = skip;
+}
+
+/* The index holds key: short enough, and not one the owner leaves to the
+ * tree. */
+static inline bool indexed(const struct bt_point *pi, const uint8_t *key, uint32_t klen)
+{
+	return klen <= BT_POINT_KEY && !(pi->skip && pi->skip(key, klen));
 }
 
 /* A key is in at most one slot, so a memo slot holding it is its slot. */
@@ -207,7 +218,7 @@ static struct bt_point_pos locate(struct bt_point *pi, const uint8_t *key, uint3
 
 struct bt_point_pos bt_point_find(struct bt_point *pi, const uint8_t *key, uint32_t klen)
 {
-	if (!pi->on || klen > BT_POINT_KEY)
+	if (!pi->on || !indexed(pi, key, klen))
 		return (struct bt_point_pos){ NULL };
 	return locate(pi, key, klen);
 }
@@ -269,7 +280,7 @@ void bt_point_clear(struct bt_point *pi)
 
 const void *bt_point_prefetch(const struct bt_point *pi, const uint8_t *key, uint32_t klen)
 {
-	if (!pi->on || klen > BT_POINT_KEY)
+	if (!pi->on || !indexed(pi, key, klen))
 		return NULL;
 	const struct bt_pslot *s = &pi->slot[key_hash(pi, key, klen) & pi->mask];
 	__builtin_prefetch(s);
@@ -279,7 +290,7 @@ const void *bt_point_prefetch(const struct bt_point *pi, const uint8_t *key, uin
 int bt_point_get(struct bt_point *pi, const uint8_t *key, uint32_t klen,
 		 struct paste_extent *ext, uint32_t *n, uint32_t *len, struct paste_btree_attr *a)
 {
-	if (!pi->on || klen > BT_POINT_KEY)
+	if (!pi->on || !indexed(pi, key, klen))
 		return 1;
 	const struct bt_pslot *s = locate(pi, key, klen).slot;
 	if (PT_KIND(s) == PT_EMPTY)
@@ -340,10 +351,10 @@ static int check_entry(void *arg, const uint8_t *e)
 {
 	struct point_audit *a = arg;
 	uint32_t klen = ld16(e);
-	if (klen > BT_POINT_KEY)
+	const uint8_t *key = bt_ekey(BT_LEAF, e);
+	if (!indexed(a->pi, key, klen))
 		return 0;
 	a->indexed++;
-	const uint8_t *key = bt_ekey(BT_LEAF, e);
 	const struct bt_pslot *s = probe(a->pi, key_hash(a->pi, key, klen), key, klen);
 	struct paste_extent x[BT_POINT_EXT];
 	struct bt_hint hint = { s->leaf, s->leaf_idx };

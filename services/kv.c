@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "kv.h"
+#include "kv_list.h"
 
 int kv_open(struct kv **out, struct paste_store *st, struct paste_persist *p,
 	    const struct kv_config *cfg, struct paste_error *err)
@@ -50,7 +51,9 @@ int kv_open(struct kv **out, struct paste_store *st, struct paste_persist *p,
 	if (err->msg[0])
 		snprintf(notes, sizeof(notes), "log recovery: %.200s", err->msg);
 	err->msg[0] = 0;
-	r = paste_btree_open(&kv->tree, st, kv->wal, p, &cfg->tree, err);
+	struct paste_btree_config tcfg = cfg->tree;
+	tcfg.point_skip = kv_list_elem_key;
+	r = paste_btree_open(&kv->tree, st, kv->wal, p, &tcfg, err);
 	if (r) {
 		paste_wal_close(kv->wal);
 		free(kv);

@@ -45,6 +45,11 @@ void kv_list_pos_key(struct kv_key *mk, uint64_t id, int64_t pos)
 	mk->len = 8;
 }
 
+bool kv_list_elem_key(const uint8_t *t, uint32_t tlen)
+{
+	return tlen == 18 && t[0] == KV_PFX_MEMBER && t[9] == KV_LIST_ELEM;
+}
+
 static int64_t pos_of(const uint8_t *t)
 {
 	return (int64_t)(kv_be64(t + 10) ^ (1ull << 63));

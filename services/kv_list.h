@@ -62,6 +62,11 @@ uint64_t kv_list_max_value(const struct kv *kv);
 
 /* The tree key of position pos of list id. */
 void kv_list_pos_key(struct kv_key *mk, uint64_t id, int64_t pos);
+/* t is such a key. The tree's point index leaves these out (its
+ * point_skip): pushes and pops find their element's leaf by a walk or
+ * beside the last, never by a probe, and a queue of millions of elements
+ * costs no DRAM there (85-170 bytes each); LINDEX and LSET descend. */
+bool kv_list_elem_key(const uint8_t *t, uint32_t tlen);
 
 /* The element at position pos of list id: 0 with its value's extents
  * (room for PASTE_BTREE_MAX_EXTENTS) and bytes, or -ENOENT. One lookup.

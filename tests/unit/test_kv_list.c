@@ -8,7 +8,8 @@
  * list as it was, and the next push at that end writing over what they
  * left; a pop's record first; a group aborted putting the list back;
  * walks forward and back, a missing position found; values held where
- * they lie or packed; a deadline kept. */
+ * they lie or packed; a deadline kept; elements left out of the point
+ * index. */
 #include "kv_fixture.h"
 #include "kv_list.h"
 
@@ -135,6 +136,17 @@ static void test_ends(void)
 		model_insert(e == KV_HEAD ? 0 : mcount, s);
 	}
 	check_model("q");
+	/* The elements stay out of the tree's point index (read by descents,
+	 * as check_model just did): the list's key and the store's own few
+	 * entries are all it holds, here and after a reopen rebuilds it. */
+	struct kv_key mk;
+	kv_list_pos_key(&mk, l.o.coll.id, 5);
+	CHECK(kv_list_elem_key(mk.t, mk.tlen));
+	kv_member_key(E.kv, &mk, l.o.coll.id, 's', "abcdefgh", 8);
+	CHECK(!kv_list_elem_key(mk.t, mk.tlen));
+	struct paste_btree_info bi;
+	paste_btree_info(E.kv->tree, &bi);
+	CHECK(bi.point_keys >= 1 && bi.point_keys < 8);
 	/* k elements in one change: k elements, then the record once */
 	at = lsn();
 	CHECK_EQ(kv_list_begin(E.kv, &l, 0, false), 0);
@@ -148,6 +160,8 @@ static void test_ends(void)
 	check_model("q");
 	CHECK(kenv_reopen(&E));
 	check_model("q");
+	paste_btree_info(E.kv->tree, &bi);
+	CHECK(bi.point_keys >= 1 && bi.point_keys < 8);
 
 	/* Pops: the record, then one delete (a range delete for several). */
 	CHECK_EQ(open_or_new(&l, "q"), 0);
