@@ -325,13 +325,86 @@ bool kv_mem_value(const char *p, size_t n, uint64_t *out)
 	return false;
 }
 
-/* Redis's defaults per class: hard, soft, seconds. */
-static void outlimit_default(struct kv_outlimit *l)
+/* client-output-buffer-limit's classes, in the order CONFIG GET lists
+ * them, and Redis's defaults: hard, soft, seconds. */
+enum { OL_NORMAL, OL_SLAVE, OL_PUBSUB, OL_CLASSES };
+static const char *const ol_names[OL_CLASSES] = { "normal", "slave", "pubsub" };
+static const uint64_t ol_default[OL_CLASSES][3] = {
+	{ 0, 0, 0 }, { 256ull << 20, 64ull << 20, 60 }, { 32ull << 20, 8ull << 20, 60 },
+};
+
+static int ol_class(const char *w, size_t n)
 {
-	bool pubsub = !strcmp(l->cls, "pubsub");
-	l->hard = pubsub ? 32ull << 20 : 256ull << 20;
-	l->soft = pubsub ? 8ull << 20 : 64ull << 20;
-	l->secs = 60;
+	if (n == 7 && !strncasecmp(w, "replica", 7))
+		return OL_SLAVE;
+	for (int c = 0; c < OL_CLASSES; c++)
+		if (n == strlen(ol_names[c]) && !strncasecmp(w, ol_names[c], n))
+			return c;
+	return -1;
+}
+
+/* Apply s[0..n) (words in fours: class hard soft seconds) to val, all
+ * or nothing; false with Redis's reason when a word is wrong. */
+static bool ol_apply(const char *s, size_t n, uint64_t val[OL_CLASSES][3], const char **why)
+{
+	uint64_t v[OL_CLASSES][3];
+	memcpy(v, val, sizeof(v));
+	const char *w[4];
+	size_t wl[4];
+	int k = 0, c = 0;
+	for (const char *p = s, *end = s + n; p < end;) {
+		while (p < end && *p == ' ')
+			p++;
+		if (p == end)
+			break;
+		w[k] = p;
+		while (p < end && *p != ' ')
+			p++;
+		wl[k] = (size_t)(p - w[k]);
+		if (k == 0 && (c = ol_class(w[0], wl[0])) < 0) {
+			*why = "Invalid client class specified in buffer limit configuration.";
+			return false;
+		}
+		if (k > 0 && !kv_mem_value(w[k], wl[k], &v[c][k - 1])) {
+			*why = "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
+			return false;
+		}
+		k = (k + 1) % 4;
+	}
+	if (k) {
+		*why = "Wrong number of arguments in buffer limit configuration.";
+		return false;
+	}
+	memcpy(val, v, sizeof(v));
+	return true;
+}
+
+/* The setting as kept: every class, from the defaults. */
+static void ol_current(uint64_t val[OL_CLASSES][3])
+{
+	memcpy(val, ol_default, sizeof(ol_default));
+	const char *s = kv_config_kept("client-output-buffer-limit"), *why;
+	if (s)
+		(void)ol_apply(s, strlen(s), val, &why);
+}
+
+/* CONFIG SET: the classes named change, the others keep their values,
+ * and the setting is kept as Redis reads it back (every class, in bytes). */
+static char *ol_set(const struct paste_resp_arg *v, const char **why)
+{
+	uint64_t val[OL_CLASSES][3];
+	ol_current(val);
+	if (!ol_apply(v->p, v->len, val, why))
+		return NULL;
+	char buf[256];
+	size_t at = 0;
+	for (int c = 0; c < OL_CLASSES; c++)
+		at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%s %" PRIu64 " %" PRIu64 " %" PRIu64,
+				       c ? " " : "", ol_names[c], val[c][0], val[c][1], val[c][2]);
+	char *copy = strdup(buf);
+	if (!copy)
+		*why = "out of memory";
+	return copy;
 }
 
 void kv_outlimit_read(struct kv_outlimit *l)
@@ -340,33 +413,12 @@ void kv_outlimit_read(struct kv_outlimit *l)
 	if (l->from == s && l->from)
 		return;
 	l->from = s;
-	outlimit_default(l);
-	/* Words in fours: class hard soft seconds (CONFIG SET checked them). */
-	const char *w[4];
-	size_t wl[4];
-	int k = 0;
-	for (const char *p = s ? s : ""; *p;) {
-		while (*p == ' ')
-			p++;
-		if (!*p)
-			break;
-		w[k] = p;
-		while (*p && *p != ' ')
-			p++;
-		wl[k] = (size_t)(p - w[k]);
-		if (++k < 4)
-			continue;
-		k = 0;
-		bool mine = (wl[0] == strlen(l->cls) && !strncasecmp(w[0], l->cls, wl[0])) ||
-			    (!strcmp(l->cls, "slave") && wl[0] == 7 && !strncasecmp(w[0], "replica", 7));
-		uint64_t h, sf, sec;
-		if (mine && kv_mem_value(w[1], wl[1], &h) && kv_mem_value(w[2], wl[2], &sf) &&
-		    kv_mem_value(w[3], wl[3], &sec)) {
-			l->hard = h;
-			l->soft = sf;
-			l->secs = sec;
-		}
-	}
+	uint64_t val[OL_CLASSES][3];
+	ol_current(val);
+	int c = ol_class(l->cls, strlen(l->cls));
+	l->hard = val[c][0];
+	l->soft = val[c][1];
+	l->secs = val[c][2];
 }
 
 bool kv_outlimit_over(const struct kv_outlimit *l, uint64_t queued, uint64_t now_ms, uint64_t *since)
@@ -431,7 +483,10 @@ static int param_set(struct resp_ctx *x, const struct cfg_param *p, const struct
 		static const struct paste_resp_arg yes = { "yes", 3 }, no = { "no", 2 };
 		v = num ? &yes : &no;
 	}
-	char *copy = strndup(v->p, v->len);
+	bool obl = !strcmp(n, "client-output-buffer-limit");
+	char *copy = obl ? ol_set(v, why) : strndup(v->p, v->len);
+	if (!copy && obl)
+		return -1;
 	if (copy && p->type == T_ENUM)
 		for (char *c = copy; *c; c++)
 			*c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);

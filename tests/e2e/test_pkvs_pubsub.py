@@ -17,7 +17,9 @@ PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH, PUBSUB, and the shard channels
 - A subscriber that never reads: past client-output-buffer-limit's
   pubsub class (hard, or soft for its seconds) it is dropped, as Redis
   drops it, the publisher's count then leaves it out, and pkvs's memory
-  stays bounded meanwhile.
+  stays bounded meanwhile; the class keeps its limit when CONFIG SET
+  changes another, and the setting reads back as Redis's (every class,
+  in bytes; the same errors).
 """
 import os
 import socket
@@ -27,7 +29,7 @@ import pytest
 
 from conftest import RespConn, resp_command, sanitized, wait_until
 from pkvs_module import pkvs_srv  # noqa: F401 (pkvs_srv: a fixture)
-from redis_peer import RawConn, redis_peer  # noqa: F401 (redis_peer: a fixture)
+from redis_peer import Peers, RawConn, redis_peer  # noqa: F401 (redis_peer: a fixture)
 
 PROTOS = [2, 3]
 
@@ -500,6 +502,39 @@ def flood(port, sub_conn, limit_cmd, chunk=64 << 10, rounds=200, pause=0.0, pid=
     finally:
         pub.command("CONFIG", "SET", "client-output-buffer-limit", "pubsub 32mb 8mb 60")
         pub.close()
+
+
+def test_output_limit_setting_as_redis(pkvs_srv, redis_peer):
+    """CONFIG SET client-output-buffer-limit changes the classes it names
+    and keeps the others; CONFIG GET reads every class back in bytes; a
+    wrong class, number or word count is refused in Redis's words."""
+    p = Peers(pkvs_srv.resp_port, redis_peer.port)
+    try:
+        for value in ["pubsub 64mb 1mb 5", "replica 1gb 512kb 10", "normal 1k 0 0",
+                      "pubsub 1mb", "master 1 1 1", "normal 1x 1 1", "slave 1 2", "",
+                      "SLAVE 2mb 1mb 3 Pubsub 0 0 0"]:
+            p.same("CONFIG", "SET", "client-output-buffer-limit", value)
+            p.same("CONFIG", "GET", "client-output-buffer-limit")
+    finally:
+        p.same("CONFIG", "SET", "client-output-buffer-limit",
+               "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60")
+        p.close()
+
+
+def test_pubsub_limit_kept_when_another_class_changes(pkvs_srv):
+    """The pubsub class set, then the replica class: the subscriber that
+    never reads is still dropped at the pubsub class's 1 MiB."""
+    c = RespConn(pkvs_srv.resp_port)
+    sub = RespConn(pkvs_srv.resp_port, rcvbuf=4096)
+    try:
+        assert c.command("CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 0 0") == "OK"
+        rounds, _ = flood(pkvs_srv.resp_port, sub, "replica 300mb 60mb 30")
+        assert rounds is not None and rounds < 150, rounds
+    finally:
+        sub.close()
+        c.command("CONFIG", "SET", "client-output-buffer-limit",
+                  "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60")
+        c.close()
 
 
 @pytest.mark.parametrize("server", ["pkvs", "redis"])
