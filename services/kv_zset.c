@@ -115,6 +115,9 @@ int kv_zset_del(struct kv *kv, struct kv_cset *s, const void *p, size_t len, dou
 {
 	struct kv_key mk;
 	kv_member_key(kv, &mk, s->o.coll.id, KV_ZSET_MEMBER, p, len);
+	/* A popped member's index slot is cold: it loads while the score
+	 * entry's delete runs. */
+	(void)paste_btree_prefetch(kv->tree, mk.t, mk.tlen);
 	int r = kv_cset_begin(kv, s, 0);
 	if (r)
 		return r;
