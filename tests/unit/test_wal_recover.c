@@ -92,6 +92,7 @@ static void test_middle_damage(void)
 	CHECK(strstr(err.msg, "damaged record at offset 128") != NULL);
 	paste_wal_close(w);
 	paste_store_close(st);
+	unlink(path);
 
 	/* A damaged header is damage too when what follows was durable. */
 	if (!five_records(&e, "middle-hdr", lsn, bufs))
