@@ -203,12 +203,17 @@ static inline bool indexed(const struct bt_point *pi, const uint8_t *key, uint32
 	return klen <= BT_POINT_KEY && !(pi->skip && pi->skip(key, klen));
 }
 
-/* A key is in at most one slot, so a memo slot holding it is its slot. */
+/* A key of at most BT_POINT_KEY bytes: its slot, or none (NULL) for a
+ * key the owner leaves out. A key is in at most one slot, so a memo slot
+ * holding it is its slot, and a key held is not left out: the owner's
+ * test runs only past the memo (a write's second lookup skips it). */
 static struct bt_point_pos locate(struct bt_point *pi, const uint8_t *key, uint32_t klen)
 {
 	struct bt_pslot *m = pi->memo;
 	if (m && m->klen == klen && PT_KIND(m) != PT_EMPTY && key_eq(m->key, key, klen))
 		return (struct bt_point_pos){ m };
+	if (pi->skip && pi->skip(key, klen))
+		return (struct bt_point_pos){ NULL };
 	uint32_t h = key_hash(pi, key, klen);
 	struct bt_pslot *s = probe(pi, h, key, klen);
 	if (PT_KIND(s) != PT_EMPTY)
@@ -218,7 +223,7 @@ static struct bt_point_pos locate(struct bt_point *pi, const uint8_t *key, uint3
 
 struct bt_point_pos bt_point_find(struct bt_point *pi, const uint8_t *key, uint32_t klen)
 {
-	if (!pi->on || !indexed(pi, key, klen))
+	if (!pi->on || klen > BT_POINT_KEY)
 		return (struct bt_point_pos){ NULL };
 	return locate(pi, key, klen);
 }
@@ -290,9 +295,11 @@ const void *bt_point_prefetch(const struct bt_point *pi, const uint8_t *key, uin
 int bt_point_get(struct bt_point *pi, const uint8_t *key, uint32_t klen,
 		 struct paste_extent *ext, uint32_t *n, uint32_t *len, struct paste_btree_attr *a)
 {
-	if (!pi->on || !indexed(pi, key, klen))
+	if (!pi->on || klen > BT_POINT_KEY)
 		return 1;
 	const struct bt_pslot *s = locate(pi, key, klen).slot;
+	if (!s)
+		return 1;
 	if (PT_KIND(s) == PT_EMPTY)
 		return -ENOENT;
 	if (PT_KIND(s) == PT_TREE)

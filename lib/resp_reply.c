@@ -67,10 +67,15 @@ static int put_num(char *out, size_t cap, char type, uint64_t mag, bool neg)
 	return (int)n;
 }
 
+/* |v|, INT64_MIN's included. */
+static uint64_t magnitude(int64_t v)
+{
+	return v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
+}
+
 static int put_i64(char *out, size_t cap, char type, int64_t v)
 {
-	uint64_t mag = v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
-	return put_num(out, cap, type, mag, v < 0);
+	return put_num(out, cap, type, magnitude(v), v < 0);
 }
 
 /* "<type>s\r\n" with CR and LF in s turned into spaces (as Redis does for
@@ -108,8 +113,7 @@ int paste_resp_put_int(char *out, size_t cap, int64_t v)
 int paste_resp_put_i64_text(char *out, size_t cap, int64_t v)
 {
 	char buf[NUM_MAX];
-	uint64_t mag = v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
-	size_t n = fmt_u64(buf, mag, v < 0);
+	size_t n = fmt_u64(buf, magnitude(v), v < 0);
 	if (n > cap)
 		return -ENOBUFS;
 	memcpy(out, buf, n);

@@ -32,6 +32,8 @@
 
 /* ---- positions ---------------------------------------------------------- */
 
+#define POS_KEY 18u   /* a position's tree key: [0xFF][id]['l'][pos] */
+
 void kv_list_pos_key(struct kv_key *mk, uint64_t id, int64_t pos)
 {
 	uint64_t v = (uint64_t)pos ^ (1ull << 63);     /* ordered as numbers */
@@ -40,14 +42,14 @@ void kv_list_pos_key(struct kv_key *mk, uint64_t id, int64_t pos)
 	kv_member_prefix(mk->t, id, KV_LIST_ELEM);
 	for (int i = 17; i >= 10; i--, v >>= 8)
 		mk->t[i] = (uint8_t)v;
-	mk->tlen = 18;
+	mk->tlen = POS_KEY;
 	mk->p = mk->t + 10;
 	mk->len = 8;
 }
 
 bool kv_list_elem_key(const uint8_t *t, uint32_t tlen)
 {
-	return tlen == 18 && t[0] == KV_PFX_MEMBER && t[9] == KV_LIST_ELEM;
+	return tlen == POS_KEY && t[0] == KV_PFX_MEMBER && t[9] == KV_LIST_ELEM;
 }
 
 static int64_t pos_of(const uint8_t *t)
