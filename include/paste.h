@@ -125,6 +125,11 @@ enum paste_store_open_flags {
 	PASTE_STORE_CREATE = 1,  /* create (and format) the file if it does not exist */
 	PASTE_STORE_EXCL   = 2,  /* with CREATE: fail if it exists */
 	PASTE_STORE_RDONLY = 4,  /* map read-only (inspection tools) */
+	/* One thread at a time takes and drops references, allocates and
+	 * appends to the log (handoffs between threads ordered by the caller,
+	 * as pthread_create and pthread_join order them): counts change
+	 * without locked instructions and the log's lanes take no lock. */
+	PASTE_STORE_ONE_THREAD = 8,
 };
 
 /* Geometry as stored in the superblock. */
@@ -828,7 +833,7 @@ uint64_t paste_btree_live_now(const struct paste_btree *t);
  * the lookup from ~10 % of the server's CPU to ~1.5 %, for ~2.5 % spent
  * looking ahead (this and paste_resp_peek_key: docs/results.md, "Looked
  * up one command ahead"). */
-int paste_btree_prefetch(const struct paste_btree *t, const void *key, uint32_t klen);
+int paste_btree_prefetch(struct paste_btree *t, const void *key, uint32_t klen);
 /* The tree's key order: memcmp over the shorter length, then the shorter
  * first. <0, 0, >0. */
 int paste_btree_keycmp(const void *a, uint32_t alen, const void *b, uint32_t blen);

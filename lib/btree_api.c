@@ -112,6 +112,7 @@ int paste_btree_put(struct paste_btree *t, const void *key, uint32_t klen,
 		return -EROFS;
 	if ((rc = ensure_room(t, PASTE_BTREE_MAX_EXTENTS, true)) < 0)
 		return rc;
+	bt_point_warm_entry(t, key, klen);
 	a.crc = value_crc(t, val, n);
 	uint64_t l;
 	if ((rc = bt_append(t, PASTE_BTREE_SET, key, klen, val, n, (uint32_t)vlen, &a, &l)) < 0)
@@ -121,6 +122,7 @@ int paste_btree_put(struct paste_btree *t, const void *key, uint32_t klen,
 	if (t->grp && (rc = bt_group_note(t, &r)) < 0)
 		return rc;   /* logged, not applied: the group must be aborted */
 	bt_apply(t, &r, l);
+	bt_point_ahead_leaf(t);
 	if (lsn)
 		*lsn = l;
 	return 0;
@@ -277,7 +279,7 @@ int paste_btree_get(struct paste_btree *t, const void *key, uint32_t klen,
 	return paste_btree_lookup(t, key, klen, ext, n, len, NULL);
 }
 
-int paste_btree_prefetch(const struct paste_btree *t, const void *key, uint32_t klen)
+int paste_btree_prefetch(struct paste_btree *t, const void *key, uint32_t klen)
 {
 	if (!t || !key)
 		return -EINVAL;

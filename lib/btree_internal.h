@@ -136,6 +136,11 @@ struct bt_point {
 	 * a resize or a delete moved slots. */
 	struct bt_pslot *memo;
 	uint64_t seed;                /* key_hash's, random per table */
+	/* The slot of the last key looked ahead (paste_btree_prefetch), as
+	 * an index: read back under the mask, it is in the table whatever
+	 * moved since, and at worst loads lines no one needs. */
+	uint32_t ahead;
+	bool has_ahead;
 	bool (*skip)(const uint8_t *key, uint32_t klen);   /* paste_btree_config's point_skip */
 };
 
@@ -518,7 +523,14 @@ void bt_point_clear(struct bt_point *pi);
 /* Start loading the line a lookup of key reads first (its home slot);
  * returns it, or NULL when the index would not be asked (no index, a
  * long key). */
-const void *bt_point_prefetch(const struct bt_point *pi, const uint8_t *key, uint32_t klen);
+const void *bt_point_prefetch(struct bt_point *pi, const uint8_t *key, uint32_t klen);
+/* A put's leaf, loaded in two steps before its hint is checked: when the
+ * put before it ends, the header and slot lines of the leaf the looked
+ * ahead key's slot names; when the put starts (its probe left the slot
+ * in the memo), the entry those slots point to, to arrive while the
+ * value's CRC and the log append run. */
+void bt_point_ahead_leaf(const struct paste_btree *t);
+void bt_point_warm_entry(const struct paste_btree *t, const uint8_t *key, uint32_t klen);
 int bt_point_get(struct bt_point *pi, const uint8_t *key, uint32_t klen,
 		 struct paste_extent *ext, uint32_t *n, uint32_t *len, struct paste_btree_attr *a);
 /* (Re)build from the leaves; -ENOMEM leaves no index. */

@@ -283,13 +283,46 @@ void bt_point_clear(struct bt_point *pi)
 	grow(pi);   /* on again, or (ENOMEM) left off: lookups descend */
 }
 
-const void *bt_point_prefetch(const struct bt_point *pi, const uint8_t *key, uint32_t klen)
+const void *bt_point_prefetch(struct bt_point *pi, const uint8_t *key, uint32_t klen)
 {
 	if (!pi->on || !indexed(pi, key, klen))
 		return NULL;
-	const struct bt_pslot *s = &pi->slot[key_hash(pi, key, klen) & pi->mask];
+	pi->ahead = key_hash(pi, key, klen);
+	pi->has_ahead = true;
+	const struct bt_pslot *s = &pi->slot[pi->ahead & pi->mask];
 	__builtin_prefetch(s);
 	return s;
+}
+
+/* A hint's page, if it is one the tree may be using. */
+static uint8_t *hinted_page(const struct paste_btree *t, const struct bt_pslot *s)
+{
+	if (PT_KIND(s) == PT_EMPTY || s->leaf < BT_FIRST_PAGE || s->leaf >= t->hwm)
+		return NULL;
+	return bt_pg(t, s->leaf);
+}
+
+void bt_point_ahead_leaf(const struct paste_btree *t)
+{
+	const struct bt_point *pi = &t->point;
+	if (!pi->on || !pi->has_ahead)
+		return;
+	const struct bt_pslot *s = &pi->slot[pi->ahead & pi->mask];
+	uint8_t *pg = hinted_page(t, s);
+	if (!pg)
+		return;
+	__builtin_prefetch(pg);
+	__builtin_prefetch(bt_slots(pg) + s->leaf_idx);
+}
+
+void bt_point_warm_entry(const struct paste_btree *t, const uint8_t *key, uint32_t klen)
+{
+	const struct bt_pslot *m = t->point.memo;
+	if (!m || m->klen != klen || !key_eq(m->key, key, klen))
+		return;
+	uint8_t *pg = hinted_page(t, m);
+	if (pg && m->leaf_idx < bt_h(pg)->nkeys && bt_slots(pg)[m->leaf_idx] < BT_PAGE)
+		__builtin_prefetch(bt_entry(pg, m->leaf_idx));
 }
 
 int bt_point_get(struct bt_point *pi, const uint8_t *key, uint32_t klen,

@@ -37,6 +37,10 @@ struct paste_store {
 	unsigned buf_shift;        /* log2(buf_size): index math without a divide */
 	uint32_t *refs;            /* per buffer; __atomic, several threads */
 	uint32_t nheld;            /* buffers with count > 0; __atomic */
+	/* PASTE_STORE_ONE_THREAD: counts change by plain adds and the free
+	 * map takes no lock. A locked add drains the store buffer; a
+	 * pipelined SET makes about eleven reference changes. */
+	bool one_thread;
 	enum paste_durability medium;   /* what backs the file (paste_store_medium) */
 	/* Free buffers: a bitmap (1 = free) handed out next-fit from a cursor
 	 * that sweeps the file. Consecutive allocations are then adjacent in
@@ -155,7 +159,8 @@ int paste_store_open(struct paste_store **out, const char *path,
 		cfg = &none;
 	if (!path || !*path)
 		return paste_error_set(err, -EINVAL, "store path is empty");
-	if (flags & ~(PASTE_STORE_CREATE | PASTE_STORE_EXCL | PASTE_STORE_RDONLY))
+	if (flags & ~(PASTE_STORE_CREATE | PASTE_STORE_EXCL | PASTE_STORE_RDONLY |
+		      PASTE_STORE_ONE_THREAD))
 		return paste_error_set(err, -EINVAL, "%s: unknown open flags 0x%x", path, flags);
 	if ((flags & PASTE_STORE_CREATE) && rdonly)
 		return paste_error_set(err, -EINVAL, "%s: cannot create a store read-only", path);
@@ -247,6 +252,7 @@ int paste_store_open(struct paste_store **out, const char *path,
 	st->in_use = in_use;
 	st->created = created;
 	st->lock_fd = lock_fd;
+	st->one_thread = flags & PASTE_STORE_ONE_THREAD;
 	st->dev = sb.st_dev;
 	st->ino = sb.st_ino;
 	pthread_mutex_init(&st->lock, NULL);
@@ -305,6 +311,7 @@ enum paste_durability paste_store_medium(const struct paste_store *st)
 }
 
 bool paste_store_map_sync(const struct paste_store *st) { return st->map_sync; }
+bool store_one_thread(const struct paste_store *st) { return st->one_thread; }
 bool store_is_private(const struct paste_store *st) { return __atomic_load_n(&st->map_private, __ATOMIC_ACQUIRE); }
 int store_fsync_users(struct paste_store *st, bool direct, int delta)
 {
@@ -481,11 +488,45 @@ static void ownership_bug(const struct paste_store *st, uint32_t idx, const char
 	abort();
 }
 
+static void map_lock(struct paste_store *st)
+{
+	if (!st->one_thread)
+		pthread_mutex_lock(&st->lock);
+}
+
+static void map_unlock(struct paste_store *st)
+{
+	if (!st->one_thread)
+		pthread_mutex_unlock(&st->lock);
+}
+
+/* refs[idx] += d; the count before. */
+static inline uint32_t count_add(struct paste_store *st, uint32_t idx, int32_t d)
+{
+	if (st->one_thread) {
+		uint32_t old = st->refs[idx];
+		st->refs[idx] = old + (uint32_t)d;
+		return old;
+	}
+	/* acq_rel on a drop: whoever drops the last reference sees every
+	 * write the other holders made, before the buffer is reused. */
+	return d > 0 ? __atomic_fetch_add(&st->refs[idx], (uint32_t)d, __ATOMIC_RELAXED)
+		     : __atomic_fetch_sub(&st->refs[idx], (uint32_t)-d, __ATOMIC_ACQ_REL);
+}
+
+static inline void held_add(struct paste_store *st, int32_t d)
+{
+	if (st->one_thread)
+		st->nheld += (uint32_t)d;
+	else
+		__atomic_add_fetch(&st->nheld, (uint32_t)d, __ATOMIC_RELAXED);
+}
+
 int paste_store_start(struct paste_store *st)
 {
-	pthread_mutex_lock(&st->lock);
+	map_lock(st);
 	if (st->started) {
-		pthread_mutex_unlock(&st->lock);
+		map_unlock(st);
 		return -EALREADY;
 	}
 	uint32_t n = 0;
@@ -499,14 +540,14 @@ int paste_store_start(struct paste_store *st)
 	st->cursor = 0;
 	__atomic_store_n(&st->nfree, n, __ATOMIC_RELAXED);
 	st->started = true;
-	pthread_mutex_unlock(&st->lock);
+	map_unlock(st);
 	return 0;
 }
 
 /* One lock round trip (~20-50 ns uncontended) per batch, not per buffer. */
 uint32_t paste_store_alloc(struct paste_store *st, uint32_t *idx, uint32_t n)
 {
-	pthread_mutex_lock(&st->lock);
+	map_lock(st);
 	uint32_t have = st->nfree;
 	uint32_t k = n < have ? n : have;   /* 0 before start: nothing is free */
 	uint32_t words = (st->geom.nbufs + 63) / 64, w = st->cursor;
@@ -523,8 +564,8 @@ uint32_t paste_store_alloc(struct paste_store *st, uint32_t *idx, uint32_t n)
 	}
 	st->cursor = w;
 	__atomic_store_n(&st->nfree, have - k, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&st->lock);
-	__atomic_add_fetch(&st->nheld, k, __ATOMIC_RELAXED);
+	map_unlock(st);
+	held_add(st, (int32_t)k);
 	return k;
 }
 
@@ -532,11 +573,11 @@ uint32_t paste_store_ref(struct paste_store *st, uint32_t idx)
 {
 	if (!index_ok(st, idx, "reference"))
 		return 0;
-	uint32_t old = __atomic_fetch_add(&st->refs[idx], 1, __ATOMIC_RELAXED);
+	uint32_t old = count_add(st, idx, 1);
 	if (old & ON_FREE_LIST)
 		ownership_bug(st, idx, "referenced while on the free list");
 	if (old == 0)
-		__atomic_add_fetch(&st->nheld, 1, __ATOMIC_RELAXED);
+		held_add(st, 1);
 	return old + 1;
 }
 
@@ -544,24 +585,22 @@ uint32_t paste_store_unref(struct paste_store *st, uint32_t idx, bool keep_if_fr
 {
 	if (!index_ok(st, idx, "release"))
 		return 0;
-	/* acq_rel: whoever drops the last reference sees every write the
-	 * other holders made, before the buffer is reused. */
-	uint32_t old = __atomic_fetch_sub(&st->refs[idx], 1, __ATOMIC_ACQ_REL);
+	uint32_t old = count_add(st, idx, -1);
 	if (old == 0 || (old & ON_FREE_LIST))
 		ownership_bug(st, idx, "released with no reference held (double unref)");
 	if (old > 1)
 		return old - 1;
-	__atomic_sub_fetch(&st->nheld, 1, __ATOMIC_RELAXED);
+	held_add(st, -1);
 	if (keep_if_free)
 		return 0;
-	pthread_mutex_lock(&st->lock);
+	map_lock(st);
 	/* Before start, paste_store_start collects every count-0 buffer. */
 	if (st->started) {
 		__atomic_store_n(&st->refs[idx], ON_FREE_LIST, __ATOMIC_RELAXED);
 		st->free_bits[idx / 64] |= 1ull << (idx % 64);
 		__atomic_store_n(&st->nfree, st->nfree + 1, __ATOMIC_RELAXED);
 	}
-	pthread_mutex_unlock(&st->lock);
+	map_unlock(st);
 	return 0;
 }
 

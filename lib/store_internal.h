@@ -75,6 +75,8 @@ const char *store_fs_name(const char *path);
  * the store carries I/O: the first persist object's open. */
 int store_map_private(struct paste_store *st, struct paste_error *err);
 bool store_is_private(const struct paste_store *st);
+/* Opened with PASTE_STORE_ONE_THREAD: the log's lanes take no lock. */
+bool store_one_thread(const struct paste_store *st);
 /* Live fsync persist objects on the store, writing directly or through
  * the page cache, after adding delta. */
 int store_fsync_users(struct paste_store *st, bool direct, int delta);

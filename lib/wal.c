@@ -135,6 +135,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "store_internal.h"
 #include "wal_internal.h"
 
 /* The checkpoint fields of a lane that wal_ckpt_write changes before its fence:
@@ -308,6 +309,7 @@ int paste_wal_recover(struct paste_wal **out, struct paste_store *st,
 	w->st = st;
 	w->g = g;
 	w->p = p;
+	w->one_thread = store_one_thread(st);
 	pthread_mutex_init(&w->trunc_mu, NULL);
 	int rc = 0;
 	for (uint32_t i = 0; i < g->log_lanes && rc == 0; i++) {
@@ -421,7 +423,12 @@ static void rec_put(struct paste_wal *w, struct wal_lane *l, struct paste_persis
 		    struct rec_copy *rc)
 {
 	rc->h.magic = WAL_MAGIC;
-	rc->h.lsn = atomic_fetch_add(&w->next_lsn, 1);
+	if (w->one_thread) {
+		rc->h.lsn = atomic_load_explicit(&w->next_lsn, memory_order_relaxed);
+		atomic_store_explicit(&w->next_lsn, rc->h.lsn + 1, memory_order_relaxed);
+	} else {
+		rc->h.lsn = atomic_fetch_add(&w->next_lsn, 1);
+	}
 	rc->h.epoch = w->epoch;
 	rc->h.size = rec_size(rc->h.type, rc->h.nexts);
 	if (rc->h.type & REC_MARKED) {
@@ -469,11 +476,11 @@ int wal_append_crc(struct paste_wal *w, uint32_t lane, struct paste_persist *p,
 	uint32_t size = rec_size(rc.h.type, n);
 
 	struct wal_lane *l = &w->lanes[lane];
-	pthread_mutex_lock(&l->mu);
+	lane_lock(w, l);
 	bool wrap = l->tail + size > l->size;
 	uint64_t need = size + (wrap ? l->size - l->tail : 0);
 	if (lane_used(l) + need >= l->size) {
-		pthread_mutex_unlock(&l->mu);
+		lane_unlock(w, l);
 		return -ENOSPC;
 	}
 	if (wrap) {
@@ -489,7 +496,7 @@ int wal_append_crc(struct paste_wal *w, uint32_t lane, struct paste_persist *p,
 	/* Flushed in p's open epoch: durable once p publishes it. */
 	*ring_at(l, l->end++) = (struct wal_slot){ rc.h.lsn, off, paste_persist_epoch(p), p };
 	l->bytes += total;
-	pthread_mutex_unlock(&l->mu);
+	lane_unlock(w, l);
 	if (lsn)
 		*lsn = rc.h.lsn;
 	return 0;
@@ -519,13 +526,13 @@ static const struct wal_rec *rec_locked(struct paste_wal *w, uint64_t lsn, struc
 {
 	for (uint32_t i = 0; i < w->nlanes; i++) {
 		struct wal_lane *l = &w->lanes[i];
-		pthread_mutex_lock(&l->mu);
+		lane_lock(w, l);
 		int64_t pos = lane_find(l, lsn);
 		if (pos >= 0) {
 			*lp = l;
 			return lane_rec(l, ring_at(l, (uint64_t)pos)->off);
 		}
-		pthread_mutex_unlock(&l->mu);
+		lane_unlock(w, l);
 	}
 	return NULL;
 }
@@ -545,7 +552,7 @@ int paste_wal_lookup(struct paste_wal *w, uint64_t lsn,
 		*n = r->nexts;
 	if (len)
 		*len = r->len;
-	pthread_mutex_unlock(&l->mu);
+	lane_unlock(w, l);
 	return 0;
 }
 
@@ -565,7 +572,7 @@ int paste_wal_read(struct paste_wal *w, uint64_t lsn, struct paste_extent *ext,
 	wal_refs_take(w, ext, r->nexts);
 	if (len)
 		*len = r->len;
-	pthread_mutex_unlock(&l->mu);
+	lane_unlock(w, l);
 	return 0;
 }
 
@@ -585,7 +592,7 @@ struct trunc_plan {
 static void trunc_plan(struct paste_wal *w, struct wal_lane *l, uint64_t upto,
 		       struct paste_persist *p, struct trunc_plan *tp)
 {
-	pthread_mutex_lock(&l->mu);
+	lane_lock(w, l);
 	uint64_t vis = lane_settle(l), pos = l->first;
 	while (pos < vis && ring_at(l, pos)->lsn <= upto)
 		pos++;
@@ -602,7 +609,7 @@ static void trunc_plan(struct paste_wal *w, struct wal_lane *l, uint64_t upto,
 		head_lsn = ring_at(l, pos - 1)->lsn + 1;
 	}
 	uint64_t durable = vis > pos ? ring_at(l, vis - 1)->lsn : 0;   /* what stays and is durable */
-	pthread_mutex_unlock(&l->mu);
+	lane_unlock(w, l);
 	tp->prev = ckpt_save(l);
 	if (tp->drop)
 		wal_ckpt_write(w, l, p, tp->head, head_lsn, head_epoch, durable);
@@ -613,11 +620,11 @@ static void trunc_apply(struct paste_wal *w, struct wal_lane *l, const struct tr
 {
 	if (!tp->drop)
 		return;
-	pthread_mutex_lock(&l->mu);
+	lane_lock(w, l);
 	for (uint64_t k = 0; k < tp->drop; k++)
 		wal_refs_drop(w, l, l->first++, false);
 	l->head = tp->head;
-	pthread_mutex_unlock(&l->mu);
+	lane_unlock(w, l);
 }
 
 int64_t paste_wal_truncate(struct paste_wal *w, uint64_t upto, struct paste_persist *p)
@@ -667,7 +674,7 @@ void paste_wal_info(const struct paste_wal *w, struct paste_wal_info *out)
 	out->epoch = w->epoch;
 	for (uint32_t i = 0; i < w->nlanes; i++) {
 		struct wal_lane *l = &w->lanes[i];
-		pthread_mutex_lock(&l->mu);
+		lane_lock(w, l);
 		uint64_t vis = lane_settle(l), pending_bytes = 0;
 		if (l->first < vis) {
 			uint64_t lo = ring_at(l, l->first)->lsn, hi = ring_at(l, vis - 1)->lsn;
@@ -683,6 +690,6 @@ void paste_wal_info(const struct paste_wal *w, struct paste_wal_info *out)
 		out->bytes += l->bytes - pending_bytes;
 		out->log_used += lane_used(l);
 		out->log_size += l->size;
-		pthread_mutex_unlock(&l->mu);
+		lane_unlock(w, l);
 	}
 }

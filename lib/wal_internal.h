@@ -121,7 +121,21 @@ struct paste_wal {
 	bool writable;            /* begun: appends and truncation allowed */
 	_Atomic uint64_t next_lsn;
 	pthread_mutex_t trunc_mu; /* one truncation at a time owns the checkpoints */
+	bool one_thread;          /* the store's PASTE_STORE_ONE_THREAD: no lane lock */
 };
+
+/* Two locked instructions an append saved on a one-thread store. */
+static inline void lane_lock(const struct paste_wal *w, struct wal_lane *l)
+{
+	if (!w->one_thread)
+		pthread_mutex_lock(&l->mu);
+}
+
+static inline void lane_unlock(const struct paste_wal *w, struct wal_lane *l)
+{
+	if (!w->one_thread)
+		pthread_mutex_unlock(&l->mu);
+}
 
 /* Bytes of a record's header, extents and mark: what the header CRC covers
  * (from byte 8) and what an append writes. */

@@ -289,14 +289,14 @@ static uint32_t lowest_next(struct paste_wal *w, uint64_t *cur, uint64_t *lsn)
 	*lsn = UINT64_MAX;
 	for (uint32_t i = 0; i < w->nlanes; i++) {
 		struct wal_lane *l = &w->lanes[i];
-		pthread_mutex_lock(&l->mu);
+		lane_lock(w, l);
 		if (cur[i] < l->first)
 			cur[i] = l->first;
 		if (cur[i] < l->end && ring_at(l, cur[i])->lsn < *lsn) {
 			best = i;
 			*lsn = ring_at(l, cur[i])->lsn;
 		}
-		pthread_mutex_unlock(&l->mu);
+		lane_unlock(w, l);
 	}
 	return best;
 }
@@ -366,11 +366,11 @@ int paste_wal_foreach(struct paste_wal *w, paste_wal_visit_fn cb, void *arg)
 		if (best == UINT32_MAX)
 			return 0;
 		struct wal_lane *l = &w->lanes[best];
-		pthread_mutex_lock(&l->mu);
+		lane_lock(w, l);
 		bool live = cur[best] >= l->first && cur[best] < l->end;
 		const struct wal_rec *r = live ? lane_rec(l, ring_at(l, cur[best])->off) : NULL;
 		cur[best]++;
-		pthread_mutex_unlock(&l->mu);
+		lane_unlock(w, l);
 		if (!r)
 			continue;   /* truncated meanwhile */
 		int rc = cb(arg, best_lsn, best, rec_ext(r), r->nexts, r->len, r->data_crc);

@@ -603,7 +603,10 @@ int server_open(struct server **out, const struct server_config *cfg)
 		sc.node_size = cfg->node_size;    /* creating: whatever an existing store has is kept */
 	if (cfg->threads > 2 && access(cfg->store_path, F_OK) != 0)
 		sc.log_lanes = cfg->threads;      /* a new store gets a lane per thread */
-	if (paste_store_open(&s->store, cfg->store_path, &sc, PASTE_STORE_CREATE, &err)) {
+	/* One worker owns every reference and log append (the main thread
+	 * only before it starts and after it is joined). */
+	int of = PASTE_STORE_CREATE | (cfg->threads == 1 ? PASTE_STORE_ONE_THREAD : 0);
+	if (paste_store_open(&s->store, cfg->store_path, &sc, of, &err)) {
 		fprintf(stderr, "%s: %s\n", cfg->name, err.msg);
 		return server_close(s, paste_exit_status(err.code));
 	}

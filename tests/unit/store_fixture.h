@@ -76,16 +76,21 @@ static inline void flip(const char *p, off_t off)
 	close(fd);
 }
 
-static inline struct paste_store *create_small(void)
+static inline struct paste_store *create_small_with(int flags)
 {
 	struct paste_store *st = NULL;
 	struct paste_error err = {0};
 	unlink(path);
-	int r = paste_store_open(&st, path, &small, PASTE_STORE_CREATE | PASTE_STORE_EXCL, &err);
+	int r = paste_store_open(&st, path, &small, PASTE_STORE_CREATE | PASTE_STORE_EXCL | flags, &err);
 	CHECK_EQ(r, 0);
 	if (r)
 		fprintf(stderr, "create: %s\n", err.msg);
 	return st;
+}
+
+static inline struct paste_store *create_small(void)
+{
+	return create_small_with(0);
 }
 
 /* Open must fail with code and text, name the path, and change nothing. */

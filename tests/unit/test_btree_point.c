@@ -163,8 +163,17 @@ static void check_all(const char *when, uint32_t nkeys, const struct want *want,
 	CHECK(indexed ? bi.point_bytes >= 64 * bi.point_keys * 4 / 3 : bi.point_bytes == 0);
 }
 
+/* The look ahead of key i (paste_btree_prefetch): a put after it loads
+ * the leaf its slot names, whatever became of that slot and leaf. */
+static void look_ahead(uint32_t i)
+{
+	uint8_t k[64];
+	(void)paste_btree_prefetch(E.t, k, key_of(i, k));
+}
+
 /* Sets, overwrites and deletes of 3000 keys: the table grows past its
- * first 1024 slots, and deletes land inside probe runs. */
+ * first 1024 slots, and deletes land inside probe runs; puts run after
+ * the look ahead of keys absent, present, deleted and moved. */
 static void test_lookups(bool no_index)
 {
 	setup(no_index ? "point-off" : "point", no_index);
@@ -172,6 +181,7 @@ static void test_lookups(bool no_index)
 	static struct want want[N];
 	memset(want, 0, sizeof(want));
 	for (uint32_t i = 0; i < N; i++) {
+		look_ahead(i % 2 ? i + 1 : i / 2);   /* absent, then present: the put loads its leaf */
 		set_key(i, 0, want);
 	}
 	check_all("after the sets", N, want, !no_index);
@@ -192,10 +202,15 @@ static void test_lookups(bool no_index)
 	CHECK_EQ(paste_btree_prefetch(E.t, NULL, 1), -EINVAL);
 	check_all("after the look ahead", N, want, !no_index);
 	for (uint32_t i = 0; i < N; i += 3) {   /* overwrite a third, with other extent counts */
+		look_ahead(i + 3);
 		set_key(i, 1, want);
 	}
-	for (uint32_t i = 1; i < N; i += 2)   /* delete half */
+	for (uint32_t i = 1; i < N; i += 2) {   /* delete half, each looked ahead at first */
+		look_ahead(i);
 		del_key(i, want);
+		if (i + 1 < N)
+			set_key(i + 1, 0, want);   /* a put after the slot it loads went */
+	}
 	check_all("after overwrites and deletes", N, want, !no_index);
 	uint8_t absent[64];
 	memset(absent, 'z', sizeof(absent));

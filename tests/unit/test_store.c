@@ -95,6 +95,9 @@ static void test_open_flags(void)
 	CHECK(file_equals(path, before, len));
 	CHECK_EQ(paste_store_open(&st, path, NULL, PASTE_STORE_CREATE | PASTE_STORE_RDONLY, &err), -EINVAL);
 	CHECK_EQ(paste_store_open(&st, path, NULL, 64, &err), -EINVAL);
+	CHECK(strstr(err.msg, "unknown open flags 0x40") != NULL);
+	CHECK_EQ(paste_store_open(&st, path, NULL, PASTE_STORE_ONE_THREAD, &err), 0);
+	paste_store_close(st);
 	CHECK_EQ(paste_store_open(&st, "", NULL, 0, &err), -EINVAL);
 	CHECK(file_equals(path, before, len));
 	free(before);

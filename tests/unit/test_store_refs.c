@@ -1,15 +1,16 @@
 /* test_store_refs.c - packet store buffer ownership: the allocator and
  * free list, reference counts (shared, keep_if_free, taken before start),
- * out-of-range indices, ownership bugs that must abort, and two threads
- * churning the counts. */
+ * out-of-range indices, ownership bugs that must abort, two threads
+ * churning the counts, and a one-thread store's plain counts (the same
+ * cases, and one thread handing the store to the next). */
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include "store_fixture.h"
 
-static void test_allocator(void)
+static void test_allocator(int flags)
 {
-	struct paste_store *st = create_small();
+	struct paste_store *st = create_small_with(flags);
 	if (!st)
 		return;
 	uint32_t n = paste_store_geom(st)->nbufs;
@@ -107,9 +108,9 @@ static void test_next_fit(void)
 }
 
 /* Recovery takes references before start; start must leave those out. */
-static void test_refs_before_start(void)
+static void test_refs_before_start(int flags)
 {
-	struct paste_store *st = create_small();
+	struct paste_store *st = create_small_with(flags);
 	if (!st)
 		return;
 	uint32_t n = paste_store_geom(st)->nbufs;
@@ -177,14 +178,14 @@ static void single_unref(struct paste_store *st)
 	paste_store_unref(st, b, false);
 }
 
-static void test_ownership_bugs_abort(void)
+static void test_ownership_bugs_abort(int flags)
 {
 	struct paste_store *st = create_small();
 	if (!st)
 		return;
 	paste_store_start(st);
 	paste_store_close(st);   /* the lock must not be held across fork */
-	CHECK_EQ(paste_store_open(&st, path, NULL, 0, NULL), 0);
+	CHECK_EQ(paste_store_open(&st, path, NULL, flags, NULL), 0);
 	if (!st)
 		return;
 	paste_store_start(st);
@@ -226,14 +227,42 @@ static void test_threads(void)
 	paste_store_close(st);
 }
 
+/* A one-thread store passed from thread to thread, each start ordered
+ * after the last one's join: every count comes back, as with locks. */
+static void test_one_thread_handoff(void)
+{
+	struct paste_store *st = create_small_with(PASTE_STORE_ONE_THREAD);
+	if (!st)
+		return;
+	paste_store_start(st);
+	for (int i = 0; i < 4; i++) {
+		pthread_t t;
+		pthread_create(&t, NULL, churn, st);
+		pthread_join(t, NULL);
+	}
+	uint32_t b;
+	CHECK_EQ(paste_store_alloc(st, &b, 1), 1);
+	CHECK_EQ(paste_store_ref(st, b), 2);
+	CHECK_EQ(paste_store_nheld(st), 1);
+	CHECK_EQ(paste_store_unref(st, b, false), 1);
+	CHECK_EQ(paste_store_unref(st, b, false), 0);
+	CHECK_EQ(paste_store_nfree(st), paste_store_geom(st)->nbufs);
+	CHECK_EQ(paste_store_nheld(st), 0);
+	paste_store_close(st);
+}
+
 int main(void)
 {
 	if (sf_begin())
 		return 1;
-	test_allocator();
+	for (int pass = 0; pass < 2; pass++) {
+		int flags = pass ? PASTE_STORE_ONE_THREAD : 0;
+		test_allocator(flags);
+		test_refs_before_start(flags);
+		test_ownership_bugs_abort(flags);
+	}
 	test_next_fit();
-	test_refs_before_start();
-	test_ownership_bugs_abort();
 	test_threads();
+	test_one_thread_handoff();
 	return sf_end();
 }

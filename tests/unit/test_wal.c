@@ -376,14 +376,19 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	test_bad_args();
-	test_roundtrip();
-	test_read_pins();
-	test_multi_extent_and_sharing();
-	test_full_then_truncate();
-	test_wrap_and_reopen();
-	test_reopen_multilane();
-	test_limits();
+	/* Every case twice: lanes behind their locks, then a one-thread
+	 * store's, whose appends take none. */
+	for (int pass = 0; pass < 2; pass++) {
+		env_flags = pass ? PASTE_STORE_ONE_THREAD : 0;
+		test_bad_args();
+		test_roundtrip();
+		test_read_pins();
+		test_multi_extent_and_sharing();
+		test_full_then_truncate();
+		test_wrap_and_reopen();
+		test_reopen_multilane();
+		test_limits();
+	}
 	rmdir(dir);
 	return check_done();
 }

@@ -30,6 +30,9 @@ static const struct paste_store_config cfg = {
 	.size = 1u << 20, .buf_size = BUF_SIZE, .log_lanes = LANES, .log_size = LANES * LANE_SIZE,
 };
 
+/* Added to every open: 0, or PASTE_STORE_ONE_THREAD (no lane lock). */
+static int env_flags;
+
 struct env {
 	struct paste_store *st;
 	struct paste_persist *p;
@@ -42,7 +45,7 @@ static inline bool env_open(struct env *e)
 {
 	struct paste_persist_config pc = { .mode = PASTE_DUR_EMULATED };
 	memset(e, 0, sizeof(*e));
-	if (paste_store_open(&e->st, path, &cfg, PASTE_STORE_CREATE, &e->err) < 0 ||
+	if (paste_store_open(&e->st, path, &cfg, PASTE_STORE_CREATE | env_flags, &e->err) < 0 ||
 	    paste_persist_open(&e->p, e->st, &pc, &e->err) < 0 ||
 	    paste_wal_open(&e->w, e->st, e->p, &e->err) < 0) {
 		fprintf(stderr, "env_open: %s\n", e->err.msg);
