@@ -503,6 +503,8 @@ static int param_set(struct resp_ctx *x, const struct cfg_param *p, const struct
 			conf.kept[o - params] = NULL;
 		}
 	}
+	if (obl)
+		kv_outlimit_read(&kv_normal_limit);    /* the others read it where they check */
 	/* Redis's checkGoodReplicasStatus: writes are refused while fewer
 	 * replicas than min-replicas-to-write acknowledged within the lag
 	 * (kv_repl.c). Kept in a flag so that dispatch reads no setting per

@@ -13,6 +13,8 @@
 #include "cmd_block.h"
 #include "cmd_tracking.h"
 #include "kv_acl.h"
+#include "kv_repl.h"
+#include "kv_vec.h"
 #include "pkvs_resp.h"
 
 bool kv_conn_allowed(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct paste_resp_arg *argv,
@@ -67,11 +69,12 @@ int kv_client_line(struct resp_ctx *o, char *out, size_t cap)
 	return snprintf(out, cap,
 		"id=%" PRIu64 " addr=%s laddr=%s fd=%d name=%s age=%" PRIu64 " idle=%" PRIu64
 		" flags=%s db=%u sub=0 psub=0 ssub=0 multi=%d qbuf=%u qbuf-free=0 argv-mem=0"
-		" multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s"
+		" multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%" PRIu64 " tot-mem=0 events=r cmd=%s user=%s"
 		" redir=%" PRId64 " resp=%u\n",
 		r->id, peer, local, fd, r->name ? r->name : "",
 		(now - r->created_ms) / 1000, (now - o->c->last_ms) / 1000, flags, kc->db, multi,
-		r->buf.len, kc->last ? kc->last->name : "NULL", u ? u->name : "default",
+		r->buf.len, paste_port_conn_queued(o->w->port, o->conn),
+		kc->last ? kc->last->name : "NULL", u ? u->name : "default",
 		kv_tracking_redir(o), r->proto);
 }
 
@@ -414,3 +417,55 @@ const struct kv_cmd kv_cmds_conn[] = {
 	{ "client|unpause", 2, "admin noscript loading stale", "connection", "Answers OK: pkvs never pauses clients.", cmd_client_sub, 0, 0, 0 },
 	{ 0 }
 };
+
+/* ------------------------------------------------- the normal class's output limit */
+
+struct kv_outlimit kv_normal_limit = { .cls = "normal" };
+
+/* Connections over the soft limit: few (none unless the class is set and
+ * a client stops reading), looked at each pass. */
+static struct soft_ref {
+	struct worker *w;
+	uint32_t conn;
+	uint64_t id;                    /* its CLIENT ID (a slot is reused) */
+} *soft;
+static uint32_t nsoft, capsoft;
+
+void kv_normal_limit_check(struct resp_ctx *x)
+{
+	struct kv_resp_conn *kc = x->sc;
+	if (x->r->state == R_DEAD || x->r->pubsub || kv_repl_is_replica(x))
+		return;
+	uint64_t q = paste_port_conn_queued(x->w->port, x->conn);
+	bool was = kc->out_soft_since != 0;
+	if (kv_outlimit_over(&kv_normal_limit, q, x->w->now_ms, &kc->out_soft_since)) {
+		char peer[80], local[80];
+		int fd;
+		resp_conn_addr(x, peer, local, sizeof(peer), &fd);
+		fprintf(stderr, "pkvs: client id=%" PRIu64 " addr=%s closed for overcoming of output "
+			"buffer limits (%" PRIu64 " bytes unsent)\n", x->r->id, peer, q);
+		resp_drop(x);
+		return;
+	}
+	if (!was && kc->out_soft_since &&
+	    !kv_vec_grow((void **)&soft, &capsoft, nsoft + 1, sizeof(*soft)))
+		soft[nsoft++] = (struct soft_ref){ x->w, x->conn, x->r->id };
+}
+
+void kv_normal_limit_pass(struct worker *w)
+{
+	for (uint32_t i = 0; i < nsoft;) {
+		struct resp_ctx x;
+		if (soft[i].w != w) {
+			i++;
+			continue;
+		}
+		bool live = resp_ctx_of(&x, w, soft[i].conn) && x.r->id == soft[i].id;
+		if (live)
+			kv_normal_limit_check(&x);      /* drained, dropped, or still waiting */
+		if (!live || x.r->state == R_DEAD || !((struct kv_resp_conn *)x.sc)->out_soft_since)
+			soft[i] = soft[--nsoft];
+		else
+			i++;
+	}
+}

@@ -140,8 +140,10 @@ static void feed(struct resp_ctx *x, uint32_t db, bool script, const struct past
 	}
 	o[len++] = '\r';
 	o[len++] = '\n';
-	for (uint32_t i = 0; i < mon.n; i++)
+	for (uint32_t i = 0; i < mon.n; i++) {
 		resp_push_send(&mon.x[i], o, len, true);   /* a closing one is skipped */
+		kv_normal_limit_after(&mon.x[i]);           /* a monitor is a normal client */
+	}
 }
 
 /* Is x a script's client (its commands shown as [db lua])? */

@@ -579,6 +579,14 @@ static void remove_replica(uint32_t i)
 	kv_repl_good_update();
 }
 
+bool kv_repl_is_replica(const struct resp_ctx *x)
+{
+	for (uint32_t i = 0; i < kv_rs.n; i++)
+		if (kv_rs.r[i].c.id == x->r->id)
+			return true;
+	return false;
+}
+
 void kv_repl_closed(struct resp_ctx *x)
 {
 	uint64_t id = x->r->id;

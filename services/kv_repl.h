@@ -55,6 +55,9 @@ void kv_repl_evicted(const struct kv_key *k);
 void kv_repl_set(struct resp_ctx *x, struct kv *kv, struct kv_key *k);
 /* The connection ends: a replica or a WAIT goes. */
 void kv_repl_closed(struct resp_ctx *x);
+/* x's connection is a replica's (its stream has the replica class's
+ * output limit, not the normal one's). */
+bool kv_repl_is_replica(const struct resp_ctx *x);
 /* The event loop's pass: WAIT's timeouts, pings to the replicas. */
 void kv_repl_pass(struct worker *w, struct kv *kv);
 uint64_t kv_repl_wake(struct worker *w);

@@ -537,6 +537,7 @@ static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, ui
 	if (kc->multi && kv_multi_queue(x, rt, argv, argc))
 		return;                          /* queued: "+QUEUED" */
 	kv_run(x, kv, rt, argv, argc);
+	kv_normal_limit_after(x);                /* past the output limit: dropped, unanswered */
 	kv_block_serve(kv);                      /* clients blocked on keys it filled */
 	if (kv_watch)
 		kv_watch_done(kv);               /* invalidations after the replies */
@@ -732,6 +733,7 @@ static void kv_resp_pass(struct worker *w, void *state)
 	pkvs_svc_pass(w, state);
 	kv_block_pass(w, pkvs_kv(state));
 	kv_evict_pass(pkvs_kv(state));          /* evictions a time limit left over */
+	kv_normal_limit_pass(w);                 /* clients over the soft output limit */
 	if (kv_repl_active)
 		kv_repl_pass(w, pkvs_kv(state));
 	if (kv_watch)

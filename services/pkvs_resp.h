@@ -211,6 +211,7 @@ struct kv_resp_conn {
 	struct kv_bclient *block;      /* blocked on keys (cmd_block.c); NULL: not */
 	bool monitor;                  /* MONITOR (cmd_monitor.c) */
 	struct kv_tclient *track;      /* CLIENT TRACKING (cmd_tracking.c); NULL: never on */
+	uint64_t out_soft_since;       /* over the normal class's soft output limit since (ms; 0: not) */
 };
 
 static inline uint32_t kv_resp_db(const struct resp_ctx *x)
@@ -358,6 +359,21 @@ void kv_outlimit_read(struct kv_outlimit *l);
  * or over the soft one longer than its seconds. *since is the caller's
  * per connection: when it went over the soft limit (0: it is not). */
 bool kv_outlimit_over(const struct kv_outlimit *l, uint64_t queued, uint64_t now_ms, uint64_t *since);
+/* The normal class (0 0 0, off, by default, as Redis's), read again when
+ * CONFIG SET changes the setting. A normal client (not subscribed, not a
+ * replica; a monitor is one) whose unsent replies pass it after a command
+ * or a monitor line is dropped with them unsent, as Redis closes it before
+ * writing; one over the soft limit is looked at every pass until it
+ * drains or its seconds run out (cmd_conn.c). One load per command while
+ * the class is off. */
+extern struct kv_outlimit kv_normal_limit;
+void kv_normal_limit_check(struct resp_ctx *x);
+void kv_normal_limit_pass(struct worker *w);
+static inline void kv_normal_limit_after(struct resp_ctx *x)
+{
+	if (kv_normal_limit.hard | kv_normal_limit.soft)
+		kv_normal_limit_check(x);
+}
 /* min-replicas-to-write above 0, min-replicas-max-lag not 0, and fewer
  * replicas than the former acknowledged within the latter: pkvs refuses
  * writes with Redis's NOREPLICAS error (a write command, an EXEC that

@@ -11,6 +11,13 @@ memory (VmRSS) grows by about the limit, not by the replies it was sent
 the requests for; the memory comes back when the client goes, and the
 client is served in full once it reads.
 
+client-output-buffer-limit's normal class (off by default, as Redis's),
+against redis-server: a client whose unsent replies pass the hard limit
+is closed before any of them is written (one big reply, a pipeline, a
+transaction that still runs whole); one over the soft limit for its
+seconds is closed though it sends nothing more; CLIENT LIST's omem shows
+what waits.
+
 --max-request and --max-request-total: an unfinished command over the
 first is refused with the protocol error and a close; the unfinished
 commands of all clients together are bounded by the second (the command
@@ -27,6 +34,7 @@ import redis
 
 from conftest import (HttpConn, ProtocolError, RespConn, RespError, connect, get_stats,
                       http_once, resp_command, sanitized, wait_until)
+from redis_peer import redis_peer  # noqa: F401 (redis_peer: a fixture)
 
 REFUSAL = b"-ERR max number of clients reached\r\n"
 MIB = 1 << 20
@@ -285,6 +293,137 @@ def test_paused_client_served_in_full(pkvs, engine):
             assert c.read_reply() == want, i
         t.join()
     assert get_stats(srv.port)["paused"] == 0
+
+
+# ---------------------------------------------------------------------------
+# The normal class of client-output-buffer-limit
+# ---------------------------------------------------------------------------
+
+NORMAL_OFF = "normal 0 0 0"
+
+
+@pytest.fixture(params=["pkvs", "redis"])
+def normal_port(request, pkvs, redis_peer):  # noqa: F811
+    """A server's RESP port, pkvs's own or the shared redis-server's (its
+    keys flushed and the normal class off again afterwards)."""
+    port = pkvs.start(http=False).resp_port if request.param == "pkvs" else redis_peer.resp_port
+    yield port
+    with RespConn(port) as c:
+        c.command("CONFIG", "SET", "client-output-buffer-limit", NORMAL_OFF)
+        c.command("FLUSHALL")
+
+
+def named_client(port, name, rcvbuf=None):
+    s = connect(port, rcvbuf=rcvbuf)
+    s.sendall(resp_command("CLIENT", "SETNAME", name))
+    assert s.recv(100) == b"+OK\r\n"
+    return s
+
+
+def listed(c, name):
+    return f"name={name} " in c.command("CLIENT", "LIST").decode()
+
+
+def unanswered(sock):
+    """What the server sent before closing: nothing, as Redis (a reset
+    counts as a close)."""
+    sock.settimeout(5)
+    data = b""
+    try:
+        while chunk := sock.recv(65536):
+            data += chunk
+    except ConnectionResetError:
+        pass
+    return data
+
+
+def test_normal_limit_one_big_reply(normal_port):
+    with RespConn(normal_port) as c:
+        c.command("RPUSH", "big", *[b"x" * 1000] * 150)
+        assert c.command("CONFIG", "SET", "client-output-buffer-limit", "normal 100000 0 0") == "OK"
+        s = named_client(normal_port, "bigreply")
+        s.sendall(resp_command("LRANGE", "big", "0", "-1"))
+        assert wait_until(lambda: not listed(c, "bigreply"), 5)
+        assert unanswered(s) == b""
+        s.close()
+        assert c.command("LLEN", "big") == 150
+
+
+def test_normal_limit_pipeline_unanswered(normal_port):
+    with RespConn(normal_port) as c:
+        c.command("SET", "bigkey", b"v" * 10000)
+        assert c.command("CONFIG", "SET", "client-output-buffer-limit", "normal 100000 0 0") == "OK"
+        s = named_client(normal_port, "pipeline")
+        s.sendall(b"".join(resp_command("SET", f"k{i}", "1") + resp_command("GET", "bigkey")
+                           for i in range(15)))
+        assert wait_until(lambda: not listed(c, "pipeline"), 5)
+        assert unanswered(s) == b""
+        s.close()
+        # Redis ran the commands before the replies passed the limit.
+        assert c.command("EXISTS", *[f"k{i}" for i in range(15)]) >= 10
+
+
+def test_normal_limit_transaction_runs_whole(normal_port):
+    with RespConn(normal_port) as c:
+        c.command("RPUSH", "big", *[b"x" * 1000] * 150)
+        c.command("SET", "k1", "v1")
+        assert c.command("CONFIG", "SET", "client-output-buffer-limit", "normal 100000 0 0") == "OK"
+        s = named_client(normal_port, "transaction")
+        s.sendall(b"".join(resp_command(*a) for a in (
+            ("MULTI",), ("SET", "k2", "v2"), ("GET", "k2"), ("LRANGE", "big", "0", "-1"),
+            ("SET", "k3", "v3"), ("DEL", "k1"), ("EXEC",))))
+        assert wait_until(lambda: not listed(c, "transaction"), 5)
+        got = unanswered(s)
+        s.close()
+        assert b"*5" not in got          # never EXEC's reply
+        assert c.command("GET", "k1") is None
+        assert c.command("GET", "k2") == b"v2" and c.command("GET", "k3") == b"v3"
+
+
+def test_normal_soft_limit_without_traffic(normal_port):
+    """Over the soft limit for its 2 seconds, a client that sends nothing
+    more is closed; before then it is listed with its unsent bytes."""
+    with RespConn(normal_port) as c:
+        for _ in range(12):
+            c.command("RPUSH", "big", *[b"x" * 1000] * 1000)
+        assert c.command("CONFIG", "SET", "client-output-buffer-limit", "normal 0 1mb 2") == "OK"
+        s = named_client(normal_port, "soft", rcvbuf=4096)
+        s.sendall(resp_command("LRANGE", "big", "0", "-1"))
+        t0 = time.monotonic()
+        time.sleep(0.5)
+        line = [x for x in c.command("CLIENT", "LIST").decode().splitlines() if "name=soft " in x]
+        assert line, "dropped before its seconds ran out"
+        assert int(re.search(r"omem=(\d+)", line[0]).group(1)) > 1 << 20, line[0]
+        assert wait_until(lambda: not listed(c, "soft"), 6)
+        assert time.monotonic() - t0 > 1.5
+        s.close()
+
+
+def test_normal_limit_monitor(normal_port):
+    """A monitor is a normal client: one that stops reading is closed once
+    its unsent lines pass the hard limit."""
+    with RespConn(normal_port) as c:
+        assert c.command("CONFIG", "SET", "client-output-buffer-limit", "normal 1mb 0 0") == "OK"
+        m = named_client(normal_port, "mon", rcvbuf=4096)
+        m.sendall(resp_command("MONITOR"))
+        assert m.recv(100) == b"+OK\r\n"
+        value = b"v" * 10000
+        for i in range(200):          # up to 40 MB of lines, ~10 KB each
+            c.sock.sendall(b"".join(resp_command("SET", f"m{i % 7}", value) for _ in range(20)))
+            for _ in range(20):
+                assert c.read_reply() == "OK"
+            if i % 20 == 19 and not listed(c, "mon"):
+                break
+        assert wait_until(lambda: not listed(c, "mon"), 5)
+        m.close()
+
+
+def test_normal_limit_off_by_default(normal_port):
+    """The same big reply with the class at its default: all of it."""
+    with RespConn(normal_port) as c:
+        c.command("RPUSH", "big", *[b"x" * 1000] * 150)
+        assert c.command("CONFIG", "GET", "client-output-buffer-limit")[1].startswith(b"normal 0 0 0")
+        assert c.command("LRANGE", "big", "0", "-1") == [b"x" * 1000] * 150
 
 
 # ---------------------------------------------------------------------------
