@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cmd_block.h"
+#include "cmd_pubsub.h"
 #include "cmd_tracking.h"
 #include "kv_acl.h"
 #include "kv_repl.h"
@@ -55,9 +56,13 @@ int kv_client_line(struct resp_ctx *o, char *out, size_t cap)
 	resp_conn_addr(o, peer, local, sizeof(peer), &fd);
 	uint64_t now = o->w->now_ms;
 	int multi = -1;              /* (MULTI's queue is cmd_multi.c's own) */
+	uint32_t sub, psub, ssub;
+	kv_pubsub_counts(o, &sub, &psub, &ssub);
 	char flags[16], *f = flags;
 	if (kv_monitor_is(o))
 		*f++ = 'O';
+	if (r->pubsub)
+		*f++ = 'P';
 	if (kv_block_is(o))
 		*f++ = 'b';
 	f += kv_tracking_flags(o, f);           /* t R B */
@@ -68,11 +73,12 @@ int kv_client_line(struct resp_ctx *o, char *out, size_t cap)
 	*f = 0;
 	return snprintf(out, cap,
 		"id=%" PRIu64 " addr=%s laddr=%s fd=%d name=%s age=%" PRIu64 " idle=%" PRIu64
-		" flags=%s db=%u sub=0 psub=0 ssub=0 multi=%d qbuf=%u qbuf-free=0 argv-mem=0"
+		" flags=%s db=%u sub=%u psub=%u ssub=%u multi=%d qbuf=%u qbuf-free=0 argv-mem=0"
 		" multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%" PRIu64 " tot-mem=0 events=r cmd=%s user=%s"
 		" redir=%" PRId64 " resp=%u\n",
 		r->id, peer, local, fd, r->name ? r->name : "",
-		(now - r->created_ms) / 1000, (now - o->c->last_ms) / 1000, flags, kc->db, multi,
+		(now - r->created_ms) / 1000, (now - o->c->last_ms) / 1000, flags, kc->db, sub, psub,
+		ssub, multi,
 		r->buf.len, paste_port_conn_queued(o->w->port, o->conn),
 		kc->last ? kc->last->name : "NULL", u ? u->name : "default",
 		kv_tracking_redir(o), r->proto);

@@ -152,6 +152,14 @@ static uint32_t client_total(const struct kv_psclient *c)
 	return c ? c->n[T_CHANNEL] + c->n[T_PATTERN] + c->n[T_SHARD] : 0;
 }
 
+void kv_pubsub_counts(const struct resp_ctx *x, uint32_t *sub, uint32_t *psub, uint32_t *ssub)
+{
+	const struct kv_psclient *c = client_of(x);
+	*sub = c ? c->n[T_CHANNEL] : 0;
+	*psub = c ? c->n[T_PATTERN] : 0;
+	*ssub = c ? c->n[T_SHARD] : 0;
+}
+
 /* Redis's subscription counts in replies: channels and patterns
  * together; shard channels apart. */
 static int64_t client_count(const struct kv_psclient *c, uint8_t kind)

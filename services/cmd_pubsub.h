@@ -24,6 +24,8 @@ uint64_t kv_pubsub_listeners(void);
  * patterns: pattern set)? ACL closes a connection whose subscriptions its
  * user's new rules refuse. */
 struct resp_ctx;
+/* x's subscriptions of each kind, as CLIENT LIST's sub, psub and ssub. */
+void kv_pubsub_counts(const struct resp_ctx *x, uint32_t *sub, uint32_t *psub, uint32_t *ssub);
 bool kv_pubsub_any(struct resp_ctx *x, bool (*fn)(void *arg, const void *name, size_t len,
 						 bool pattern), void *arg);
 

@@ -22,6 +22,7 @@ PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH, PUBSUB, and the shard channels
   in bytes; the same errors).
 """
 import os
+import re
 import socket
 import time
 
@@ -346,6 +347,28 @@ def test_pubsub_introspection(room):
     q.call("PUBSUB", "SHARDNUMSUB")
     q.call("PUBSUB", "HELP")
     q.call("pubsub", "help")
+
+
+def test_client_list_subscriptions(room):
+    """CLIENT LIST's flags, sub, psub and ssub for subscribed clients, as
+    redis-server gives them."""
+    a, b, q = room["a"], room["b"], room["q"]
+    a.call("CLIENT", "SETNAME", "suba")
+    b.call("CLIENT", "SETNAME", "subb")
+    a.call("SUBSCRIBE", "x", "y", replies=2)
+    a.call("PSUBSCRIBE", "p*")
+    b.call("SSUBSCRIBE", "s1")
+    q.send("CLIENT", "LIST")
+    got, want = q.p.read_raw(), q.r.read_raw()
+
+    def fields(raw):
+        out = {}
+        for line in raw.decode().splitlines():
+            m = re.search(r"name=(sub\w) .*flags=(\S+) .*sub=(\d+) psub=(\d+) ssub=(\d+)", line)
+            if m:
+                out[m.group(1)] = m.groups()[1:]
+        return out
+    assert fields(got) == fields(want) and set(fields(got)) == {"suba", "subb"}, (got, want)
 
 
 @pytest.mark.parametrize("cmd", [
