@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +77,8 @@ static const struct cfg_param params[] = {
 	{ "activerehashing", NULL, CFG_KEPT, T_BOOL, "yes", NULL },
 	{ "activedefrag", NULL, CFG_KEPT, T_BOOL, "no", NULL },
 	{ "lazyfree-lazy-eviction", NULL, CFG_KEPT, T_BOOL, "no", NULL },
-	{ "repl-ping-replica-period", NULL, CFG_KEPT, T_INT, "10", NULL },
+	{ "repl-ping-replica-period", "repl-ping-slave-period", CFG_KEPT, T_INT, "10", NULL },
+	{ "repl-ping-slave-period", "repl-ping-replica-period", CFG_KEPT, T_INT, "10", NULL },
 	{ "lazyfree-lazy-expire", NULL, CFG_KEPT, T_BOOL, "no", NULL },
 	{ "lazyfree-lazy-server-del", NULL, CFG_KEPT, T_BOOL, "no", NULL },
 	{ "lazyfree-lazy-user-del", NULL, CFG_KEPT, T_BOOL, "no", NULL },
@@ -113,7 +115,21 @@ static const struct cfg_param params[] = {
 	{ "tracking-table-max-keys", NULL, CFG_KEPT, T_INT, "1000000", NULL },
 	{ "replicaof", "slaveof", CFG_IMMUTABLE, T_STR, NULL, NULL },
 	{ "slaveof", "replicaof", CFG_IMMUTABLE, T_STR, NULL, NULL },
+	{ "repl-backlog-size", NULL, CFG_KEPT, T_MEM, "1048576", NULL },
+	{ "repl-backlog-ttl", NULL, CFG_KEPT, T_INT, "3600", NULL },
+	{ "repl-timeout", NULL, CFG_KEPT, T_INT, "60", NULL },
+	{ "repl-diskless-sync", NULL, CFG_KEPT, T_BOOL, "yes", NULL },
+	{ "repl-diskless-sync-delay", NULL, CFG_KEPT, T_INT, "5", NULL },
+	{ "repl-diskless-sync-max-replicas", NULL, CFG_KEPT, T_INT, "0", NULL },
+	{ "repl-diskless-load", NULL, CFG_KEPT, T_ENUM, "disabled", "disabled on-empty-db swapdb" },
+	{ "repl-disable-tcp-nodelay", NULL, CFG_KEPT, T_BOOL, "no", NULL },
+	{ "client-query-buffer-limit", NULL, CFG_KEPT, T_MEM, "1073741824", NULL },
+	/* Redis's hidden settings: listed only when asked by name. */
+	{ "key-load-delay", NULL, CFG_KEPT, T_INT, "0", NULL },
+	{ "loading-process-events-interval-bytes", NULL, CFG_KEPT, T_INT, "2097152", NULL },
 };
+#define FIRST_HIDDEN "key-load-delay"
+
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
 
 /* The process's settings (one thread serves every front end). */
@@ -212,6 +228,15 @@ static void out_str(struct resp_out *o, const char *s)
 /* CONFIG GET pattern...: a name without glob characters is looked up
  * and answered under the name as given (any case), as Redis does; a
  * pattern matches every name, aliases included. */
+/* The settings from FIRST_HIDDEN on, which a pattern does not list. */
+static bool hidden(const struct cfg_param *p)
+{
+	static const struct cfg_param *first;
+	if (!first)
+		first = param_find(FIRST_HIDDEN, strlen(FIRST_HIDDEN));
+	return p >= first;
+}
+
 static void cmd_config_get(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 			   uint32_t n)
 {
@@ -223,7 +248,8 @@ static void cmd_config_get(struct resp_ctx *x, struct kv *kv, const struct paste
 			    memchr(a[i].p, '[', a[i].len);
 		for (size_t j = 0; j < NPARAMS; j++) {
 			const char *name = params[j].name;
-			bool match = glob ? kv_glob_nocase(a[i].p, a[i].len, (const uint8_t *)name, strlen(name))
+			bool match = glob ? !hidden(&params[j]) &&
+					    kv_glob_nocase(a[i].p, a[i].len, (const uint8_t *)name, strlen(name))
 					  : param_find(a[i].p, a[i].len) == &params[j];
 			if (!hit[j] && match) {
 				hit[j] = true;
@@ -248,6 +274,34 @@ static void cmd_config_get(struct resp_ctx *x, struct kv *kv, const struct paste
 			out_str(&o, param_get(x, kv, &params[j], buf, sizeof(buf)));
 	}
 	resp_out_send(x, head, paste_resp_put_map(head, sizeof(head), x->r->proto, hits), &o);
+}
+
+/* Redis's bounds of some kept numbers (an int config's limits are its
+ * type's: INT_MAX). */
+static const struct { const char *name; long long min, max; } bounds[] = {
+	{ "repl-backlog-size", 1, LLONG_MAX },
+	{ "repl-backlog-ttl", 0, INT_MAX },
+	{ "repl-timeout", 1, INT_MAX },
+	{ "repl-diskless-sync-delay", 0, INT_MAX },
+	{ "repl-diskless-sync-max-replicas", 0, INT_MAX },
+	{ "repl-ping-replica-period", 1, INT_MAX },
+	{ "repl-ping-slave-period", 1, INT_MAX },
+	{ "client-query-buffer-limit", 1024 * 1024, LLONG_MAX },
+	{ "key-load-delay", INT_MIN, INT_MAX },
+	{ "loading-process-events-interval-bytes", 1024, INT_MAX },
+};
+
+static bool in_bounds(const struct cfg_param *p, long long v, const char **why)
+{
+	static char msg[96];
+	for (size_t i = 0; i < sizeof(bounds) / sizeof(bounds[0]); i++)
+		if (!strcmp(bounds[i].name, p->name) && (v < bounds[i].min || v > bounds[i].max)) {
+			snprintf(msg, sizeof(msg), "argument must be between %lld and %lld inclusive",
+				 bounds[i].min, bounds[i].max);
+			*why = msg;
+			return false;
+		}
+	return true;
 }
 
 /* A value in the form a setting takes: false with *why. */
@@ -281,12 +335,30 @@ static bool value_ok(const struct cfg_param *p, const struct paste_resp_arg *v, 
 		*why = "enum";
 		return false;
 	}
-	if (p->type == T_MEM) {
-		if (!kv_mem_value(s, strlen(s), num)) {
-			*why = "argument must be a memory value";
+	bool pct = !strcmp(p->name, "maxmemory-clients");
+	if (pct && v->len && s[v->len - 1] == '%') {
+		/* Redis's percent form: of maxmemory, kept as written. */
+		char *end;
+		errno = 0;
+		long long pc = strtoll(s, &end, 10);
+		if (end != s + v->len - 1 || errno || pc < 0) {
+			*why = "argument must be a memory or percent value";
 			return false;
 		}
+		if (pc > 100) {
+			*why = "percentage argument must be less or equal to 100";
+			return false;
+		}
+		*num = pc ? UINT64_MAX : 0;      /* param_set: keep the words; 0% is 0 */
 		return true;
+	}
+	if (p->type == T_MEM) {
+		if (!kv_mem_value(s, strlen(s), num)) {
+			*why = pct ? "argument must be a memory or percent value"
+				   : "argument must be a memory value";
+			return false;
+		}
+		return in_bounds(p, *num > LLONG_MAX ? LLONG_MAX : (long long)*num, why);
 	}
 	char *end;
 	errno = 0;
@@ -296,7 +368,7 @@ static bool value_ok(const struct cfg_param *p, const struct paste_resp_arg *v, 
 		return false;
 	}
 	*num = (uint64_t)ll;
-	return true;
+	return in_bounds(p, ll, why);
 }
 
 bool kv_mem_value(const char *p, size_t n, uint64_t *out)
@@ -475,7 +547,7 @@ static int param_set(struct resp_ctx *x, const struct cfg_param *p, const struct
 	/* Kept as Redis reads them back: numbers in bytes, words in lower case. */
 	char num_s[24];
 	struct paste_resp_arg nv;
-	if (p->type == T_INT || p->type == T_MEM) {
+	if (p->type == T_INT || (p->type == T_MEM && num != UINT64_MAX)) {
 		nv = (struct paste_resp_arg){ num_s, (size_t)snprintf(num_s, sizeof(num_s), "%lld",
 								    (long long)num) };
 		v = &nv;

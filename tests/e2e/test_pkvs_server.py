@@ -282,6 +282,48 @@ def test_config_get_set_as_redis(pkvs_srv, redis_peer, proto):
     p.close()
 
 
+def test_config_replication_and_client_settings_as_redis(pkvs_srv, redis_peer):
+    """Settings deployments set at run time (the backlog, the replication
+    timeouts, the query buffer and client memory limits, maxmemory-clients
+    in its percent form) taken with Redis's bounds and words and read back
+    as Redis's; hidden settings only when asked by name; a bad value among
+    several sets none."""
+    p = Peers(pkvs_srv.resp_port, redis_peer.resp_port, 2)
+    try:
+        for name, v in (("repl-backlog-size", "10000002"), ("repl-backlog-size", "64mb"),
+                        ("repl-backlog-ttl", "0"), ("repl-timeout", "30"),
+                        ("repl-diskless-sync", "no"), ("repl-diskless-sync-delay", "0"),
+                        ("repl-diskless-sync-max-replicas", "2"), ("repl-diskless-load", "SWAPDB"),
+                        ("repl-disable-tcp-nodelay", "yes"), ("repl-ping-slave-period", "5"),
+                        ("client-query-buffer-limit", "10m"), ("maxmemory-clients", "10%"),
+                        ("maxmemory-clients", "0%"), ("maxmemory-clients", "1mb"),
+                        ("key-load-delay", "-5"), ("loading-process-events-interval-bytes", "1024")):
+            p.same("CONFIG", "SET", name, v)
+            same_map(p, "CONFIG", "GET", name)
+        same_map(p, "CONFIG", "GET", "repl-ping-replica-period")
+        for name, v in (("repl-backlog-size", "0"), ("repl-timeout", "0"),
+                        ("repl-diskless-load", "sometimes"), ("repl-ping-replica-period", "0"),
+                        ("client-query-buffer-limit", "100"), ("client-query-buffer-limit", "x"),
+                        ("maxmemory-clients", "200%"), ("maxmemory-clients", "abc"),
+                        ("maxmemory-clients", "-5%"), ("loading-process-events-interval-bytes", "10")):
+            got = p.same("CONFIG", "SET", name, v)
+            assert got.startswith(b"-ERR CONFIG SET failed"), got
+        got = p.same("CONFIG", "SET", "maxmemory", "10000001", "maxmemory-clients", "200%",
+                     "client-query-buffer-limit", "invalid")
+        assert b"maxmemory-clients" in got
+        same_map(p, "CONFIG", "GET", "maxmemory")
+        same_map(p, "CONFIG", "GET", "key-load*")         # hidden: none
+        same_map(p, "CONFIG", "GET", "repl-*")
+    finally:
+        p.same("CONFIG", "SET", "repl-backlog-size", "1mb", "repl-backlog-ttl", "3600",
+               "repl-timeout", "60", "repl-diskless-sync", "yes", "repl-diskless-sync-delay", "5",
+               "repl-diskless-sync-max-replicas", "0", "repl-diskless-load", "disabled",
+               "repl-disable-tcp-nodelay", "no", "repl-ping-replica-period", "10",
+               "client-query-buffer-limit", "1gb", "maxmemory-clients", "0", "key-load-delay", "0",
+               "loading-process-events-interval-bytes", "2097152")
+        p.close()
+
+
 def test_config_set_under_either_name(pkvs_srv, redis_peer):
     """A setting with two names (Redis's replica/slave pairs among them) is
     set under one and read back under both, and the server stays up."""
