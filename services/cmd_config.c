@@ -699,6 +699,7 @@ static void cmd_config_resetstat(struct resp_ctx *x, struct kv *kv, const struct
 	resp_errstats_reset(x);
 	kv->n.hits = kv->n.misses = 0;
 	kv->n.expired = 0;
+	kv->n.lazyfreed = 0;
 	kv_evict_reset_stats();
 	conf.resets_ms = paste_clock_coarse_ms();
 	resp_ok(x);

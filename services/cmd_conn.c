@@ -29,7 +29,9 @@ bool kv_conn_allowed(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct past
 	const struct kv_acl_user *u = x->r->user;
 	if (u && !u->all && !kv_acl_allowed(x, rt, argv, argc))
 		return false;
-	if ((rt->fl & KV_CMD_DENYOOM) && kv_over_maxmemory(x)) {
+	/* Over maxmemory, any command evicts first, as Redis's; only a
+	 * command that may grow the data is then refused. */
+	if (kv_over_maxmemory(x) && (rt->fl & KV_CMD_DENYOOM)) {
 		resp_error(x, "OOM command not allowed when used memory > 'maxmemory'.");
 		return false;
 	}

@@ -184,9 +184,11 @@ static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		ADD("used_memory:%" PRIu64 "\r\nused_memory_human:%s\r\nused_memory_rss:%" PRIu64
 		    "\r\nused_memory_peak:%" PRIu64 "\r\nused_memory_dataset:%" PRIu64
 		    "\r\nmaxmemory:%" PRIu64 "\r\nmaxmemory_human:%s\r\nmaxmemory_policy:%s\r\n"
-		    "mem_allocator:libc\r\n",
+		    "mem_not_counted_for_evict:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\n"
+		    "lazyfree_pending_objects:%" PRIu64
+		    "\r\nlazyfreed_objects:%" PRIu64 "\r\n",
 		    used, hb, (uint64_t)ru.ru_maxrss * 1024, used, bi.live_bytes, bound, hb2,
-		    kv_evict_policy_name(kv_evict_cfg.policy));
+		    kv_evict_policy_name(kv_evict_cfg.policy), kv_sweep_pending(kv), kv->n.lazyfreed);
 		ADD("pkvs_held_bytes:%" PRIu64 "\r\n", held);
 		ADD("pkvs_store_bytes:%" PRIu64 "\r\npkvs_live_bytes:%" PRIu64
 		    "\r\npkvs_live_buffers:%u\r\npkvs_utilization:%.2f\r\npkvs_clean_cycles:%" PRIu64

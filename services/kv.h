@@ -112,6 +112,7 @@ struct kv_counters {
 	uint64_t room_calls;            /* writes that found the store full and made room */
 	uint64_t expired;               /* keys removed because their deadline passed */
 	uint64_t swept;                 /* member entries of dropped collections deleted */
+	uint64_t lazyfreed;             /* dropped collections whose members all went */
 };
 
 /* A key as the tree names it (kv_key_init): the client's bytes stay where
@@ -485,6 +486,10 @@ void kv_expire_step(struct kv *kv, uint32_t budget);
  * databases, at most `budget` range deletes: true when it used them all
  * (graves may remain: the loop runs the next pass at once). */
 bool kv_sweep_step(struct kv *kv, uint32_t budget);
+/* Graves not yet swept (INFO lazyfree_pending_objects): a walk of them,
+ * so INFO costs more while many dropped collections wait (each goes in a
+ * few passes). */
+uint64_t kv_sweep_pending(struct kv *kv);
 /* When the event loop should run the next pass for expiry: UINT64_MAX
  * (no deadline), else on the loop's clock (now: its time now). */
 uint64_t kv_wake_at(const struct kv *kv, uint64_t now);

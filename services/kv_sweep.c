@@ -118,8 +118,22 @@ static int step(struct kv *kv)
 		r = kv_tree_del(kv, g, glen);
 		if (r < 0 && r != -ENOENT)
 			return r;
+		kv->n.lazyfreed += g[1] == KV_GRAVE_COLL;
 	}
 	return 1;
+}
+
+uint64_t kv_sweep_pending(struct kv *kv)
+{
+	uint8_t first = KV_PFX_GRAVE;
+	struct paste_btree_cursor c;
+	paste_btree_cursor_init(&c, kv->tree, &first, 1);
+	const uint8_t *t;
+	uint32_t tlen;
+	uint64_t n = 0;
+	while (paste_btree_cursor_next(&c, &t, &tlen, NULL, NULL, NULL) == 1 && t[0] == KV_PFX_GRAVE)
+		n++;
+	return n;
 }
 
 bool kv_sweep_step(struct kv *kv, uint32_t budget)

@@ -23,7 +23,7 @@ import time
 import pytest
 import redis
 
-from conftest import wait_until
+from conftest import resp_command, wait_until
 from redis_peer import flushed_peers, RawConn, redis_peer  # noqa: F401 (redis_peer: a fixture)
 
 OOM = "OOM command not allowed when used memory > 'maxmemory'."
@@ -295,6 +295,26 @@ def test_evicted_events_watch_and_stats(pkvs):
     r.config_resetstat()
     assert r.info("stats")["evicted_keys"] == 0
     sub.close()
+
+
+def test_a_read_evicts_first(pkvs):
+    """Over the bound after a write that fitted before it, the next
+    command evicts first even if it only reads, as Redis's: a tracking
+    client hears of the evicted key before the read's reply."""
+    srv = pkvs.start()
+    r = client(srv)
+    t = RawConn(srv.resp_port, proto=3)
+    assert t.call("CLIENT", "TRACKING", "on") == b"+OK\r\n"
+    r.config_set("maxmemory", str(used(r) + 100 * 1024))
+    r.config_set("maxmemory-policy", "volatile-random")
+    assert t.call("SETEX", "volatile-key", "10000", "x") == b"+OK\r\n"
+    assert t.call("GET", "volatile-key") == b"$1\r\nx\r\n"
+    assert t.call("SETBIT", "big-key", "1600000", "0") == b":0\r\n"   # 200 KB, past the bound
+    t.send(resp_command("GETBIT", "big-key", "0"))
+    assert t.read_raw() == b">2\r\n$10\r\ninvalidate\r\n*1\r\n$12\r\nvolatile-key\r\n"
+    assert t.read_raw() == b":0\r\n"
+    assert r.info("stats")["evicted_keys"] == 1 and r.exists("volatile-key") == 0
+    t.close()
 
 
 @pytest.mark.crash

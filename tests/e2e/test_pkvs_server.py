@@ -457,6 +457,28 @@ def test_info_sections(pkvs_srv):
     assert text(c, "INFO", "nope") == ""
 
 
+def test_info_lazyfree(pkvs_srv):
+    """A dropped hash waits in lazyfree_pending_objects until its members
+    are swept, then counts in lazyfreed_objects; CONFIG RESETSTAT zeroes
+    that."""
+    r = pyr(pkvs_srv.resp_port)
+    c = RespConn(pkvs_srv.resp_port)
+    r.config_resetstat()
+    p = r.pipeline(transaction=False)
+    for i in range(0, 30000, 1000):
+        p.hset("big", mapping={f"f{j}": "v" for j in range(i, i + 1000)})
+    p.execute()
+    m = info_map(text(c, "INFO", "memory"))
+    assert m["lazyfree_pending_objects"] == "0" and m["lazyfreed_objects"] == "0"
+    assert m["active_defrag_running"] == "0"
+    assert r.delete("big") == 1
+    assert wait_until(lambda: info_map(text(c, "INFO", "memory"))["lazyfree_pending_objects"] == "0", 5)
+    assert info_map(text(c, "INFO", "memory"))["lazyfreed_objects"] == "1"
+    r.config_resetstat()
+    assert info_map(text(c, "INFO", "memory"))["lazyfreed_objects"] == "0"
+    c.close()
+
+
 def test_info_resp3_verbatim(pkvs_srv, redis_peer):
     c = RawConn(pkvs_srv.resp_port, 3)
     raw = c.call("INFO", "server")

@@ -535,10 +535,13 @@ static void test_drop_and_sweep(void)
 	CHECK_EQ(tree_count(&E, gk, glen), 1);
 	CHECK_EQ(members_of(&E, id, 'f'), many);             /* O(1): the members wait */
 	CHECK(E.kv->sweep_due);
+	CHECK_EQ(kv_sweep_pending(E.kv), 1);
 	kv_sweep_step(E.kv, 1);                     /* one range delete */
 	CHECK_EQ(members_of(&E, id, 'f'), many - PASTE_BTREE_RANGE_MAX);
 	CHECK_EQ(E.kv->n.swept - before, PASTE_BTREE_RANGE_MAX);
 	CHECK_EQ(tree_count(&E, gk, glen), 1);
+	CHECK_EQ(kv_sweep_pending(E.kv), 1);
+	CHECK_EQ(E.kv->n.lazyfreed, 0);             /* not all of it yet */
 	/* A restart goes on where the sweeper stopped. */
 	CHECK(kenv_reopen(&E));
 	CHECK(E.kv->sweep_due);
@@ -549,6 +552,8 @@ static void test_drop_and_sweep(void)
 	kv_sweep_step(E.kv, 1);
 	CHECK_EQ(members_of(&E, id, 'f'), 0);
 	CHECK_EQ(tree_count(&E, gk, glen), 0);      /* the grave goes with its range */
+	CHECK_EQ(kv_sweep_pending(E.kv), 0);
+	CHECK_EQ(E.kv->n.lazyfreed, 1);
 	kv_sweep_step(E.kv, 1);
 	CHECK(!E.kv->sweep_due);
 	CHECK_EQ(members_of(&E, keep, 'f'), 5);              /* another hash's members stay */
