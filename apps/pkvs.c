@@ -22,9 +22,15 @@
 
 #define PKVS_DEFAULT_STORE "/dev/shm/pkvs.store"
 #define MAX_TIMEOUT 1000000u
+/* What one unfinished command may hold (--max-request): a bulk load's
+ * RPUSH, SADD, HSET, MSET or GEOADD of a few hundred thousand elements
+ * (a SET's value streams into the store instead, whatever its size). */
+#define PKVS_MAX_REQUEST (64u << 20)
+/* Its arguments: more than Redis's clients send in one command. */
+#define PKVS_MAX_ARGS (1u << 20)
 /* What all unfinished commands may hold together (--max-request-total):
- * ~120 clients each in the middle of a command of the default
- * --max-request at once (docs/design.md, "Memory per client"). */
+ * two commands of the default --max-request, or ~120 of 1 MiB, at once
+ * (docs/design.md, "Memory per client"). */
 #define PKVS_MAX_PENDING (128ull << 20)
 
 
@@ -58,7 +64,8 @@ int main(int argc, char **argv)
 	/* Bulks up to Redis's 512 MiB are read: one over the value limit is
 	 * streamed, dropped and refused with an error, not a closed connection. */
 	struct resp_config rc = { .parser = { .max_bulk = 512ull << 20,
-					      .max_command = PASTE_RESP_DEFAULT_MAX_COMMAND },
+					      .max_command = PKVS_MAX_REQUEST,
+					      .max_args = PKVS_MAX_ARGS },
 				  .max_pending = PKVS_MAX_PENDING,
 				  .service = &pkvs_resp_service, .service_cfg = &kvh,
 				  .server_name = "pkvs", .version = PKVS_REDIS_VERSION };
@@ -121,7 +128,7 @@ int main(int argc, char **argv)
 			 "connection slots (default 4096); one more is answered an error and closed"),
 		OPT_SIZE_("max-output", "SIZE", &sc.max_output, 1ull << 40,
 			  "unsent replies a client may have before it is no longer read (default 64M; 0: no limit)"),
-		{ "max-request", "SIZE", "bytes one unfinished command may hold (default 1088K; at most 1G)",
+		{ "max-request", "SIZE", "bytes one unfinished command may hold (default 64M; at most 1G)",
 		  OPT_SIZE, &rc.parser.max_command, sizeof(rc.parser.max_command), 1024, 1u << 30, 1, NULL },
 		OPT_SIZE_("max-request-total", "SIZE", &rc.max_pending, 1ull << 40,
 			  "bytes all unfinished commands may hold together (default 128M; 0: no bound)"),

@@ -37,6 +37,7 @@ struct resp_proto_state {
 	const struct resp_config *cfg;
 	const struct resp_service *svc;  /* run.svc is &svc->base */
 	struct paste_resp_arg *argv;   /* per process: one thread parses at a time per worker */
+	uint32_t argv_cap;             /* ARGV_CAP, grown for a command of more arguments */
 	char *scratch;                 /* inline arguments with quotes */
 	uint32_t scratch_cap;
 	uint32_t nworkers;
@@ -537,16 +538,47 @@ static void stream_begin(struct resp_ctx *x, const struct resp_proto_state *ps,
 
 /* R_SMALL is complete: parse the gathered command with streaming off
  * (it is all here) and run it. */
-static void run_gathered(struct resp_ctx *x, const struct resp_proto_state *ps)
+/* paste_resp_parse, argv doubled (up to the parser's max_args) while the
+ * command has more arguments than it holds: the parser refuses the count
+ * before it changes its state, and refills the earlier arguments when it
+ * resumes. Back to ARGV_CAP once the event's commands ran (argv_shrink). */
+static int parse_args(struct resp_proto_state *ps, struct paste_resp_parser *p, const char *b,
+		      size_t n, struct paste_resp_cmd *cmd)
+{
+	int res;
+	while ((res = paste_resp_parse(p, b, n, cmd)) == PASTE_RESP_E_TOO_MANY_ARGS &&
+	       ps->argv_cap < p->cfg.max_args) {
+		uint32_t cap = ps->argv_cap > p->cfg.max_args / 2 ? p->cfg.max_args : 2 * ps->argv_cap;
+		struct paste_resp_arg *a = realloc(ps->argv, cap * sizeof(*a));
+		if (!a)
+			break;                   /* refused as too many */
+		ps->argv = a;
+		ps->argv_cap = cap;
+		cmd->argv = a;
+		cmd->argv_cap = cap;
+	}
+	return res;
+}
+
+static void argv_shrink(struct resp_proto_state *ps)
+{
+	struct paste_resp_arg *a = realloc(ps->argv, ARGV_CAP * sizeof(*a));
+	if (a) {
+		ps->argv = a;
+		ps->argv_cap = ARGV_CAP;
+	}
+}
+
+static void run_gathered(struct resp_ctx *x, struct resp_proto_state *ps)
 {
 	struct resp_conn *r = x->r;
 	struct paste_resp_config pc = r->ps.cfg;
 	pc.stream_min = PASTE_RESP_NO_STREAM;
 	struct paste_resp_parser tmp;
 	paste_resp_parser_init(&tmp, &pc);
-	struct paste_resp_cmd cmd = { .argv = ps->argv, .argv_cap = ARGV_CAP,
+	struct paste_resp_cmd cmd = { .argv = ps->argv, .argv_cap = ps->argv_cap,
 				      .scratch = ps->scratch, .scratch_cap = ps->scratch_cap };
-	int res = paste_resp_parse(&tmp, r->buf.p, r->buf.len, &cmd);
+	int res = parse_args(ps, &tmp, r->buf.p, r->buf.len, &cmd);
 	r->buf.len = 0;
 	r->state = R_CMD;
 	x->c->timer = SRV_T_IDLE;
@@ -651,17 +683,17 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 			}
 			continue;
 		}
-		struct paste_resp_cmd cmd = { .argv = ps->argv, .argv_cap = ARGV_CAP,
+		struct paste_resp_cmd cmd = { .argv = ps->argv, .argv_cap = ps->argv_cap,
 					      .scratch = ps->scratch, .scratch_cap = ps->scratch_cap };
 		int res;
 		uint32_t old = r->buf.len;
 		if (!old) {                       /* zero copy: parse where it landed */
-			res = paste_resp_parse(&r->ps, at, avail, &cmd);
+			res = parse_args(ps, &r->ps, at, avail, &cmd);
 			x.ev = ev;
 		} else {                          /* a command split across reads */
 			if (!gather(&x, ps, at, avail))
 				return;
-			res = paste_resp_parse(&r->ps, r->buf.p, r->buf.len, &cmd);
+			res = parse_args(ps, &r->ps, r->buf.p, r->buf.len, &cmd);
 			x.ev = NULL;
 		}
 		if (res < 0) {
@@ -710,9 +742,12 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 			run_command(&x, ps, cmd.argv, cmd.argc);
 		}
 	}
-	/* The commands that used the buffer have run: a big one goes. */
+	/* The commands that used the buffer have run: a big one goes, and
+	 * so does a grown argv. */
 	if (!r->buf.len && r->buf.cap > BUF_KEEP)
 		buf_drop(ps, r);
+	if (ps->argv_cap > ARGV_CAP && !r->buf.len)
+		argv_shrink(ps);                 /* (not while this one's command is gathered) */
 }
 
 /* Only a connection between commands: elsewhere the event's bytes are a
@@ -886,6 +921,7 @@ static int resp_open(struct server *s, const void *cfg_, void **state, struct pa
 	uint32_t scratch = cfg->parser.max_inline ? cfg->parser.max_inline : PASTE_RESP_DEFAULT_MAX_INLINE;
 	if (ps) {
 		ps->argv = calloc(ARGV_CAP, sizeof(*ps->argv));
+		ps->argv_cap = ARGV_CAP;
 		ps->scratch = malloc(scratch);
 	}
 	if (!ps || !ps->argv || !ps->scratch) {

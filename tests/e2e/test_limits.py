@@ -452,6 +452,34 @@ def test_request_over_max_request(pkvs):
     assert fields["pkvs_requests_too_big"] == "1"
 
 
+def test_commands_of_many_arguments(pkvs):
+    """Bulk loads of more arguments than the front end's array holds
+    (65,536) and of many megabytes, with the default limits, as Redis
+    takes them; past 1,048,576 arguments Redis's protocol error and a
+    close; then the server serves on, its memory given back."""
+    srv = pkvs.start(http=False, store_size="512M")
+    r = redis.Redis(port=srv.resp_port, socket_timeout=60)
+    r.ping()
+    rss0 = vm_rss(srv.pid)
+    assert r.rpush("list", *[b"x" * 100 + str(i).encode() for i in range(200_000)]) == 200_000
+    assert r.lindex("list", 0) == b"x" * 100 + b"0" and r.lindex("list", -1).endswith(b"199999")
+    assert r.sadd("set", *range(150_000)) == 150_000
+    assert r.hset("hash", mapping={f"f{i}": "v" * 50 for i in range(100_000)}) == 100_000
+    assert r.mset({f"k{i}": i for i in range(100_000)}) is True
+    assert r.get("k99999") == b"99999"
+    assert r.delete(*[f"k{i}" for i in range(100_000)], "nope") == 100_000
+    assert (r.llen("list"), r.scard("set"), r.hlen("hash")) == (200_000, 150_000, 100_000)
+    with RespConn(srv.resp_port) as c:
+        c.send(b"*1048577\r\n" + resp_command("DEL")[4:] + b"$1\r\nk\r\n")   # refused at its count
+        reply = c.read_reply()
+        assert isinstance(reply, RespError) and "too many arguments" in str(reply), reply
+        assert c.is_closed()
+    assert r.ping() is True and r.dbsize() == 3
+    r.close()
+    time.sleep(0.3)
+    check_rss(vm_rss(srv.pid) - rss0 < 256 * MIB, "RSS kept after the bulk commands")
+
+
 def test_unfinished_requests_bounded_together(pkvs):
     """200 clients each sending most of an MSET of a 120 KB value and
     stopping (24 MB in all): together they may hold --max-request-total; a
