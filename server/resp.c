@@ -587,7 +587,9 @@ static void run_gathered(struct resp_ctx *x, struct resp_proto_state *ps)
 		r->ps.bad = tmp.bad;
 		proto_error(x, res);
 	} else if (res == PASTE_RESP_CMD && cmd.argc) {
+		r->cmd_bytes = cmd.used;
 		run_command(x, ps, cmd.argv, cmd.argc);
+		r->cmd_bytes = 0;
 	}
 }
 
@@ -739,7 +741,9 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 		c->timer = SRV_T_IDLE;
 		if (cmd.argc) {
 			look_ahead(ps, r, at + used, avail - used);
+			r->cmd_bytes = cmd.used;
 			run_command(&x, ps, cmd.argv, cmd.argc);
+			r->cmd_bytes = 0;
 		}
 	}
 	/* The commands that used the buffer have run: a big one goes, and

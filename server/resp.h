@@ -43,6 +43,7 @@ struct resp_conn {
 	bool refused;             /* the streaming bulk is read and dropped */
 	uint64_t stream_left;     /* R_STREAM: bulk bytes still to come */
 	struct reasm buf;         /* a command split across reads, put together */
+	uint32_t cmd_bytes;       /* the running command's bytes (CLIENT LIST qbuf, as Redis's) */
 	char *name;               /* CLIENT SETNAME (malloc'd), or NULL */
 	uint64_t id;              /* CLIENT ID: unique for the process's life */
 	uint64_t created_ms;      /* accepted (the server's clock) */

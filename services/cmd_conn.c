@@ -81,7 +81,7 @@ int kv_client_line(struct resp_ctx *o, char *out, size_t cap)
 		r->id, peer, local, fd, r->name ? r->name : "",
 		(now - r->created_ms) / 1000, (now - o->c->last_ms) / 1000, flags, kc->db, sub, psub,
 		ssub, multi,
-		r->buf.len, paste_port_conn_queued(o->w->port, o->conn),
+		r->buf.len + r->cmd_bytes, paste_port_conn_queued(o->w->port, o->conn),
 		kc->last ? kc->last->name : "NULL", u ? u->name : "default",
 		kv_tracking_redir(o), r->proto);
 }

@@ -510,6 +510,9 @@ def test_client_info_list_fields(pkvs_srv, redis_peer):
     assert [kv.split("=")[0] for kv in rinfo.strip().split(" ")] == REDIS_CLIENT_FIELDS
     f = client_fields(info)
     assert f["id"] == str(me) and f["cmd"] == "client|info" and f["flags"] == "N"
+    # qbuf: the asking client's running command, as Redis counts it
+    assert f["qbuf"] == str(len(b"*2\r\n$6\r\nCLIENT\r\n$4\r\nINFO\r\n"))
+    assert f["qbuf"] == client_fields(rinfo)["qbuf"]
     s = socket.create_connection(("127.0.0.1", pkvs_srv.resp_port))
     s.sendall(b"PING\r\n")
     s.recv(100)
