@@ -36,9 +36,8 @@ static void full_sync(struct resp_ctx *x, struct kv *kv, bool psync)
 		resp_error(x, "NOMASTERLINK Can't SYNC while not connected with my master");
 		return;
 	}
-	for (uint32_t i = 0; i < kv_rs.n; i++)
-		if (kv_rs.r[i].c.id == x->r->id)
-			return;                 /* a replica already: ignored, as Redis */
+	if (kv_repl_find(x->r->id))
+		return;                         /* a replica already: ignored, as Redis */
 	if (kv_rs.n == MAX_REPLICAS) {
 		resp_error(x, "ERR max number of replicas reached");
 		return;
@@ -103,12 +102,12 @@ static void cmd_replconf(struct resp_ctx *x, struct kv *kv, const struct paste_r
 			int64_t off;
 			if (paste_resp_arg_i64(&a[i + 1], &off))
 				return;
-			for (uint32_t j = 0; j < kv_rs.n; j++)
-				if (kv_rs.r[j].c.id == x->r->id) {
-					if ((uint64_t)off > kv_rs.r[j].ack)
-						kv_rs.r[j].ack = (uint64_t)off;
-					kv_rs.r[j].ack_ms = x->w->now_ms;
-				}
+			struct replica *rp = kv_repl_find(x->r->id);
+			if (rp) {
+				if ((uint64_t)off > rp->ack)
+					rp->ack = (uint64_t)off;
+				rp->ack_ms = x->w->now_ms;
+			}
 			kv_rs.clock_ms = x->w->now_ms;
 			kv_repl_good_update();
 			if (kv_rs.nw)

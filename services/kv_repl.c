@@ -579,22 +579,25 @@ static void remove_replica(uint32_t i)
 	kv_repl_good_update();
 }
 
-bool kv_repl_is_replica(const struct resp_ctx *x)
+struct replica *kv_repl_find(uint64_t id)
 {
 	for (uint32_t i = 0; i < kv_rs.n; i++)
-		if (kv_rs.r[i].c.id == x->r->id)
-			return true;
-	return false;
+		if (kv_rs.r[i].c.id == id)
+			return &kv_rs.r[i];
+	return NULL;
+}
+
+bool kv_repl_is_replica(const struct resp_ctx *x)
+{
+	return kv_repl_find(x->r->id) != NULL;
 }
 
 void kv_repl_closed(struct resp_ctx *x)
 {
 	uint64_t id = x->r->id;
-	for (uint32_t i = 0; i < kv_rs.n; i++)
-		if (kv_rs.r[i].c.id == id) {
-			remove_replica(i);
-			break;
-		}
+	struct replica *rp = kv_repl_find(id);
+	if (rp)
+		remove_replica((uint32_t)(rp - kv_rs.r));
 	for (uint32_t i = 0; i < kv_rs.nw; i++)
 		if (kv_rs.wt[i].c.id == id) {
 			kv_rs.wt[i] = kv_rs.wt[--kv_rs.nw];

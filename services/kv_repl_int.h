@@ -77,6 +77,8 @@ void kv_repl_new_replid(void);
 const char *kv_repl_replid(void);
 /* A peer's connection as a context to reply on: false when it is gone. */
 bool kv_repl_peer_ctx(const struct peer *c, struct resp_ctx *x);
+/* The replica whose connection has CLIENT ID id, or NULL. */
+struct replica *kv_repl_find(uint64_t id);
 /* The change listener on (once a replica attaches or pkvs replicates);
  * off again when nothing needs it. */
 void kv_repl_listen_on(struct kv *kv);
