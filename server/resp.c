@@ -528,9 +528,11 @@ static void stream_begin(struct resp_ctx *x, const struct resp_proto_state *ps,
 			resp_reply_failed(x);
 			return;
 		}
-		char b[256];
-		int n = snprintf(b, sizeof(b), "%s%s\r\n", why[0] == '-' ? "" : "-ERR ", why);
-		resp_send(x, b, (size_t)n);
+		if (why) {
+			char b[256];
+			int n = snprintf(b, sizeof(b), "%s%s\r\n", why[0] == '-' ? "" : "-ERR ", why);
+			resp_send(x, b, (size_t)n);
+		}
 	}
 	r->state = r->stream_left ? R_STREAM : R_CRLF;
 	x->c->timer = SRV_T_BODY;

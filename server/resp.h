@@ -97,7 +97,8 @@ struct resp_service {
 	 * Return 0 to take them, or a negative errno to refuse: the bytes are
 	 * then read and dropped, and once they are in, the reply is
 	 * "-ERR <message>" with the message the service put in *why (or
-	 * *why itself when it starts with '-': an error of its own code). */
+	 * *why itself when it starts with '-': an error of its own code),
+	 * or none when *why is NULL: the service answered already. */
 	int (*stream_begin)(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc,
 			    const char **why);
 	void (*stream_data)(struct resp_ctx *x, const struct paste_event *ev, uint32_t off,

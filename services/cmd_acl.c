@@ -85,19 +85,6 @@ bool kv_acl_allowed(struct resp_ctx *x, const struct kv_cmd_rt *rt,
 	return false;
 }
 
-const char *kv_acl_stream_why(struct resp_ctx *x, const struct paste_resp_arg *argv,
-			      uint32_t argc)
-{
-	static char msg[160];
-	const struct kv_cmd_rt *rt = kv_cmd_find(&argv[0]);
-	int r = rt ? check_logged(x, rt, argv, argc, -1) : KV_ACL_OK;
-	if (r == KV_ACL_OK)
-		return NULL;
-	msg[0] = '-';
-	noperm(msg + 1, sizeof(msg) - 1, r, rt);
-	return msg;
-}
-
 const char *kv_acl_script_why(struct resp_ctx *x, const struct kv_cmd_rt *rt,
 			      const struct paste_resp_arg *argv, uint32_t argc)
 {

@@ -130,11 +130,6 @@ const char *kv_acl_script_why(struct resp_ctx *x, const struct kv_cmd_rt *rt,
 			      const struct paste_resp_arg *argv, uint32_t argc);
 const char *kv_acl_exec_why(struct resp_ctx *x, const struct kv_cmd_rt *rt,
 			    const struct paste_resp_arg *argv, uint32_t argc);
-/* A SET whose value streams (pkvs_resp.c): NULL when x's user may run
- * it, else the whole error line ("-NOPERM ...", no CRLF) for the
- * protocol's refusal. */
-const char *kv_acl_stream_why(struct resp_ctx *x, const struct paste_resp_arg *argv,
-			      uint32_t argc);
 /* ACL subcommand a[1] given more than max arguments (n): Redis's error
  * replied, true. */
 bool kv_acl_too_many(struct resp_ctx *x, const struct paste_resp_arg *a, uint32_t n, uint32_t max);

@@ -485,6 +485,34 @@ void kv_run(struct resp_ctx *x, struct kv *kv, struct kv_cmd_rt *rt,
 		kv_watch_after(x, kv, rt, argv, argc);
 }
 
+/* What may stop a known command of the right arity before it is queued
+ * or run, in Redis's order: authentication, ACL, memory and replicas
+ * (kv_conn_allowed), a replica's refusal, subscribed mode, a long
+ * script. A SET whose value streams passes here at its head, as every
+ * other command does. False: answered (refused, or run by the long
+ * script's path). */
+static bool admitted(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct paste_resp_arg *argv,
+		     uint32_t argc)
+{
+	if (!kv_conn_allowed(x, rt, argv, argc)) {
+		rt->rejected++;
+		kv_multi_reject(x);
+		return false;                    /* replied (NOAUTH) */
+	}
+	if (kv_repl_active && kv_repl_refused(x, rt)) {
+		rt->rejected++;
+		return false;                    /* a replica: READONLY, MASTERDOWN */
+	}
+	/* The subscribed-mode check is a call only for a subscribed
+	 * connection (one load for others). */
+	if (x->r->pubsub && resp_pubsub_refused(x, rt->c->name)) {
+		rt->rejected++;
+		kv_multi_reject(x);
+		return false;                    /* subscribed, RESP2: not this command */
+	}
+	return !kv_script_busy(x, rt, argv, argc);   /* a script runs long: BUSY, or run here */
+}
+
 /* A command: found, allowed (AUTH), its arity checked, queued inside
  * MULTI, or run. */
 static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc)
@@ -515,25 +543,9 @@ static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, ui
 		resp_error(x, "ERR wrong number of arguments for '%s' command", rt->c->name);
 		return;
 	}
-	if (!kv_conn_allowed(x, rt, argv, argc)) {
-		rt->rejected++;
-		kv_multi_reject(x);
-		return;                          /* replied (NOAUTH) */
-	}
-	if (kv_repl_active && kv_repl_refused(x, rt)) {
-		rt->rejected++;
-		return;                          /* a replica: READONLY, MASTERDOWN */
-	}
-	/* The subscribed-mode and MULTI checks are calls only for a
-	 * connection subscribed or with a MULTI state (one load for others). */
+	if (!admitted(x, rt, argv, argc))
+		return;
 	struct kv_resp_conn *kc = x->sc;
-	if (x->r->pubsub && resp_pubsub_refused(x, rt->c->name)) {
-		rt->rejected++;
-		kv_multi_reject(x);
-		return;                          /* subscribed, RESP2: not this command */
-	}
-	if (kv_script_busy(x, rt, argv, argc))
-		return;                          /* a script runs long: BUSY, or run here */
 	if (kc->multi && kv_multi_queue(x, rt, argv, argc))
 		return;                          /* queued: "+QUEUED" */
 	kv_run(x, kv, rt, argv, argc);
@@ -624,14 +636,31 @@ static bool kv_stream_split(const struct paste_resp_arg *argv, uint32_t argc)
 	return argc == 3 && argv[2].len > KV_PACK_MAX && paste_resp_arg_eq(&argv[0], "SET");
 }
 
+/* SET's entry in the command table: a streamed SET is counted there. */
+static struct kv_cmd_rt *set_rt(void)
+{
+	static struct kv_cmd_rt *rt;
+	if (!rt)
+		rt = kv_cmd_find(&(const struct paste_resp_arg){ "SET", 3 });
+	return rt;
+}
+
+/* The head of a SET whose value streams: admitted as any command is
+ * (NOAUTH, ACL, OOM, READONLY, subscribed mode, BUSY answered there in
+ * Redis's words), then the value's room taken. */
 static int kv_stream_begin(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc,
 			   const char **why)
 {
-	const struct kv_acl_user *u = x->r->user;
-	int r = u && !u->all && (*why = kv_acl_stream_why(x, argv, argc)) ? -EACCES
-									 : stream_begin(x, argv, argc, why);
-	if (r)
+	struct kv_cmd_rt *rt = set_rt();
+	if (argc == 3 && paste_resp_arg_eq(&argv[0], "SET") && !admitted(x, rt, argv, argc)) {
+		*why = NULL;                     /* answered */
+		return -EACCES;
+	}
+	int r = stream_begin(x, argv, argc, why);
+	if (r) {
+		rt->rejected++;
 		kv_multi_reject(x);             /* refused inside MULTI: EXECABORT */
+	}
 	return r;
 }
 
@@ -646,6 +675,21 @@ static void kv_stream_data(struct resp_ctx *x, const struct paste_event *ev, uin
 		paste_body_feed(&kc->body, &kv->bc, x->w->port, ev, off, len);
 }
 
+/* A streamed SET's reply (r: its put's result), and its call, time and
+ * failure counted in SET's command statistics as kv_run counts them. */
+static void stream_counted(struct resp_ctx *x, struct kv_cmd_rt *rt, uint64_t t0, int r)
+{
+	if (r)
+		kv_reply_errno(x, r);
+	else
+		resp_ok(x);
+	uint64_t t1 = paste_clock_ns();
+	rt->ns += t1 - t0;
+	x->clock_ns = t1;
+	rt->calls++;
+	rt->failed += r != 0;
+}
+
 static void kv_stream_end(struct resp_ctx *x)
 {
 	struct kv *kv = pkvs_kv(x->ss);
@@ -656,14 +700,18 @@ static void kv_stream_end(struct resp_ctx *x)
 		kc->name = NULL;
 		return;
 	}
+	struct kv_cmd_rt *rt = set_rt();
 	if (kv_over_maxmemory(x)) {             /* evicts first (kv_evict.h) */
 		paste_body_release(&kc->body, kv->store);
 		kv_writer_drop(kv, &kc->big);
 		free(kc->name);
 		kc->name = NULL;
+		rt->rejected++;
 		kv_reply_errno(x, -ENOSPC);
 		return;
 	}
+	/* Counted as kv_run counts a command (INFO commandstats). */
+	uint64_t t0 = x->clock_ns ? x->clock_ns : paste_clock_ns();
 	/* Access times are in seconds: the pass's clock serves. */
 	kv_access_touch(kv, kc->key.db, kc->key.longkey ? kc->key.p : kc->key.t + 1, kc->key.len);
 	if (kc->big.id) {                       /* in chunks */
@@ -677,10 +725,7 @@ static void kv_stream_end(struct resp_ctx *x)
 			kv_repl_set(x, kv, &kc->key);
 		free(kc->name);
 		kc->name = NULL;
-		if (r)
-			kv_reply_errno(x, r);
-		else
-			resp_ok(x);
+		stream_counted(x, rt, t0, r);
 		return;
 	}
 	kv->clock_due = true;                   /* read only if the key has a deadline */
@@ -693,10 +738,7 @@ static void kv_stream_end(struct resp_ctx *x)
 		kv_repl_set(x, kv, &kc->key);
 	free(kc->name);
 	kc->name = NULL;
-	if (r)
-		kv_reply_errno(x, r);
-	else
-		resp_ok(x);
+	stream_counted(x, rt, t0, r);
 }
 
 static void kv_resp_closed(struct resp_ctx *x)

@@ -19,6 +19,7 @@ import pytest
 import redis
 
 from conftest import ENGINES, RespConn, RespError, http_once, resp_command, run_tool, tool
+from redis_peer import RawConn, redis_peer  # noqa: F401 (redis_peer: a fixture)
 
 ENGINE_ARGS = {e: ["--engine", e] for e in ENGINES}
 
@@ -370,6 +371,58 @@ def test_values_split_across_reads(pkvs, engine):
         assert sum(x[2] for x in e) == len(want[k]), e
         assert all(x[1] + x[2] == 2048 for x in e[:-1]) and all(x[1] == 0 for x in e[1:]), e
     srv.remove_store()
+
+
+def split_set(conn, key, value):
+    """SET key value sent in two reads, the value cut in the middle: pkvs
+    streams such a value into the store as it arrives."""
+    wire = resp_command("SET", key, value)
+    cut = len(wire) - len(value) // 2
+    conn.send(wire[:cut])
+    time.sleep(0.05)
+    conn.send(wire[cut:])
+    return conn.read_raw()
+
+
+def test_streamed_set_admitted_as_redis(pkvs, redis_peer):
+    """A SET whose value streams meets every check a command meets before
+    it runs, in Redis's words, and is counted as one: the same bytes from
+    pkvs and redis-server for a plain SET, one without AUTH while a
+    password is set, one in RESP2's subscribed mode, one over maxmemory,
+    one without the replicas min-replicas-to-write asks for; INFO
+    commandstats and CLIENT LIST's cmd= count it."""
+    srv = pkvs.start(http=False)
+    value = os.urandom(1500)
+    for port in (srv.resp_port, redis_peer.resp_port):
+        adm = RawConn(port)
+        assert adm.call("FLUSHALL") == b"+OK\r\n"
+        assert adm.call("CONFIG", "RESETSTAT") == b"+OK\r\n"
+        c = RawConn(port)
+        got = [split_set(c, "plain", value)]
+        assert adm.call("CONFIG", "SET", "requirepass", "pw") == b"+OK\r\n"
+        got.append(split_set(RawConn(port), "noauth", value))
+        assert adm.call("AUTH", "pw") == b"+OK\r\n"
+        assert adm.call("CONFIG", "SET", "requirepass", "") == b"+OK\r\n"
+        sub = RawConn(port)
+        sub.call("SUBSCRIBE", "ch")
+        got.append(split_set(sub, "subscribed", value))
+        assert adm.call("CONFIG", "SET", "maxmemory", "1") == b"+OK\r\n"
+        got.append(split_set(c, "oom", value))
+        assert adm.call("CONFIG", "SET", "maxmemory", "0") == b"+OK\r\n"
+        assert adm.call("CONFIG", "SET", "min-replicas-to-write", "1") == b"+OK\r\n"
+        got.append(split_set(c, "noreplicas", value))
+        assert adm.call("CONFIG", "SET", "min-replicas-to-write", "0") == b"+OK\r\n"
+        got.append(adm.call("EXISTS", "plain", "noauth", "subscribed", "oom", "noreplicas"))
+        got.append(adm.call("GET", "plain") == b"$1500\r\n" + value + b"\r\n")
+        stats = adm.call("INFO", "commandstats")
+        got.append(re.search(rb"cmdstat_set:calls=(\d+),usec=\d+,usec_per_call=[\d.]+,"
+                             rb"rejected_calls=(\d+),failed_calls=(\d+)", stats).groups())
+        got.append(sorted(set(re.findall(rb"\bcmd=(\S+)", adm.call("CLIENT", "LIST")))))
+        if port == srv.resp_port:
+            mine = got
+    assert mine == got, (mine, got)
+    assert mine[0] == b"+OK\r\n" and mine[1].startswith(b"-NOAUTH") and mine[5] == b":1\r\n"
+    assert mine[7] == (b"1", b"4", b"0") and b"set" in mine[8], mine
 
 
 def test_argument_errors_keep_the_connection(pkvs):
