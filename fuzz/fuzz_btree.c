@@ -22,8 +22,9 @@
  *
  * Every open must either fail with an error or give a tree that passes
  * paste_btree_check, whose cursor walk agrees with its count, and that
- * takes further changes and passes the check again. A failed invariant
- * aborts. This mirrors the formats described at the top of lib/btree.c.
+ * takes further changes and passes the check again; after a reseal, a
+ * value that fails its CRC32C may be the check's one finding. A failed
+ * invariant aborts. This mirrors the formats described at the top of lib/btree.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -168,13 +169,22 @@ static void reseal(uint8_t *img)
 	}
 }
 
-/* The invariants of an open tree; then (writable) more changes. */
-static void exercise(struct env *e, bool writable)
+/* paste_btree_check's verdict on a tree that opened. A resealed patch
+ * can change an entry's extent or value CRC and forge its page's CRC:
+ * no open finds that short of reading every value, so the check must,
+ * as its one problem (the first message names the key). */
+static void checked(struct env *e, bool forged, const char *what)
 {
 	struct paste_error err = { 0 };
 	int bad = paste_btree_check(e->t, &err);
-	if (bad != 0)
-		fail("a tree that opened fails its check", err.msg);
+	if (bad != 0 && !(forged && bad == 1 && !strncmp(err.msg, "the value of key ", 17)))
+		fail(what, err.msg);
+}
+
+/* The invariants of an open tree; then (writable) more changes. */
+static void exercise(struct env *e, bool writable, bool forged)
+{
+	checked(e, forged, "a tree that opened fails its check");
 	struct paste_btree_cursor c;
 	const uint8_t *key;
 	uint8_t prev[512];
@@ -217,8 +227,7 @@ static void exercise(struct env *e, bool writable)
 	int rc = paste_btree_checkpoint(e->t);
 	if (rc < 0)
 		fail("checkpoint of a recovered tree", strerror(-rc));
-	if (paste_btree_check(e->t, &err) != 0)
-		fail("the recovered tree fails its check after changes", err.msg);
+	checked(e, forged, "the recovered tree fails its check after changes");
 }
 
 /* ---- operations against a model ---------------------------------------- */
@@ -295,7 +304,7 @@ static void ops(const uint8_t *d, size_t n)
 	if (live != paste_btree_count(e.t))
 		fail("count disagrees with the model", NULL);
 	paste_store_unref(e.st, b, false);
-	exercise(&e, false);
+	exercise(&e, false, false);
 	env_close(&e);
 }
 
@@ -329,7 +338,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool writable = mode & 4;
 	struct env e;
 	if (env_open(&e, writable) == 0)
-		exercise(&e, writable);
+		exercise(&e, writable, mode & 2);
 	env_close(&e);
 	return 0;
 }
