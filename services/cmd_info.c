@@ -19,6 +19,7 @@
 #include "cmd_tracking.h"
 #include "kv_repl.h"
 #include "kv_evict.h"
+#include "cmd_pubsub.h"
 #include "pkvs_resp.h"
 
 const char *kv_config_file;
@@ -101,6 +102,61 @@ static bool count_client(struct resp_ctx *o, void *arg)
 	(void)o;
 	((struct clients_count *)arg)->n++;
 	return true;
+}
+
+/* instantaneous_ops_per_sec and _kbps. Redis samples its counters every
+ * 100 ms and averages the last 16 rates; here the pass hook keeps a
+ * sample at most every 100 ms, and INFO reports the rate from the oldest
+ * of the last 1.6 s (or the newest older one, after an idle spell with no
+ * passes) to now. One compare per pass, a totals read per 100 ms. */
+#define RATE_SAMPLES 16
+#define RATE_EVERY_MS 100
+struct rate_sample {
+	uint64_t ms, ops, in, out;
+};
+static struct {
+	struct rate_sample s[RATE_SAMPLES];
+	uint32_t n, last;                /* samples kept; the newest's slot */
+} rates;
+
+static struct rate_sample sample_of(struct worker *w, uint64_t now_ms)
+{
+	struct server_totals tt;
+	server_totals(w, &tt);
+	return (struct rate_sample){ now_ms, tt.requests, tt.port.bytes_in, tt.port.bytes_out };
+}
+
+void kv_info_sample(struct worker *w)
+{
+	if (rates.n && w->now_ms - rates.s[rates.last].ms < RATE_EVERY_MS)
+		return;
+	rates.last = rates.n ? (rates.last + 1) % RATE_SAMPLES : 0;
+	rates.s[rates.last] = sample_of(w, w->now_ms);
+	if (rates.n < RATE_SAMPLES)
+		rates.n++;
+}
+
+/* The rates (ops, input and output KiB per second) up to now. */
+static void rates_now(struct worker *w, double *ops, double *in_kbps, double *out_kbps)
+{
+	*ops = *in_kbps = *out_kbps = 0;
+	if (!rates.n)
+		return;
+	struct rate_sample now = sample_of(w, w->now_ms), *from = NULL;
+	for (uint32_t i = 0; i < rates.n; i++) {   /* newest first */
+		struct rate_sample *c = &rates.s[(rates.last + RATE_SAMPLES - i) % RATE_SAMPLES];
+		if (c->ms >= now.ms)
+			continue;
+		if (from && now.ms - c->ms > RATE_SAMPLES * RATE_EVERY_MS)
+			break;
+		from = c;
+	}
+	if (!from)
+		return;
+	double secs = (double)(now.ms - from->ms) / 1000;
+	*ops = (double)(now.ops - from->ops) / secs;
+	*in_kbps = (double)(now.in - from->in) / 1024 / secs;
+	*out_kbps = (double)(now.out - from->out) / 1024 / secs;
 }
 
 static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
@@ -234,19 +290,27 @@ static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		uint32_t nerr;
 		uint64_t errors;
 		resp_errstats(x, &nerr, &errors);
+		double ops, in_kbps, out_kbps;
+		rates_now(x->w, &ops, &in_kbps, &out_kbps);
+		uint64_t chans, pats, shards;
+		kv_pubsub_topics(&chans, &pats, &shards);
 		SECTION("Stats");
 		ADD("total_connections_received:%" PRIu64 "\r\ntotal_commands_processed:%" PRIu64
-		    "\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:%" PRIu64
-		    "\r\ntotal_net_output_bytes:%" PRIu64 "\r\nrejected_connections:%" PRIu64
+		    "\r\ninstantaneous_ops_per_sec:%.0f\r\ntotal_net_input_bytes:%" PRIu64
+		    "\r\ntotal_net_output_bytes:%" PRIu64 "\r\ninstantaneous_input_kbps:%.2f\r\n"
+		    "instantaneous_output_kbps:%.2f\r\nrejected_connections:%" PRIu64
 		    "\r\nexpired_keys:%" PRIu64 "\r\nevicted_keys:%" PRIu64 "\r\nevicted_clients:0\r\n"
-		    "keyspace_hits:%" PRIu64 "\r\nkeyspace_misses:%" PRIu64 "\r\npubsub_channels:0\r\n"
-		    "pubsub_patterns:0\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\n"
-		    "migrate_cached_sockets:0\r\n"      /* MIGRATE keeps none (cmd_dump.c) */
-		    "total_error_replies:%" PRIu64 "\r\ntotal_reads_processed:%" PRIu64 "\r\n",
-		    tt.port.accepts, tt.requests, tt.port.bytes_in, tt.port.bytes_out, tt.port.refused,
-		    kv->n.expired, kv_evict_count(), kv->n.hits, kv->n.misses, errors, tt.port.events);
+		    "keyspace_hits:%" PRIu64 "\r\nkeyspace_misses:%" PRIu64 "\r\npubsub_channels:%" PRIu64
+		    "\r\npubsub_patterns:%" PRIu64 "\r\npubsubshard_channels:%" PRIu64
+		    "\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\n"
+		    "migrate_cached_sockets:0\r\n",     /* MIGRATE keeps none (cmd_dump.c) */
+		    tt.port.accepts, tt.requests, ops, tt.port.bytes_in, tt.port.bytes_out, in_kbps,
+		    out_kbps, tt.port.refused, kv->n.expired, kv_evict_count(), kv->n.hits, kv->n.misses,
+		    chans, pats, shards);
 		ADD("tracking_total_keys:%" PRIu64 "\r\ntracking_total_items:%" PRIu64
-		    "\r\ntracking_total_prefixes:%" PRIu64 "\r\n", ti.keys, ti.items, ti.prefixes);
+		    "\r\ntracking_total_prefixes:%" PRIu64 "\r\ntotal_error_replies:%" PRIu64
+		    "\r\ntotal_reads_processed:%" PRIu64 "\r\n", ti.keys, ti.items, ti.prefixes, errors,
+		    tt.port.events);
 		ADD("pkvs_sets:%" PRIu64 "\r\npkvs_dels:%" PRIu64 "\r\npkvs_batches:%" PRIu64
 		    "\r\npkvs_syscalls:%" PRIu64 "\r\npkvs_fences:%" PRIu64 "\r\npkvs_commits:%" PRIu64
 		    "\r\nmax_value:%" PRIu64 "\r\npkvs_output_pauses:%" PRIu64

@@ -95,6 +95,13 @@ uint64_t kv_pubsub_listeners(void)
 	return ps.subs[T_CHANNEL] + ps.subs[T_PATTERN];
 }
 
+void kv_pubsub_topics(uint64_t *channels, uint64_t *patterns, uint64_t *shard_channels)
+{
+	*channels = ps.count[T_CHANNEL];
+	*patterns = ps.count[T_PATTERN];
+	*shard_channels = ps.count[T_SHARD];
+}
+
 static struct topic *topic_find(uint8_t kind, const void *p, size_t len)
 {
 	struct kv_strmap_node *x = kv_strmap_find(&ps.topics, kind, p, len,

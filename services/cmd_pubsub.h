@@ -20,6 +20,9 @@ uint64_t kv_pubsub_publish(const void *chan, size_t clen, const void *msg, size_
 /* Channel and pattern subscriptions of every connection (shard channels
  * apart): 0 when nobody would hear a notification. */
 uint64_t kv_pubsub_listeners(void);
+/* Channels, patterns and shard channels with a subscriber (INFO's
+ * pubsub_channels, pubsub_patterns, pubsubshard_channels). */
+void kv_pubsub_topics(uint64_t *channels, uint64_t *patterns, uint64_t *shard_channels);
 /* Is fn true for any of x's subscriptions (channels, shard channels,
  * patterns: pattern set)? ACL closes a connection whose subscriptions its
  * user's new rules refuse. */

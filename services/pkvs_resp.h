@@ -383,6 +383,9 @@ extern bool kv_noreplicas;
 /* cmd_info.c: the --config file (INFO config_file), NULL: none;
  * apps/pkvs.c sets it. */
 extern const char *kv_config_file;
+/* cmd_info.c: every pass, the totals behind INFO's instantaneous_* rates
+ * (a sample at most every 100 ms, as Redis's cron takes them). */
+void kv_info_sample(struct worker *w);
 /* cmd_script.c */
 /* Dispatch while a script runs past busy-reply-threshold (false when
  * none does): a command not flagged allow_busy is answered Redis's BUSY

@@ -479,6 +479,57 @@ def test_info_lazyfree(pkvs_srv):
     c.close()
 
 
+def stats_fields(port):
+    return [l.split(":")[0] for l in text(RespConn(port), "INFO", "stats").split("\r\n")
+            if l and not l.startswith("#")]
+
+
+def test_info_stats_rates_and_pubsub(pkvs, redis_peer):
+    """INFO stats: instantaneous_ops_per_sec and the input and output
+    rates follow a load, within a factor of what the client measured, and
+    fall back once it stops; pubsub_channels, pubsub_patterns and
+    pubsubshard_channels count what is subscribed, as redis-server counts
+    the same subscriptions; every field pkvs shows is one of Redis's, in
+    Redis's order."""
+    srv = pkvs.start(http=False)
+    c = RespConn(srv.resp_port)
+    ping = resp_command("PING") * 100
+    with socket.create_connection(("127.0.0.1", srv.resp_port)) as s:
+        start, sent = time.monotonic(), 0
+        while time.monotonic() - start < 2.0:       # bounded: 2 s of pipelined PINGs
+            s.sendall(ping)
+            got = b""
+            while got.count(b"\r\n") < 100:
+                got += s.recv(65536)
+            sent += 100
+        rate = sent / (time.monotonic() - start)
+        m = info_map(text(c, "INFO", "stats"))
+    assert rate / 3 < float(m["instantaneous_ops_per_sec"]) < rate * 3, (rate, m)
+    assert float(m["instantaneous_input_kbps"]) > rate * 14 / 1024 / 3, m   # 14 bytes a PING
+    assert float(m["instantaneous_output_kbps"]) > rate * 7 / 1024 / 3, m   # "+PONG\r\n"
+    time.sleep(2.0)
+    m = info_map(text(c, "INFO", "stats"))
+    assert float(m["instantaneous_ops_per_sec"]) < 10, m
+    counts = []
+    for port in (srv.resp_port, redis_peer.resp_port):
+        subs = [RawConn(port) for _ in range(3)]
+        subs[0].call("SUBSCRIBE", "a", "b")
+        subs[1].call("SUBSCRIBE", "b", "c")
+        subs[1].call("PSUBSCRIBE", "n*", "m?")
+        subs[2].call("PSUBSCRIBE", "n*")
+        subs[2].call("SSUBSCRIBE", "s1")
+        m = info_map(text(RespConn(port), "INFO", "stats"))
+        counts.append([m[k] for k in ("pubsub_channels", "pubsub_patterns", "pubsubshard_channels")])
+        for x in subs:
+            x.close()
+    assert counts[0] == counts[1] == ["3", "2", "1"], counts
+    mine, redis_order = stats_fields(srv.resp_port), stats_fields(redis_peer.resp_port)
+    own = [f for f in mine if f.startswith("pkvs_") or f in (
+        "pkvs_barrier_hist", "max_value", "store_failed")]
+    shared = [f for f in mine if f not in own]
+    assert shared == [f for f in redis_order if f in shared], shared
+
+
 def test_info_resp3_verbatim(pkvs_srv, redis_peer):
     c = RawConn(pkvs_srv.resp_port, 3)
     raw = c.call("INFO", "server")
