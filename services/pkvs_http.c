@@ -23,6 +23,7 @@
  * store could hold; a value over one entry is written in chunks as its
  * body arrives (kv_big.c) and a GET sends it chunk by chunk.
  *
+ * A PUT and a DELETE raise the keyspace notifications of SET and DEL.
  * Every reply that depends on the tree is PASTE_SEND_DURABLE, 404s
  * included: it leaves behind the barrier of any change it could reveal
  * (kv.h, "Why one thread").
@@ -36,6 +37,7 @@
 #include "http.h"
 #include "pkvs_front.h"
 #include "kv_evict.h"
+#include "kv_notify.h"
 #include "pkvs_http_hash.h"
 
 #define LIST_DEFAULT 100u
@@ -220,6 +222,7 @@ static void finish_put(struct http_ctx *x, struct kv *kv, struct kv_http_conn *k
 		reply_errno(x, r);
 		return;
 	}
+	kv_notify(KV_NOTIFY_STRING, "set", &k);    /* as a SET's, for keyspace subscribers */
 	reply(x, created ? 201 : 204, NULL, NULL, 0);
 }
 
@@ -269,8 +272,10 @@ static void finish_delete(struct http_ctx *x, struct kv *kv, struct kv_http_conn
 		reply_errno(x, r);
 	else if (r == 0)
 		reply(x, 404, "text/plain", "no such key\n", 12);
-	else
+	else {
+		kv_notify(KV_NOTIFY_GENERIC, "del", &k);
 		reply(x, 204, NULL, NULL, 0);
+	}
 }
 
 /* JSON string body for a key: every byte outside printable ASCII, and

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from conftest import PkvsFactory, RespConn, resp_command, wait_until
+from conftest import PkvsFactory, RespConn, http_once, resp_command, wait_until
 from pkvs_module import pkvs_srv  # noqa: F401 (pkvs_srv: a fixture)
 from redis_peer import RawConn, redis_peer  # noqa: F401 (redis_peer: a fixture)
 
@@ -221,6 +221,30 @@ def test_expired_by_active_expiry(watches):
             got = w.events()
             time.sleep(0.05)
         assert got == [b"*4\r\n$8\r\npmessage\r\n$1\r\n*\r\n$22\r\n__keyevent@0__:expired\r\n$4\r\ngone\r\n"], got
+
+
+def test_http_changes_notify_as_set_and_del(pkvs, redis_peer):
+    """An HTTP PUT raises SET's events and an HTTP DELETE DEL's (none for
+    an absent key): the same bytes as redis-server's for SET and DEL of
+    the same keys."""
+    srv = pkvs.start()
+    pw, rw = both(srv.resp_port, redis_peer.port)
+    try:
+        got = [http_once(srv.port, "PUT", "/kv/k1", body=b"v1").status]
+        got.append(pw.events())
+        got.append(http_once(srv.port, "PUT", "/kv/k1", body=b"v2").status)
+        got.append(pw.events())
+        got.append(http_once(srv.port, "DELETE", "/kv/k1").status)
+        got.append(pw.events())
+        got.append(http_once(srv.port, "DELETE", "/kv/k1").status)
+        got.append(pw.events())
+        want = [201, rw.run("SET", "k1", "v1")[1], 204, rw.run("SET", "k1", "v2")[1],
+                204, rw.run("DEL", "k1")[1], 404, rw.run("DEL", "k1")[1]]
+        assert got == want, (got, want)
+        assert want[1] and want[5] and not want[7]
+    finally:
+        pw.close()
+        rw.close()
 
 
 def test_masks(watches):
