@@ -229,29 +229,51 @@ static void cmd_replicaof(struct resp_ctx *x, struct kv *kv, const struct paste_
 	resp_ok(x);
 }
 
-bool kv_repl_refused(struct resp_ctx *x, struct kv_cmd_rt *rt)
+/* The replica role's rules: writes refused while replica-read-only is
+ * yes, and (replica-serve-stale-data no, link down) all but what may run
+ * on stale data. */
+static bool read_only(void)
 {
 	if (!kv_rs.replica)
 		return false;
 	const char *ro = kv_config_kept("replica-read-only");
-	if ((!ro || !strcasecmp(ro, "yes")) &&
-	    ((rt->fl & KV_CMD_WRITE) || kv_multi_exec_writes(x, rt))) {
-		if (kv_multi_exec_abort(x, rt, READONLY_ERR))
-			return true;
-		kv_multi_reject(x);
-		resp_error(x, "%s", READONLY_ERR);
-		return true;
-	}
+	return !ro || !strcasecmp(ro, "yes");
+}
+
+static bool stale_refused(void)
+{
+	if (!kv_rs.replica || kv_link.st == L_UP)
+		return false;
 	const char *stale = kv_config_kept("replica-serve-stale-data");
-	if (kv_link.st != L_UP && stale && !strcasecmp(stale, "no") &&
-	    (!(rt->fl & KV_CMD_STALE) || kv_multi_exec_lacks(x, rt, KV_CMD_STALE))) {
-		if (kv_multi_exec_abort(x, rt, MASTERDOWN_ERR))
-			return true;
+	return stale && !strcasecmp(stale, "no");
+}
+
+bool kv_repl_refused(struct resp_ctx *x, struct kv_cmd_rt *rt)
+{
+	const char *why = NULL;
+	if (read_only() && ((rt->fl & KV_CMD_WRITE) || kv_multi_exec_writes(x, rt)))
+		why = READONLY_ERR;
+	else if (stale_refused() &&
+		 (!(rt->fl & KV_CMD_STALE) || kv_multi_exec_lacks(x, rt, KV_CMD_STALE)))
+		why = MASTERDOWN_ERR;
+	if (!why)
+		return false;
+	if (!kv_multi_exec_abort(x, rt, why)) {
 		kv_multi_reject(x);
-		resp_error(x, "%s", MASTERDOWN_ERR);
-		return true;
+		resp_error(x, "%s", why);
 	}
-	return false;
+	return true;
+}
+
+const char *kv_repl_refusal(bool write)
+{
+	if (write && read_only())
+		return READONLY_ERR;
+	if (stale_refused())
+		return MASTERDOWN_ERR;
+	if (write && kv_noreplicas)
+		return KV_NOREPLICAS;
+	return NULL;
 }
 
 const char *kv_repl_primary(char *buf, size_t cap)

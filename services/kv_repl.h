@@ -31,6 +31,11 @@ void kv_repl_run(struct resp_ctx *x, struct kv *kv, struct kv_cmd_rt *rt,
 /* Dispatch's hook for the replica role: true after refusing rt (READONLY,
  * MASTERDOWN; EXECABORT for an EXEC). */
 bool kv_repl_refused(struct resp_ctx *x, struct kv_cmd_rt *rt);
+/* The same rules for a request outside the command table (the HTTP
+ * front end; write: it changes the store), min-replicas-to-write's
+ * included: Redis's error line (READONLY, MASTERDOWN, NOREPLICAS), or
+ * NULL when it may run. */
+const char *kv_repl_refusal(bool write);
 /* What the running command has added to the stream so far, and back to
  * that (a group it ran in was aborted: EXEC's retry, a killed script).
  * Called only while kv_repl_active. */

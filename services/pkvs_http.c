@@ -23,7 +23,10 @@
  * store could hold; a value over one entry is written in chunks as its
  * body arrives (kv_big.c) and a GET sends it chunk by chunk.
  *
- * A PUT and a DELETE raise the keyspace notifications of SET and DEL.
+ * A PUT and a DELETE raise the keyspace notifications of SET and DEL,
+ * and are refused where Redis refuses a write: 403 on a read-only
+ * replica, 503 short of min-replicas-to-write (and any request, 503, on a
+ * replica cut from its primary with replica-serve-stale-data no).
  * Every reply that depends on the tree is PASTE_SEND_DURABLE, 404s
  * included: it leaves behind the barrier of any change it could reveal
  * (kv.h, "Why one thread").
@@ -38,6 +41,7 @@
 #include "pkvs_front.h"
 #include "kv_evict.h"
 #include "kv_notify.h"
+#include "kv_repl.h"
 #include "pkvs_http_hash.h"
 
 #define LIST_DEFAULT 100u
@@ -52,12 +56,14 @@ enum kv_route {
 	ROUTE_BAD_METHOD,     /* 405, Allow: kc->why */
 	ROUTE_BAD_REQUEST,    /* 400, kc->why says what */
 	ROUTE_TOO_LONG,       /* 414 */
+	ROUTE_REFUSED,        /* kc->status, Redis's error line in kc->why */
 };
 
 /* Per connection: what finish needs after the head is gone. */
 struct kv_http_conn {
 	struct kv_writer body;              /* a PUT's value (in chunks when over one entry) */
 	const char *why;                    /* ROUTE_BAD_REQUEST's word, ROUTE_BAD_METHOD's Allow */
+	uint16_t status;                    /* ROUTE_REFUSED's */
 	uint16_t klen, elen;
 	uint16_t limit;
 	bool has_end;
@@ -69,6 +75,20 @@ static int bad_request(struct kv_http_conn *kc, const char *why)
 {
 	kc->why = why;
 	return ROUTE_BAD_REQUEST;
+}
+
+/* A replica's rules and min-replicas-to-write, as the Redis port applies
+ * them (kv_repl_refusal): a write refused on a read-only replica is 403,
+ * any request on a replica cut from stale data or a write without the
+ * replicas asked for is 503, with Redis's error line. 0: it may run. */
+static int refused(struct kv_http_conn *kc, bool write)
+{
+	const char *why = kv_repl_refusal(write);
+	if (!why)
+		return 0;
+	kc->why = why;
+	kc->status = !strncmp(why, "READONLY", 8) ? 403 : 503;
+	return ROUTE_REFUSED;
 }
 
 /* A key or range bound from its %-escaped form into out. */
@@ -144,7 +164,8 @@ static int kv_http_route(struct http_ctx *x, const struct paste_http_req *req)
 			kc->why = "Allow: GET, HEAD";
 			return ROUTE_BAD_METHOD;
 		}
-		return parse_query(kc, req->query, req->query_len);
+		int r = parse_query(kc, req->query, req->query_len);
+		return r == ROUTE_LIST && refused(kc, false) ? ROUTE_REFUSED : r;
 	}
 	if (n < 4 || memcmp(t, "/kv/", 4))
 		return ROUTE_NOT_FOUND;
@@ -158,6 +179,9 @@ static int kv_http_route(struct http_ctx *x, const struct paste_http_req *req)
 	struct http_param p;
 	if (http_query_next(&q, &qn, &p))
 		return bad_request(kc, "unknown query parameter");
+	if ((m == PASTE_HTTP_PUT || m == PASTE_HTTP_DELETE || m == PASTE_HTTP_GET ||
+	     m == PASTE_HTTP_HEAD) && refused(kc, m == PASTE_HTTP_PUT || m == PASTE_HTTP_DELETE))
+		return ROUTE_REFUSED;
 	kv_access_touch(kv, 0, kc->key, kc->klen);     /* OBJECT IDLETIME, LRU (kv_evict.h) */
 	switch (m) {
 	case PASTE_HTTP_PUT:
@@ -386,6 +410,12 @@ static void kv_http_finish(struct http_ctx *x)
 	case ROUTE_TOO_LONG:
 		http_reply_error(x, 414);
 		break;
+	case ROUTE_REFUSED: {                  /* the connection stays */
+		char body[128];
+		int n = snprintf(body, sizeof(body), "%s\n", kc->why);
+		http_reply(x, kc->status, "text/plain", body, (size_t)n, NULL, 0);
+		break;
+	}
 	default:
 		http_reply(x, 404, "text/plain", "not found\n", 10, NULL, 0);
 		break;

@@ -659,6 +659,51 @@ def test_http_writes_reach_the_stream(pkvs):
         st.close()
 
 
+def test_http_front_end_keeps_the_replica_rules(primary, pkvs):
+    """The HTTP front end of a pkvs replica refuses writes with Redis's
+    READONLY line (403) and keeps reads; once its primary is gone and
+    replica-serve-stale-data is no, reads are MASTERDOWN (503). A
+    primary short of min-replicas-to-write refuses an HTTP write as SET
+    (503, NOREPLICAS). The connection stays for the next request."""
+    from conftest import http_once
+    rep = pkvs.start()
+    p, r = client(primary.resp_port), client(rep.resp_port)
+    p.set("k", "v")
+    assert r.execute_command("REPLICAOF", "127.0.0.1", str(primary.resp_port)) == b"OK"
+    assert wait_until(lambda: link_up(r) and r.get("k") == b"v", 20)
+    from paste_proc import HttpConn
+    with HttpConn(rep.port) as hc:
+        put = hc.request("PUT", "/kv/x", b"1")
+        assert (put.status, put.body) == (403, b"READONLY You can't write against a read only replica.\n")
+        assert hc.request("GET", "/kv/k", None).body == b"v"      # the same connection
+    assert http_once(rep.port, "DELETE", "/kv/k").status == 403
+    assert http_once(rep.port, "GET", "/kv/k").body == b"v"
+    assert r.get("x") is None and r.get("k") == b"v"
+    p.config_set("min-replicas-to-write", "2")
+    with pytest.raises(redis.ResponseError, match="Not enough good replicas"):
+        p.set("y", "1")
+    prim_http = PkvsFactory()
+    try:
+        # (the primary fixture has no HTTP port: a second primary with one)
+        hp = prim_http.start()
+        client(hp.resp_port).config_set("min-replicas-to-write", "1")
+        got = http_once(hp.port, "PUT", "/kv/y", body=b"1")
+        assert (got.status, got.body) == (503, b"NOREPLICAS Not enough good replicas to write.\n")
+        assert http_once(hp.port, "GET", "/kv/y").status == 404
+    finally:
+        prim_http.cleanup()
+    primary.stop()
+    assert wait_until(lambda: not link_up(r), 10)
+    assert http_once(rep.port, "GET", "/kv/k").status == 200     # stale data served
+    r.config_set("replica-serve-stale-data", "no")
+    for path in ("/kv/k", "/kv"):
+        got = http_once(rep.port, "GET", path)
+        assert got.status == 503 and got.body.startswith(b"MASTERDOWN Link with MASTER is down"), got
+    assert http_once(rep.port, "PUT", "/kv/k", body=b"1").status == 403   # READONLY first, as Redis
+    assert r.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+    assert http_once(rep.port, "PUT", "/kv/x", body=b"1").status == 201
+
+
 def served_stream(port):
     """The stream for pops of blocked clients served by a later push."""
     st = Stream(port)
