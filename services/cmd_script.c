@@ -429,6 +429,12 @@ struct kv_srun *kv_script_running(void)
 	return st.running;
 }
 
+const char *kv_script_busy_line(void)
+{
+	struct kv_srun *s = st.running;
+	return s && s->busy ? (s->eval ? KV_BUSY_EVAL : KV_BUSY_FN) : NULL;
+}
+
 bool kv_script_busy(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct paste_resp_arg *argv,
 		    uint32_t argc)
 {
@@ -437,7 +443,7 @@ bool kv_script_busy(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct paste
 		return false;
 	if (!(rt->fl & KV_CMD_ALLOW_BUSY)) {
 		rt->rejected++;
-		const char *why = s->eval ? KV_BUSY_EVAL : KV_BUSY_FN;
+		const char *why = kv_script_busy_line();
 		if (!kv_multi_exec_abort(x, rt, why)) {     /* EXEC: EXECABORT ... BUSY ... */
 			kv_multi_reject(x);
 			resp_error(x, "%s", why);

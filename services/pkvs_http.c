@@ -26,7 +26,8 @@
  * A PUT and a DELETE raise the keyspace notifications of SET and DEL,
  * and are refused where Redis refuses a write: 403 on a read-only
  * replica, 503 short of min-replicas-to-write (and any request, 503, on a
- * replica cut from its primary with replica-serve-stale-data no).
+ * replica cut from its primary with replica-serve-stale-data no, and
+ * while a script runs past busy-reply-threshold: BUSY).
  * Every reply that depends on the tree is PASTE_SEND_DURABLE, 404s
  * included: it leaves behind the barrier of any change it could reveal
  * (kv.h, "Why one thread").
@@ -388,7 +389,17 @@ static void kv_http_finish(struct http_ctx *x)
 {
 	struct kv_http_conn *kc = x->sc;
 	struct kv *kv = pkvs_kv(x->ss);
-	switch (x->h->route) {
+	uint16_t route = x->h->route;
+	const char *busy = route >= ROUTE_PUT && route <= ROUTE_LIST ? kv_script_busy_line() : NULL;
+	if (busy) {
+		/* The loop runs inside a long script: its changes are not
+		 * committed, so neither read nor write them (503, BUSY). */
+		kv_writer_drop(kv, &kc->body);
+		kc->why = busy;
+		kc->status = 503;
+		route = ROUTE_REFUSED;
+	}
+	switch (route) {
 	case ROUTE_PUT:
 		finish_put(x, kv, kc);
 		break;

@@ -701,13 +701,19 @@ static void kv_stream_end(struct resp_ctx *x)
 		return;
 	}
 	struct kv_cmd_rt *rt = set_rt();
-	if (kv_over_maxmemory(x)) {             /* evicts first (kv_evict.h) */
+	/* A script turned busy while the value arrived: BUSY, as Redis
+	 * answers a command it reads then; over maxmemory: OOM. */
+	const char *busy = kv_script_busy_line();
+	if (busy || kv_over_maxmemory(x)) {     /* evicts first (kv_evict.h) */
 		paste_body_release(&kc->body, kv->store);
 		kv_writer_drop(kv, &kc->big);
 		free(kc->name);
 		kc->name = NULL;
 		rt->rejected++;
-		kv_reply_errno(x, -ENOSPC);
+		if (busy)
+			resp_error(x, "%s", busy);
+		else
+			kv_reply_errno(x, -ENOSPC);
 		return;
 	}
 	/* Counted as kv_run counts a command (INFO commandstats). */

@@ -393,6 +393,11 @@ void kv_info_sample(struct worker *w);
  * blocked clients, which wait for the script's end. True: handled. */
 bool kv_script_busy(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct paste_resp_arg *argv,
 		    uint32_t argc);
+/* Redis's BUSY line while a script runs past busy-reply-threshold (the
+ * loop then serves clients from inside it), else NULL: what reaches the
+ * store outside a command (a streamed SET's end, an HTTP request) is
+ * refused with it, so nothing enters the script's unfinished group. */
+const char *kv_script_busy_line(void);
 /* INFO's Memory lines of scripting. */
 struct kv_script_info {
 	size_t eval_bytes, fn_bytes;    /* the two Lua states */

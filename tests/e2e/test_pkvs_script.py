@@ -415,6 +415,18 @@ def _wait_busy(port, busy=BUSY):
     return c
 
 
+def _shutdown_nosave_restart(srv, conn):
+    """SHUTDOWN NOSAVE on conn (a busy script's writes go with it), a clean
+    exit, a restart; a connection to the new server."""
+    try:
+        conn.call("SHUTDOWN", "NOSAVE")
+    except Exception:
+        pass
+    assert srv.wait_exit(10) == 0
+    srv.start()
+    return RawConn(srv.resp_port)
+
+
 def test_busy_script_kill(pkvs):
     srv = pkvs.start()
     admin = RawConn(srv.resp_port)
@@ -446,15 +458,37 @@ def test_busy_script_kill(pkvs):
     other = _wait_busy(srv.resp_port)
     assert other.call("SCRIPT", "KILL").startswith(b"-UNKILLABLE Sorry the script already executed write commands")
     assert other.call("GET", "w") == BUSY
-    try:
-        other.call("SHUTDOWN", "NOSAVE")
-    except Exception:
-        pass
-    assert srv.wait_exit(10) == 0
-    srv.start()
-    c = RawConn(srv.resp_port)
-    assert c.call("GET", "w") == b"$-1\r\n"               # its write went with it
-    c.close()
+    assert _shutdown_nosave_restart(srv, other).call("GET", "w") == b"$-1\r\n"   # its write went
+
+
+def test_busy_script_holds_http_and_streamed_set(pkvs):
+    """While a script that wrote runs long, the loop serves clients from
+    inside it, and its writes are not committed: an HTTP GET of what it
+    wrote and an HTTP PUT are 503 with the BUSY line (neither a read of
+    the unfinished script nor a write acknowledged into it, which the
+    SHUTDOWN NOSAVE below would take away), and a SET whose value was
+    streaming when the script began is BUSY once it ends."""
+    from paste_proc import http_once
+    srv = pkvs.start()
+    admin = RawConn(srv.resp_port)
+    assert admin.call("CONFIG", "SET", "lua-time-limit", "100") == b"+OK\r\n"
+    value = b"s" * 1500
+    streaming = RawConn(srv.resp_port)
+    wire = resp_command("SET", "streamed", value)
+    streaming.send(wire[:-800])                          # the value has begun
+    assert wait_until(lambda: admin.call("CLIENT", "LIST").count(b"cmd=set") == 1, 5)
+    runner = RawConn(srv.resp_port)
+    runner.send(resp_command("EVAL", "redis.call('set',KEYS[1],'y') while true do end return 1", "1", "w"))
+    other = _wait_busy(srv.resp_port)
+    streaming.send(wire[-800:])
+    assert streaming.read_raw() == BUSY
+    line = BUSY[1:-2] + b"\n"
+    got = http_once(srv.port, "GET", "/kv/w")
+    assert (got.status, got.body) == (503, line), got
+    got = http_once(srv.port, "PUT", "/kv/h", body=b"v")
+    assert (got.status, got.body) == (503, line), got
+    assert http_once(srv.port, "GET", "/kv").status == 503
+    assert _shutdown_nosave_restart(srv, other).call("EXISTS", "w", "h", "streamed") == b":0\r\n"
 
 
 def test_busy_function_kill(pkvs):
