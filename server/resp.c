@@ -410,6 +410,14 @@ static void hello(struct resp_ctx *x, const struct resp_proto_state *ps,
 	resp_array(x, 0);
 }
 
+/* A command (run, or streamed and ended) is over: CLIENT REPLY SKIP drops
+ * the replies of the command after it, and only that one's. */
+static void command_done(struct resp_conn *r)
+{
+	r->skip = r->skip_next;
+	r->skip_next = false;
+}
+
 static void run_command(struct resp_ctx *x, const struct resp_proto_state *ps,
 			const struct paste_resp_arg *argv, uint32_t argc)
 {
@@ -430,9 +438,7 @@ static void run_command(struct resp_ctx *x, const struct resp_proto_state *ps,
 	} else {
 		ps->svc->command(x, argv, argc);
 	}
-	/* CLIENT REPLY SKIP drops the replies of the command after it. */
-	x->r->skip = x->r->skip_next;
-	x->r->skip_next = false;
+	command_done(x->r);
 }
 
 /* ------------------------------------------------- unfinished commands */
@@ -685,6 +691,7 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 				look_ahead(ps, r, at + k, avail - (uint32_t)k);
 				ps->svc->stream_end(&x);
 			}
+			command_done(r);
 			continue;
 		}
 		struct paste_resp_cmd cmd = { .argv = ps->argv, .argv_cap = ps->argv_cap,

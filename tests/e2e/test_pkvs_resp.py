@@ -387,7 +387,8 @@ def split_set(conn, key, value):
 def test_streamed_set_admitted_as_redis(pkvs, redis_peer):
     """A SET whose value streams meets every check a command meets before
     it runs, in Redis's words, and is counted as one: the same bytes from
-    pkvs and redis-server for a plain SET, one without AUTH while a
+    pkvs and redis-server for a plain SET, one after CLIENT REPLY SKIP
+    (its reply dropped, the next command's sent), one without AUTH while a
     password is set, one in RESP2's subscribed mode, one over maxmemory,
     one without the replicas min-replicas-to-write asks for; INFO
     commandstats and CLIENT LIST's cmd= count it."""
@@ -399,6 +400,12 @@ def test_streamed_set_admitted_as_redis(pkvs, redis_peer):
         assert adm.call("CONFIG", "RESETSTAT") == b"+OK\r\n"
         c = RawConn(port)
         got = [split_set(c, "plain", value)]
+        c.send(resp_command("CLIENT", "REPLY", "SKIP"))    # the SET's reply goes, PING's comes
+        wire = resp_command("SET", "skipped", value)
+        c.send(wire[:-700])
+        time.sleep(0.05)
+        c.send(wire[-700:] + resp_command("PING"))
+        got.append(c.read_raw())
         assert adm.call("CONFIG", "SET", "requirepass", "pw") == b"+OK\r\n"
         got.append(split_set(RawConn(port), "noauth", value))
         assert adm.call("AUTH", "pw") == b"+OK\r\n"
@@ -412,7 +419,7 @@ def test_streamed_set_admitted_as_redis(pkvs, redis_peer):
         assert adm.call("CONFIG", "SET", "min-replicas-to-write", "1") == b"+OK\r\n"
         got.append(split_set(c, "noreplicas", value))
         assert adm.call("CONFIG", "SET", "min-replicas-to-write", "0") == b"+OK\r\n"
-        got.append(adm.call("EXISTS", "plain", "noauth", "subscribed", "oom", "noreplicas"))
+        got.append(adm.call("EXISTS", "plain", "skipped", "noauth", "subscribed", "oom", "noreplicas"))
         got.append(adm.call("GET", "plain") == b"$1500\r\n" + value + b"\r\n")
         stats = adm.call("INFO", "commandstats")
         got.append(re.search(rb"cmdstat_set:calls=(\d+),usec=\d+,usec_per_call=[\d.]+,"
@@ -421,8 +428,8 @@ def test_streamed_set_admitted_as_redis(pkvs, redis_peer):
         if port == srv.resp_port:
             mine = got
     assert mine == got, (mine, got)
-    assert mine[0] == b"+OK\r\n" and mine[1].startswith(b"-NOAUTH") and mine[5] == b":1\r\n"
-    assert mine[7] == (b"1", b"4", b"0") and b"set" in mine[8], mine
+    assert mine[0] == b"+OK\r\n" and mine[1] == b"+PONG\r\n" and mine[2].startswith(b"-NOAUTH")
+    assert mine[6] == b":2\r\n" and mine[8] == (b"2", b"4", b"0") and b"set" in mine[9], mine
 
 
 def test_argument_errors_keep_the_connection(pkvs):
