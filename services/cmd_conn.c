@@ -40,7 +40,6 @@ bool kv_conn_allowed(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct past
 			resp_error(x, "%s", KV_NOREPLICAS);
 		return false;
 	}
-	((struct kv_resp_conn *)x->sc)->last = rt->c;
 	return true;
 }
 

@@ -518,16 +518,19 @@ static bool admitted(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct past
 static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc)
 {
 	struct kv *kv = pkvs_kv(x->ss);
-	struct kv_cmd_rt *rt = kv_cmd_find(&argv[0]);
-	if (rt && rt->nsubs && argc >= 2) {
-		struct kv_cmd_rt *sub = kv_cmd_sub(rt, &argv[1]);
-		if (!sub) {
-			kv_multi_reject(x);
-			unknown_subcommand(x, rt, &argv[1]);
-			return;
-		}
-		rt = sub;
+	struct kv_resp_conn *kc = x->sc;
+	struct kv_cmd_rt *rt = kv_cmd_find(&argv[0]), *sub = rt;
+	if (rt && rt->nsubs && argc >= 2)
+		sub = kv_cmd_sub(rt, &argv[1]);
+	/* CLIENT LIST's cmd=: what was named, refused or not; NULL when
+	 * unknown (Redis records it at the lookup). */
+	kc->last = sub ? sub->c : NULL;
+	if (rt && !sub) {
+		kv_multi_reject(x);
+		unknown_subcommand(x, rt, &argv[1]);
+		return;
 	}
+	rt = sub;
 	if (!rt || (!rt->c->fn && !rt->nsubs)) {
 		kv_multi_reject(x);
 		unknown_command(x, argv, argc);
@@ -545,7 +548,6 @@ static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, ui
 	}
 	if (!admitted(x, rt, argv, argc))
 		return;
-	struct kv_resp_conn *kc = x->sc;
 	if (kc->multi && kv_multi_queue(x, rt, argv, argc))
 		return;                          /* queued: "+QUEUED" */
 	kv_run(x, kv, rt, argv, argc);
@@ -652,6 +654,7 @@ static int kv_stream_begin(struct resp_ctx *x, const struct paste_resp_arg *argv
 			   const char **why)
 {
 	struct kv_cmd_rt *rt = set_rt();
+	((struct kv_resp_conn *)x->sc)->last = rt->c;
 	if (argc == 3 && paste_resp_arg_eq(&argv[0], "SET") && !admitted(x, rt, argv, argc)) {
 		*why = NULL;                     /* answered */
 		return -EACCES;

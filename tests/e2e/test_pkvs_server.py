@@ -484,6 +484,29 @@ def stats_fields(port):
             if l and not l.startswith("#")]
 
 
+def test_client_list_cmd_of_refused_commands(pkvs_srv, redis_peer):
+    """CLIENT LIST's cmd= is the command last named, as Redis records it at
+    the lookup: one refused (arity, NOAUTH's kin, subscribed mode) counts,
+    an unknown command or subcommand is NULL, a container alone is its
+    name."""
+    steps = [("SET", "a", "1"), ("GET",), ("NOSUCH",), ("CLIENT", "NOSUCH"), ("CONFIG",),
+             ("CLIENT", "ID"), ("SUBSCRIBE", "ch"), ("SET", "a", "2")]
+    seen = []
+    for port in (pkvs_srv.resp_port, redis_peer.resp_port):
+        c, adm = RawConn(port), RawConn(port)
+        cid = int(c.call("CLIENT", "ID")[1:-2])
+        cmds = []
+        for cmd in steps:
+            c.call(*cmd)
+            line = adm.call("CLIENT", "LIST", "ID", str(cid))
+            cmds.append(re.search(rb"\bcmd=(\S+)", line).group(1))
+        seen.append(cmds)
+        c.close()
+        adm.close()
+    assert seen[0] == seen[1], seen
+    assert seen[0][2] == b"NULL" and seen[0][4] == b"config" and seen[0][7] == b"set", seen
+
+
 def test_info_stats_rates_and_pubsub(pkvs, redis_peer):
     """INFO stats: instantaneous_ops_per_sec and the input and output
     rates follow a load, within a factor of what the client measured, and
