@@ -222,8 +222,7 @@ bool kv_acl_too_many(struct resp_ctx *x, const struct paste_resp_arg *a, uint32_
 {
 	if (n <= max)
 		return false;
-	resp_error(x, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try ACL HELP.",
-		   (int)(a[1].len < 128 ? a[1].len : 128), a[1].p);
+	kv_sub_syntax_error(x, "ACL", &a[1]);
 	return true;
 }
 

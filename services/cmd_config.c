@@ -289,6 +289,8 @@ static const struct { const char *name; long long min, max; } bounds[] = {
 	{ "client-query-buffer-limit", 1024 * 1024, LLONG_MAX },
 	{ "key-load-delay", INT_MIN, INT_MAX },
 	{ "loading-process-events-interval-bytes", 1024, INT_MAX },
+	{ "slowlog-log-slower-than", -1, LLONG_MAX },
+	{ "slowlog-max-len", 0, LONG_MAX },
 };
 
 static bool in_bounds(const struct cfg_param *p, long long v, const char **why)
@@ -581,6 +583,8 @@ static int param_set(struct resp_ctx *x, const struct cfg_param *p, const struct
 	 * replicas than min-replicas-to-write acknowledged within the lag
 	 * (kv_repl.c). Kept in a flag so that dispatch reads no setting per
 	 * command. */
+	if (!strncmp(n, "slowlog-", 8))
+		kv_slowlog_setting(n, (int64_t)num);
 	if (!strcmp(n, "tracking-table-max-keys"))
 		kv_tracking_max_keys(num);      /* cmd_tracking.c bounds its table */
 	if (!strncmp(n, "min-replicas-", 13) || !strncmp(n, "min-slaves-", 11))

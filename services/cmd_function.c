@@ -468,8 +468,7 @@ void cmd_function_delete(struct resp_ctx *x, struct kv *kv, const struct paste_r
 /* Redis's answer to a subcommand given too many arguments. */
 static void sub_syntax(struct resp_ctx *x, const struct paste_resp_arg *sub)
 {
-	resp_error(x, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try FUNCTION HELP.",
-		   (int)(sub->len < 128 ? sub->len : 128), sub->p);
+	kv_sub_syntax_error(x, "FUNCTION", sub);
 }
 
 void cmd_function_flush(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,

@@ -153,17 +153,27 @@ static bool is_script(const struct resp_ctx *x)
 	return s && x->r == &s->r;
 }
 
-static void feed_cmd(struct resp_ctx *x, const struct kv_cmd_rt *rt, const struct paste_resp_arg *argv,
-		     uint32_t argc, bool script)
+bool *kv_redactions(const struct kv_cmd_rt *rt, const struct paste_resp_arg *argv, uint32_t argc,
+		    bool small[3])
 {
-	bool red[3] = { false, false, false }, *redact = NULL;
+	bool *redact = NULL;
+	small[0] = small[1] = small[2] = false;
 	/* AUTH redacts its arguments once it parsed them (not with a syntax
 	 * error's extra ones); MIGRATE its AUTH password and AUTH2 pair, as
-	 * far as its options parse. */
+	 * far as its options parse; ACL SETUSER everything after its name;
+	 * CONFIG SET the values of masteruser, masterauth and requirepass. */
 	if (!strcmp(rt->c->name, "auth") && argc <= 3) {
-		red[1] = true;
-		red[2] = argc == 3;
-		redact = red;
+		small[1] = true;
+		small[2] = argc == 3;
+		redact = small;
+	} else if (!strcmp(rt->c->name, "acl|setuser") && (redact = calloc(argc, sizeof(*redact)))) {
+		for (uint32_t j = 2; j < argc; j++)
+			redact[j] = true;
+	} else if (!strcmp(rt->c->name, "config|set") && (redact = calloc(argc, sizeof(*redact)))) {
+		for (uint32_t j = 2; j + 1 < argc; j += 2)
+			redact[j + 1] = paste_resp_arg_eq(&argv[j], "masteruser") ||
+					paste_resp_arg_eq(&argv[j], "masterauth") ||
+					paste_resp_arg_eq(&argv[j], "requirepass");
 	} else if (!strcmp(rt->c->name, "migrate") && argc > 6 &&
 		   (redact = calloc(argc, sizeof(*redact)))) {
 		for (uint32_t j = 6; j < argc; j++) {
@@ -179,8 +189,15 @@ static void feed_cmd(struct resp_ctx *x, const struct kv_cmd_rt *rt, const struc
 			}
 		}
 	}
+	return redact;
+}
+
+static void feed_cmd(struct resp_ctx *x, const struct kv_cmd_rt *rt, const struct paste_resp_arg *argv,
+		     uint32_t argc, bool script)
+{
+	bool small[3], *redact = kv_redactions(rt, argv, argc, small);
 	feed(x, kv_resp_db(x), script, argv, argc, redact);
-	if (redact != red)
+	if (redact != small)
 		free(redact);
 }
 

@@ -497,8 +497,7 @@ static void cmd_spublish(struct resp_ctx *x, struct kv *kv, const struct paste_r
 
 static void syntax_error(struct resp_ctx *x, const struct paste_resp_arg *a)
 {
-	resp_error(x, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try PUBSUB HELP.",
-		   (int)(a[1].len < 128 ? a[1].len : 128), a[1].p);
+	kv_sub_syntax_error(x, "PUBSUB", &a[1]);
 }
 
 /* CHANNELS / SHARDCHANNELS [pattern]: the topics of a kind (matching). */

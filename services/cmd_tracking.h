@@ -34,6 +34,11 @@ void kv_watch_done(struct kv *kv);
 void kv_watch_pass(struct kv *kv);
 
 /* ---- cmd_monitor.c */
+/* Which of argv's arguments MONITOR and SLOWLOG show as "(redacted)", as
+ * Redis redacts them: NULL (none), small (three or fewer), or an array
+ * of argc the caller frees. */
+bool *kv_redactions(const struct kv_cmd_rt *rt, const struct paste_resp_arg *argv, uint32_t argc,
+		    bool small[3]);
 extern const struct kv_cmd kv_cmds_monitor[];
 /* The protocol ran its own HELLO or QUIT (server/resp.c): monitors see it,
  * HELLO's AUTH arguments redacted. */

@@ -267,7 +267,7 @@ static const struct kv_cmd *const families[] = {
 	kv_cmds_set, kv_cmds_zset,
 	kv_cmds_sort,
 	kv_cmds_geo,
-	kv_cmds_monitor,
+	kv_cmds_monitor, kv_cmds_slowlog,
 	kv_cmds_repl, kv_cmds_dump,
 };
 
@@ -432,6 +432,12 @@ static void unknown_command(struct resp_ctx *x, const struct paste_resp_arg *arg
 	resp_error(x, "ERR unknown command '%s', with args beginning with: %s", name, args);
 }
 
+void kv_sub_syntax_error(struct resp_ctx *x, const char *container, const struct paste_resp_arg *sub)
+{
+	resp_error(x, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try %s HELP.",
+		   (int)(sub->len < 128 ? sub->len : 128), sub->p, container);
+}
+
 /* "ERR unknown subcommand 'x'. Try CONFIG HELP." */
 static void unknown_subcommand(struct resp_ctx *x, const struct kv_cmd_rt *rt,
 			       const struct paste_resp_arg *a)
@@ -476,6 +482,8 @@ void kv_run(struct resp_ctx *x, struct kv *kv, struct kv_cmd_rt *rt,
 		rt->c->fn(x, kv, argv, argc);
 	uint64_t t1 = paste_clock_ns();
 	rt->ns += t1 - t0;
+	if (t1 - t0 >= kv_slowlog_ns)
+		kv_slowlog_push(x, rt, argv, argc, t1 - t0);
 	kv->run_depth--;
 	if (top)
 		x->clock_ns = t1;
@@ -680,7 +688,8 @@ static void kv_stream_data(struct resp_ctx *x, const struct paste_event *ev, uin
 
 /* A streamed SET's reply (r: its put's result), and its call, time and
  * failure counted in SET's command statistics as kv_run counts them. */
-static void stream_counted(struct resp_ctx *x, struct kv_cmd_rt *rt, uint64_t t0, int r)
+static void stream_counted(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct kv_key *k,
+			   uint64_t t0, int r)
 {
 	if (r)
 		kv_reply_errno(x, r);
@@ -691,6 +700,21 @@ static void stream_counted(struct resp_ctx *x, struct kv_cmd_rt *rt, uint64_t t0
 	x->clock_ns = t1;
 	rt->calls++;
 	rt->failed += r != 0;
+	if (t1 - t0 < kv_slowlog_ns)
+		return;
+	/* The slow log shows the value's first bytes (it trims past 128):
+	 * read back from the store, the command's bytes being gone. */
+	struct kv *kv = pkvs_kv(x->ss);
+	struct kv_key kk = *k;
+	struct kv_obj o;
+	char head[128];
+	struct paste_resp_arg av[3] = { { "SET", 3 },
+		{ (const char *)(k->longkey ? k->p : k->t + 1), k->len }, { head, 0 } };
+	if (!r && !kv_lookup(kv, &kk, &o, false) && o.type == KV_STRING) {
+		kv_value_read(kv, &o, 0, head, sizeof(head));
+		av[2].len = o.len;
+	}
+	kv_slowlog_push(x, rt, av, 3, t1 - t0);
 }
 
 static void kv_stream_end(struct resp_ctx *x)
@@ -732,9 +756,9 @@ static void kv_stream_end(struct resp_ctx *x)
 			kv_monitor_set(x, kv, &kc->key);        /* MONITOR (cmd_tracking.h) */
 		if (r == 0 && kv_repl_active)
 			kv_repl_set(x, kv, &kc->key);
+		stream_counted(x, rt, &kc->key, t0, r);   /* (the key may be in name) */
 		free(kc->name);
 		kc->name = NULL;
-		stream_counted(x, rt, t0, r);
 		return;
 	}
 	kv->clock_due = true;                   /* read only if the key has a deadline */
@@ -745,9 +769,9 @@ static void kv_stream_end(struct resp_ctx *x)
 		kv_monitor_set(x, kv, &kc->key);                /* MONITOR (cmd_tracking.h) */
 	if (r == 0 && kv_repl_active)
 		kv_repl_set(x, kv, &kc->key);
+	stream_counted(x, rt, &kc->key, t0, r);
 	free(kc->name);
 	kc->name = NULL;
-	stream_counted(x, rt, t0, r);
 }
 
 static void kv_resp_closed(struct resp_ctx *x)

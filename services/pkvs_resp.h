@@ -126,6 +126,14 @@ extern const struct kv_cmd kv_cmds_string[], kv_cmds_keyspace[], kv_cmds_expire[
 extern const struct kv_cmd kv_cmds_info[], kv_cmds_config[], kv_cmds_command[];
 /* cmd_db.c: SELECT, SWAPDB, MOVE. */
 extern const struct kv_cmd kv_cmds_db[];
+/* cmd_slowlog.c: SLOWLOG, and the log kv_run feeds (a command that took
+ * kv_slowlog_ns or more: slowlog-log-slower-than; UINT64_MAX: off). */
+extern const struct kv_cmd kv_cmds_slowlog[];
+extern uint64_t kv_slowlog_ns;
+void kv_slowlog_push(struct resp_ctx *x, const struct kv_cmd_rt *rt,
+		     const struct paste_resp_arg *argv, uint32_t argc, uint64_t ns);
+/* CONFIG SET of slowlog-log-slower-than or slowlog-max-len (v: the value). */
+void kv_slowlog_setting(const char *name, int64_t v);
 /* cmd_script.c: EVAL..., SCRIPT, FUNCTION, FCALL. */
 extern const struct kv_cmd kv_cmds_script[];
 /* cmd_pubsub.c: SUBSCRIBE, PUBLISH, PUBSUB, ... */
@@ -311,6 +319,9 @@ void cmd_keys(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 /* cmd_server.c */
 /* A HELP reply: an array of simple strings. */
 void kv_reply_help(struct resp_ctx *x, const char *const *lines, uint32_t n);
+/* Redis's addReplySubcommandSyntaxError: subcommand sub of container
+ * ("ACL", ...) given the wrong arguments. */
+void kv_sub_syntax_error(struct resp_ctx *x, const char *container, const struct paste_resp_arg *sub);
 /* Redis's glob, any case (COMMAND LIST PATTERN, CONFIG GET): both sides
  * lower-cased, then kv_glob. */
 bool kv_glob_nocase(const char *pat, size_t plen, const uint8_t *s, size_t slen);
