@@ -100,6 +100,9 @@ static const struct cfg_param params[] = {
 	{ "active-expire-effort", NULL, CFG_KEPT, T_INT, "1", NULL },
 	{ "replica-read-only", "slave-read-only", CFG_KEPT, T_BOOL, "yes", NULL },
 	{ "replica-serve-stale-data", "slave-serve-stale-data", CFG_KEPT, T_BOOL, "yes", NULL },
+	/* A replica's credentials at its primary: read at each handshake. */
+	{ "masteruser", NULL, CFG_KEPT, T_STR, "", NULL },
+	{ "masterauth", NULL, CFG_KEPT, T_STR, "", NULL },
 	{ "min-replicas-to-write", "min-slaves-to-write", CFG_KEPT, T_INT, "0", NULL },
 	{ "min-replicas-max-lag", "min-slaves-max-lag", CFG_KEPT, T_INT, "10", NULL },
 	{ "slave-read-only", "replica-read-only", CFG_KEPT, T_BOOL, "yes", NULL },

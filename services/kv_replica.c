@@ -3,7 +3,8 @@
  * the primary's side, propagation and the commands are kv_repl.c.
  *
  * The link is a non-blocking socket the pass
- * polls (every LINK_POLL_MS while it is open), the handshake (PING,
+ * polls (every LINK_POLL_MS while it is open), the handshake (AUTH with
+ * masterauth/masteruser when set, PING,
  * REPLCONF, PSYNC ? -1), the primary's RDB loaded whole (kv_rdb_load:
  * every database replaced), then its stream applied command by command
  * as a client whose replies go nowhere; a transaction (MULTI ... EXEC in
@@ -107,10 +108,25 @@ static bool link_handshake(void)
 		{ port, (size_t)snprintf(port, sizeof(port), "%u", kv_resp_port(&kv_link.x)) } };
 	struct paste_resp_arg capa[3] = { { "REPLCONF", 8 }, { "capa", 4 }, { "psync2", 6 } };
 	kv_link.replies = 0;
+	kv_link.want = 3;
+	/* masterauth (and masteruser): AUTH first, as Redis's replica does
+	 * after its PING; a refusal drops the link and the next try reads
+	 * the settings again. */
+	const char *pass = kv_config_kept("masterauth"), *user = kv_config_kept("masteruser");
+	if (pass && *pass) {
+		struct paste_resp_arg auth[3] = { { "AUTH", 4 } };
+		uint32_t n = 1;
+		if (user && *user)
+			auth[n++] = (struct paste_resp_arg){ user, strlen(user) };
+		auth[n++] = (struct paste_resp_arg){ pass, strlen(pass) };
+		if (!link_cmd(auth, n))
+			return false;
+		kv_link.want = 4;
+	}
 	return link_cmd(ping, 1) && link_cmd(lp, 3) && link_cmd(capa, 3);
 }
 
-/* PSYNC once the handshake's three replies are in: Redis refuses it
+/* PSYNC once the handshake's replies are in: Redis refuses it
  * while its replies to the connection wait to be sent. */
 static bool link_psync(void)
 {
@@ -252,8 +268,11 @@ static bool link_input(struct kv *kv, uint64_t now)
 		if (!nl)
 			return true;
 		size_t ll = (size_t)(nl - kv_link.in) + 1;
-		if (kv_link.in[0] == '-')
-			return false;           /* -NOAUTH, -ERR ...: try again later */
+		if (kv_link.in[0] == '-') {     /* -NOAUTH, -WRONGPASS ...: try again later */
+			fprintf(stderr, "pkvs: replication: the primary refused the handshake: %.*s\n",
+				(int)(ll > 2 ? ll - 2 : 0), (const char *)kv_link.in);
+			return false;
+		}
 		if (ll > 12 && !memcmp(kv_link.in, "+FULLRESYNC ", 12)) {
 			unsigned long long off = 0;
 			char id[41] = "";
@@ -266,7 +285,7 @@ static bool link_input(struct kv *kv, uint64_t now)
 			kv_link.rdb_len_known = false;
 		} else if (ll > 9 && !memcmp(kv_link.in, "+CONTINUE", 9)) {
 			return false;           /* never asked for */
-		} else if (++kv_link.replies == 3 && !link_psync()) {
+		} else if (++kv_link.replies == kv_link.want && !link_psync()) {
 			return false;
 		}
 		consume(ll);

@@ -31,6 +31,7 @@ struct kv_link {
 	bool pend_set;
 	bool getack;                    /* the primary asked (REPLCONF GETACK) */
 	uint32_t replies;               /* the handshake's replies so far */
+	uint32_t want;                  /* ... and how many it has (AUTH first: one more) */
 	uint64_t next_try, last_ack, last_io, down_since;
 	struct worker *w;
 	void *ss;

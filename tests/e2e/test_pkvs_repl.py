@@ -568,6 +568,53 @@ def test_pkvs_replica_of_pkvs(primary, pkvs):
     assert r.get("m") == b"2"
 
 
+def test_replica_of_a_primary_with_a_password(primary, pkvs):
+    """masterauth (and masteruser) let a pkvs replica in to a primary that
+    asks for a password, pkvs or redis-server: without them the handshake
+    is refused (the link stays down and says why), with them the data
+    arrives and the stream follows; a wrong password is refused too."""
+    try:
+        rs = RedisServer(dir_base="/dev/shm", tag="authprimary")
+    except MissingBinary:
+        pytest.skip("redis-server is not installed")
+    rs.start()
+    try:
+        client(rs.resp_port).config_set("requirepass", "rpw")   # (once it is up: its probe has none)
+        p = client(primary.resp_port)
+        p.set("k", "from pkvs")
+        p.config_set("requirepass", "ppw")
+        pa = redis.Redis(host="127.0.0.1", port=primary.resp_port, password="ppw", socket_timeout=10)
+        ra = redis.Redis(host="127.0.0.1", port=rs.resp_port, password="rpw", socket_timeout=10)
+        ra.set("k", "from redis")
+        ra.execute_command("ACL", "SETUSER", "repl", "on", ">upw", "+@all", "~*")
+        rep = pkvs.start(http=False)
+        r = client(rep.resp_port)
+        assert r.execute_command("REPLICAOF", "127.0.0.1", str(primary.resp_port)) == b"OK"
+        time.sleep(1.5)
+        assert not link_up(r) and r.get("k") is None
+        r.config_set("masterauth", "wrong")
+        time.sleep(1.5)
+        assert not link_up(r)
+        r.config_set("masterauth", "ppw")
+        assert r.config_get("masterauth") == {"masterauth": "ppw"}
+        assert wait_until(lambda: link_up(r) and r.get("k") == b"from pkvs", 20)
+        pa.set("after", "1")
+        assert wait_until(lambda: r.get("after") == b"1", 10)
+        # Redis with a user of its own: masteruser names it.
+        r.config_set("masteruser", "repl")
+        r.config_set("masterauth", "upw")
+        assert r.execute_command("REPLICAOF", "127.0.0.1", str(rs.resp_port)) == b"OK"
+        assert wait_until(lambda: link_up(r) and r.get("k") == b"from redis", 20)
+        assert r.get("after") is None
+        ra.set("after", "2")
+        assert wait_until(lambda: r.get("after") == b"2", 10)
+        assert r.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+        rep.stop()
+        assert "the primary refused the handshake: -" in rep.stderr(), rep.stderr()[-500:]
+    finally:
+        rs.stop()
+
+
 def stream_of(port, cmds):
     """What a server's replication stream carries for cmds (sent one by one
     on a connection of their own), up to the SET of a sentinel; deadlines
