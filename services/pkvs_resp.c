@@ -663,7 +663,7 @@ static int kv_stream_begin(struct resp_ctx *x, const struct paste_resp_arg *argv
 {
 	struct kv_cmd_rt *rt = set_rt();
 	((struct kv_resp_conn *)x->sc)->last = rt->c;
-	if (argc == 3 && paste_resp_arg_eq(&argv[0], "SET") && !admitted(x, rt, argv, argc)) {
+	if (!admitted(x, rt, argv, argc)) {     /* (kv_stream_split let only SET k v stream) */
 		*why = NULL;                     /* answered */
 		return -EACCES;
 	}
