@@ -208,7 +208,9 @@ bool bt_descend(struct paste_btree *t, const uint8_t *key, uint32_t klen, struct
 			continue;
 		uint32_t d = f->path.depth - 1;
 		path_copy(path, &f->path);
-		path->idx[d] = (uint16_t)bt_search(bt_pg(t, path->page[d]), key, klen, &found);
+		path->idx[d] = (uint16_t)bt_search_near(bt_pg(t, path->page[d]), f->path.idx[d], key,
+							klen, &found);
+		f->path.idx[d] = path->idx[d];   /* where the next search near it starts */
 		t->finger_old = (uint8_t)(f == &t->finger[0]);
 		t->leaf_descents++;
 		bt_memo_keep(t, path->page, path->idx, path->depth, key, klen, found);

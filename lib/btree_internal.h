@@ -404,6 +404,11 @@ static inline __attribute__((always_inline)) int bt_keycmp(const uint8_t *a, uin
 /* Leaf: first index with key >= k (*found when equal). Inner: the child
  * index to descend into (number of separators <= k). */
 uint32_t bt_search(uint8_t *pg, const uint8_t *k, uint32_t klen, bool *found);
+/* The same for a leaf, trying first the place `near` (the last search's
+ * there): a key at it, just before it or just after it (a list's head or
+ * tail, pushed to again) costs one or two compares; others two more than
+ * bt_search. */
+uint32_t bt_search_near(uint8_t *pg, uint32_t near, const uint8_t *k, uint32_t klen, bool *found);
 uint32_t bt_leaf_entry(uint8_t *out, const uint8_t *key, uint32_t klen,
 		       const struct paste_extent *ext, uint32_t n, uint32_t vlen,
 		       const struct paste_btree_attr *a);

@@ -54,6 +54,37 @@ uint32_t bt_search(uint8_t *pg, const uint8_t *k, uint32_t klen, bool *found)
 	return lo;
 }
 
+uint32_t bt_search_near(uint8_t *pg, uint32_t near, const uint8_t *k, uint32_t klen, bool *found)
+{
+	const struct bt_hdr *h = bt_h(pg);
+	uint32_t n = h->nkeys;
+	if (near > n)
+		return bt_search(pg, k, klen, found);
+	/* c: entry near against k (past the last: greater); then its
+	 * neighbour on k's side decides, unless k lies beyond it too. */
+	const uint8_t *e = near < n ? bt_entry(pg, near) : NULL;
+	int c = e ? bt_keycmp(bt_ekey(BT_LEAF, e), ld16(e), k, klen) : 1;
+	*found = c == 0;
+	if (c == 0)
+		return near;
+	uint32_t at = c > 0 ? near - 1 : near + 1;   /* the neighbour (near - 1 wraps when 0) */
+	if (c > 0 && near == 0)
+		return 0;
+	if (c < 0 && at == n)
+		return n;
+	e = bt_entry(pg, at);
+	int d = bt_keycmp(bt_ekey(BT_LEAF, e), ld16(e), k, klen);
+	if (d == 0) {
+		*found = true;
+		return at;
+	}
+	if (c > 0 && d < 0)
+		return near;             /* between near - 1 and near */
+	if (c < 0 && d > 0)
+		return at;               /* between near and near + 1 */
+	return bt_search(pg, k, klen, found);
+}
+
 uint32_t bt_leaf_entry(uint8_t *out, const uint8_t *key, uint32_t klen,
 		       const struct paste_extent *ext, uint32_t n, uint32_t vlen,
 		       const struct paste_btree_attr *a)

@@ -3,7 +3,8 @@
  * checked after every change; an entry replaced by one of its own size
  * takes the old bytes and leaves no hole; one that does not fit leaves the
  * page as it was; the binary search, which skips the bytes a probe's
- * bounds share with the key, finds what a scan finds. */
+ * bounds share with the key, finds what a scan finds, and so does a
+ * leaf's search from any place (bt_search_near). */
 #include <stdlib.h>
 #include <string.h>
 #include "btree_internal.h"
@@ -141,7 +142,7 @@ static void test_search(void)
 	static uint8_t pg[BT_PAGE];
 	static struct skey keys[200];
 	srand(11);
-	uint32_t wrong = 0, probes = 0;
+	uint32_t wrong = 0, probes = 0, near_wrong = 0, near_probes = 0;
 	for (uint32_t round = 0; round < 300; round++) {
 		uint8_t type = round % 2 ? BT_INNER : BT_LEAF;
 		uint32_t n = 0;
@@ -180,10 +181,19 @@ static void test_search(void)
 			uint32_t want = has && type == BT_INNER ? below + 1 : below;
 			wrong += found != has || at != want;
 			probes++;
+			/* A leaf's search from a place: every place, its own
+			 * answer and its neighbours, past the end too. */
+			for (uint32_t near = 0; type == BT_LEAF && near <= u + 1; near++) {
+				at = bt_search_near(pg, near, k.k, k.len, &found);
+				near_wrong += found != has || at != want;
+				near_probes++;
+			}
 		}
 	}
 	CHECK_EQ(wrong, 0);
 	CHECK(probes == 300 * 400);
+	CHECK_EQ(near_wrong, 0);
+	CHECK(near_probes > 150 * 400 * 2);
 }
 
 int main(void)
