@@ -146,13 +146,6 @@ static void feed(struct resp_ctx *x, uint32_t db, bool script, const struct past
 	}
 }
 
-/* Is x a script's client (its commands shown as [db lua])? */
-static bool is_script(const struct resp_ctx *x)
-{
-	struct kv_srun *s = kv_script_running();
-	return s && x->r == &s->r;
-}
-
 bool *kv_redactions(const struct kv_cmd_rt *rt, const struct paste_resp_arg *argv, uint32_t argc,
 		    bool small[3])
 {
@@ -261,7 +254,7 @@ void kv_watch_before(struct resp_ctx *x, struct kv *kv, const struct kv_cmd_rt *
 		     const struct paste_resp_arg *argv, uint32_t argc)
 {
 	(void)kv;
-	bool outer = depth++ == 0, script = is_script(x);
+	bool outer = depth++ == 0, script = kv_script_client(x);   /* shown as [db lua] */
 	/* EVAL and FCALL show before their scripts' commands. */
 	if ((kv_watch & KV_WATCH_MONITOR) && (rt->fl & KV_CMD_SKIP_MONITOR))
 		feed_cmd(x, rt, argv, argc, script);
@@ -275,7 +268,7 @@ void kv_watch_after(struct resp_ctx *x, struct kv *kv, const struct kv_cmd_rt *r
 	/* (kv_watch may have been set while the command ran: no before.) */
 	if (depth)
 		depth--;
-	bool script = is_script(x);
+	bool script = kv_script_client(x);
 	if ((kv_watch & KV_WATCH_MONITOR) && !(rt->fl & (KV_CMD_SKIP_MONITOR | KV_CMD_ADMIN)))
 		feed_cmd(x, rt, argv, argc, script);
 	kv_track_after(x, rt, argv, argc, depth == 0, script);

@@ -429,6 +429,11 @@ struct kv_srun *kv_script_running(void)
 	return st.running;
 }
 
+bool kv_script_client(const struct resp_ctx *x)
+{
+	return st.running && x->r == &st.running->r;
+}
+
 const char *kv_script_busy_line(void)
 {
 	struct kv_srun *s = st.running;

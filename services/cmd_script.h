@@ -43,6 +43,8 @@ struct kv_srun {
 int kv_script_engines(struct kv *kv);
 /* The script or function running now (FUNCTION STATS); NULL: none. */
 struct kv_srun *kv_script_running(void);
+/* Is x the running script's client (the commands it calls)? */
+bool kv_script_client(const struct resp_ctx *x);
 /* Redis's checks of a script's flags before it runs (scriptPrepareForRun):
  * false after replying. */
 bool kv_script_flags_ok(struct resp_ctx *x, uint32_t flags, bool ro);

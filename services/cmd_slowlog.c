@@ -86,8 +86,7 @@ void kv_slowlog_push(struct resp_ctx *x, const struct kv_cmd_rt *rt,
 {
 	if ((rt->fl & KV_CMD_SKIP_SLOWLOG) || !sl.max_len)
 		return;
-	struct kv_srun *s = kv_script_running();
-	bool script = s && x->r == &s->r;       /* Redis's Lua client: "?:0", no name */
+	bool script = kv_script_client(x);      /* Redis's Lua client: "?:0", no name */
 	while (sl.n && sl.n >= sl.max_len)
 		drop_oldest();
 	if (sl.n == sl.cap) {                   /* grow the ring, oldest first again */

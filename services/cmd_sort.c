@@ -381,12 +381,6 @@ static void reply_value(struct sort *s, struct kv_out *out, const struct sval *v
 	}
 }
 
-static bool in_script(const struct resp_ctx *x)
-{
-	const struct kv_srun *s = kv_script_running();
-	return s && x->r == &s->r;
-}
-
 static void sort_cmd(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n,
 		     bool readonly)
 {
@@ -435,7 +429,7 @@ static void sort_cmd(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		resp_error(x, "WRONGTYPE Operation against a key holding the wrong kind of value");
 		goto out;
 	}
-	if (dontsort && o.type == KV_SET && (store || in_script(x))) {
+	if (dontsort && o.type == KV_SET && (store || kv_script_client(x))) {
 		dontsort = false;               /* a set's order made deterministic */
 		alpha = true;
 		byarg = NULL;

@@ -454,6 +454,18 @@ static void unknown_subcommand(struct resp_ctx *x, const struct kv_cmd_rt *rt,
 	resp_error(x, "ERR unknown subcommand '%s'. Try %s HELP.", sub, up);
 }
 
+/* A call's end in INFO commandstats: its time from t0, the call (counted
+ * after it ran: CONFIG RESETSTAT counts itself), a failure. Returns the
+ * clock read at the end. */
+static uint64_t count_call(struct kv_cmd_rt *rt, uint64_t t0, bool failed)
+{
+	uint64_t t1 = paste_clock_ns();
+	rt->ns += t1 - t0;
+	rt->calls++;
+	rt->failed += failed;
+	return t1;
+}
+
 void kv_run(struct resp_ctx *x, struct kv *kv, struct kv_cmd_rt *rt,
 	    const struct paste_resp_arg *argv, uint32_t argc)
 {
@@ -480,15 +492,12 @@ void kv_run(struct resp_ctx *x, struct kv *kv, struct kv_cmd_rt *rt,
 		kv_repl_run(x, kv, rt, argv, argc);     /* replication's hook (kv_repl.h) */
 	else
 		rt->c->fn(x, kv, argv, argc);
-	uint64_t t1 = paste_clock_ns();
-	rt->ns += t1 - t0;
+	uint64_t t1 = count_call(rt, t0, x->r->errors != errors);
 	if (t1 - t0 >= kv_slowlog_ns)
 		kv_slowlog_push(x, rt, argv, argc, t1 - t0);
 	kv->run_depth--;
 	if (top)
 		x->clock_ns = t1;
-	rt->calls++;                             /* after: CONFIG RESETSTAT counts itself */
-	rt->failed += x->r->errors != errors;
 	if (watch)
 		kv_watch_after(x, kv, rt, argv, argc);
 }
@@ -695,11 +704,8 @@ static void stream_counted(struct resp_ctx *x, struct kv_cmd_rt *rt, const struc
 		kv_reply_errno(x, r);
 	else
 		resp_ok(x);
-	uint64_t t1 = paste_clock_ns();
-	rt->ns += t1 - t0;
+	uint64_t t1 = count_call(rt, t0, r != 0);
 	x->clock_ns = t1;
-	rt->calls++;
-	rt->failed += r != 0;
 	if (t1 - t0 < kv_slowlog_ns)
 		return;
 	/* The slow log shows the value's first bytes (it trims past 128):

@@ -38,14 +38,18 @@ def primary():
     factory.cleanup()
 
 
-def start_replica(port):
+def started_redis(args=(), tag="redis"):
+    """A redis-server of the test's own, running (skipped without one)."""
     try:
-        rep = RedisServer(["--replicaof", "127.0.0.1", str(port)], dir_base="/dev/shm",
-                          tag="replica")
+        rs = RedisServer(list(args), dir_base="/dev/shm", tag=tag)
     except MissingBinary:
         pytest.skip("redis-server is not installed")
-    rep.start()
-    return rep
+    rs.start()
+    return rs
+
+
+def start_replica(port):
+    return started_redis(["--replicaof", "127.0.0.1", str(port)], "replica")
 
 
 def client(port, db=0):
@@ -492,11 +496,7 @@ def test_pkvs_replica_of_redis(primary):
     place of pkvs's (compact encodings and all), its stream applied, writes
     refused READONLY, the acknowledgements counted by the primary's WAIT;
     REPLICAOF NO ONE keeps the data and takes writes again."""
-    try:
-        m = RedisServer(dir_base="/dev/shm", tag="primary")
-    except MissingBinary:
-        pytest.skip("redis-server is not installed")
-    m.start()
+    m = started_redis(tag="primary")
     try:
         mc = client(m.resp_port)
         fill(mc, client(m.resp_port, 3))
@@ -573,11 +573,7 @@ def test_replica_of_a_primary_with_a_password(primary, pkvs):
     asks for a password, pkvs or redis-server: without them the handshake
     is refused (the link stays down and says why), with them the data
     arrives and the stream follows; a wrong password is refused too."""
-    try:
-        rs = RedisServer(dir_base="/dev/shm", tag="authprimary")
-    except MissingBinary:
-        pytest.skip("redis-server is not installed")
-    rs.start()
+    rs = started_redis(tag="authprimary")
     try:
         client(rs.resp_port).config_set("requirepass", "rpw")   # (once it is up: its probe has none)
         p = client(primary.resp_port)
