@@ -2,8 +2,9 @@
  * cmd_string.c - pkvs's string commands (pkvs_resp.h): GET, SET (NX, XX,
  * GET, EX, PX, EXAT, PXAT, KEEPTTL), SETNX, SETEX, PSETEX, GETSET,
  * GETDEL, GETEX, MGET, MSET, MSETNX, APPEND, SETRANGE, GETRANGE, SUBSTR,
- * STRLEN, INCR/DECR[BY], INCRBYFLOAT, SETBIT, GETBIT, LCS, with Redis
- * 7.0's replies, errors and the order it checks things in.
+ * STRLEN, INCR/DECR[BY], INCRBYFLOAT, LCS, with Redis 7.0's replies,
+ * errors and the order it checks things in (the bit commands:
+ * cmd_bitops.c).
  *
  * Values: a value that landed in a packet buffer and is longer than
  * KV_PACK_MAX stays there, zero copy (paste_body_feed holds the buffer);
@@ -11,7 +12,7 @@
  * held buffers the same way; values of a command that had to be put
  * together, and values of KV_PACK_MAX bytes or less, are copied densely
  * to the append point. APPEND of a long argument adds its held buffer
- * to the value's extents; SETRANGE, SETBIT and a short APPEND write the
+ * to the value's extents; SETRANGE and a short APPEND write the
  * entry (or, for a string in chunks, the chunks) they change
  * (kv_value_append, kv_value_setrange: kv_big.c). Replies go straight
  * from the value's buffers.
@@ -472,69 +473,6 @@ static void cmd_setrange(struct resp_ctx *x, struct kv *kv, const struct paste_r
 		resp_int(x, (int64_t)((uint64_t)off + a[3].len > olen ? (uint64_t)off + a[3].len : olen));
 }
 
-/* SETBIT / GETBIT's offset: a bit inside a string of at most KV_STRING_MAX. */
-static bool bit_offset(struct resp_ctx *x, const struct paste_resp_arg *a, uint64_t *off)
-{
-	int64_t v;
-	if (paste_resp_arg_i64(a, &v) || v < 0 || (uint64_t)v >> 3 >= KV_STRING_MAX) {
-		resp_error(x, "ERR bit offset is not an integer or out of range");
-		return false;
-	}
-	*off = (uint64_t)v;
-	return true;
-}
-
-static void cmd_setbit(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
-{
-	(void)n;
-	uint64_t off;
-	int64_t on;
-	if (!bit_offset(x, &a[2], &off))
-		return;
-	if (paste_resp_arg_i64(&a[3], &on) || (on & ~1)) {
-		resp_error(x, "ERR bit is not an integer or out of range");
-		return;
-	}
-	struct kv_key k;
-	struct kv_obj o;
-	int r = string_at(x, kv, a, &k, &o, false);
-	if (r == -EINVAL)
-		return;
-	uint64_t byte = off >> 3, olen = r ? 0 : o.len;
-	uint8_t v = 0, mask = (uint8_t)(1u << (7 - (off & 7)));
-	if (byte < olen)
-		kv_value_read(kv, &o, byte, &v, 1);
-	int old = (v & mask) != 0;
-	/* Written when the string grows or the bit changes. */
-	if (byte >= olen || old != on) {
-		v = on ? (uint8_t)(v | mask) : (uint8_t)(v & ~mask);
-		r = kv_value_setrange(kv, &k, r ? NULL : &o, byte, &v, 1);
-		if (r) {
-			kv_reply_errno(x, r);
-			return;
-		}
-		kv_notify(KV_NOTIFY_STRING, "setbit", &k);
-	}
-	resp_int(x, old);
-}
-
-static void cmd_getbit(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
-{
-	(void)n;
-	uint64_t off;
-	if (!bit_offset(x, &a[2], &off))
-		return;
-	struct kv_key k;
-	struct kv_obj o;
-	int r = string_at(x, kv, a, &k, &o, true);
-	if (r == -EINVAL)
-		return;
-	uint8_t v = 0;
-	if (r == 0 && off >> 3 < o.len)
-		kv_value_read(kv, &o, off >> 3, &v, 1);
-	resp_int(x, (v >> (7 - (off & 7))) & 1);
-}
-
 /* ---------------------------------------------------------- reads */
 
 void cmd_strlen(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
@@ -860,7 +798,5 @@ const struct kv_cmd kv_cmds_string[] = {
 	{ "mset", -3, "write denyoom", "string", "Writes string keys, all in one durable step.", cmd_mset, 1, -1, 2 },
 	{ "msetnx", -3, "write denyoom", "string", "Writes string keys only when none of them exists, all or nothing.", cmd_msetnx, 1, -1, 2 },
 	{ "lcs", -3, "readonly", "string", "The longest common subsequence of two string values, its length (LEN) or where it matches (IDX).", cmd_lcs, 1, 2, 1 },
-	{ "setbit", 4, "write denyoom", "bitmap", "Sets or clears one bit of a string value, growing it with zero bytes; answers the old bit.", cmd_setbit, 1, 1, 1 },
-	{ "getbit", 3, "readonly fast", "bitmap", "Reads one bit of a string value (0 past its end).", cmd_getbit, 1, 1, 1 },
 	{ 0 }
 };

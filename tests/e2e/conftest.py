@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -332,6 +333,36 @@ def check_image_copy(copy, whole_fences):
 # --------------------------------------------------------------------------
 # Load threads (run_threads, ClientThreads: paste_proc)
 # --------------------------------------------------------------------------
+
+def generations_acked_under_kill9(srv, clients, command, ok, seconds=1.5):
+    """`clients` threads, thread c sending command(c, g) (a tuple of RESP
+    arguments) for generations g = 1, 2, ... until srv is killed with
+    SIGKILL after `seconds`; a reply that ok(reply) refuses, or a closed
+    connection, ends a thread. Returns {c: its last acknowledged g}."""
+    acked = {}
+    stop = threading.Event()
+
+    def load(c):
+        with RespConn(srv.resp_port, timeout=10) as conn:
+            g = 0
+            while not stop.is_set():
+                g += 1
+                try:
+                    if not ok(conn.command(*command(c, g))):
+                        return
+                except Exception:
+                    return
+                acked[c] = g
+    threads = [threading.Thread(target=load, args=(c,)) for c in range(clients)]
+    for t in threads:
+        t.start()
+    time.sleep(seconds)
+    srv.kill9()
+    stop.set()
+    for t in threads:
+        t.join()
+    return acked
+
 
 class RefusedLoad(paste_proc.ClientThreads):
     """Writers in `conns` threads that write one thing at a time until

@@ -103,6 +103,15 @@ SCENARIOS = {
         ("SETBIT", "bits", "7", "1"), ("SETBIT", "bits", "7", "1"), ("GETBIT", "bits", "7"),
         ("STRLEN", "a"), ("GETRANGE", "a", "0", "-1"),
     ],
+    "bitops": [
+        ("SET", "a", "\x0f"), ("SET", "b", "\xf0"), ("BITOP", "OR", "d", "a", "b"),
+        ("BITOP", "NOT", "d", "d"), ("BITOP", "AND", "d", "n1", "n2"), ("BITOP", "AND", "d", "n1"),
+        ("BITFIELD", "f", "SET", "u8", "0", "5"), ("BITFIELD", "f", "SET", "u8", "0", "5"),
+        ("BITFIELD", "f", "GET", "u8", "0"), ("BITFIELD", "f", "INCRBY", "u4", "0", "0"),
+        ("BITFIELD", "g", "OVERFLOW", "FAIL", "INCRBY", "u2", "0", "9"),
+        ("BITFIELD", "f", "OVERFLOW", "FAIL", "INCRBY", "u2", "100", "9"),
+        ("BITFIELD_RO", "f", "GET", "i8", "0"), ("BITCOUNT", "a"), ("BITPOS", "a", "1"),
+    ],
     "counters": [
         ("INCR", "c"), ("INCR", "c"), ("DECR", "c"), ("INCRBY", "c", "10"), ("DECRBY", "c", "3"),
         ("INCRBYFLOAT", "f", "1.5"), ("INCRBYFLOAT", "f", "-0.5"), ("SET", "s", "abc"),

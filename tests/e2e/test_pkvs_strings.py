@@ -13,13 +13,11 @@ old value of SET ... GET after its buffers were released, and MSET's
 pairs all there or none after kill -9.
 """
 import random
-import threading
-import time
 
 import pytest
 import redis
 
-from conftest import RespConn
+from conftest import generations_acked_under_kill9
 from redis_peer import peers, redis_peer  # noqa: F401 (fixtures)
 
 PROTOS = [2, 3]
@@ -313,32 +311,13 @@ def test_mset_pairs_after_kill9(pkvs):
     kill -9 under that load: after the restart every client's 16 keys hold
     one generation, at least its last acknowledged one."""
     srv = pkvs.start(["--checkpoint-records", "300"])
-    port = srv.resp_port
-    acked = {}
-    stop = threading.Event()
 
-    def load(c):
-        with RespConn(port, timeout=10) as conn:
-            g = 0
-            while not stop.is_set():
-                g += 1
-                args = []
-                for i in range(16):
-                    args += [f"c{c}:k{i}", f"{g}:" + "v" * (700 if i % 3 == 0 else 20)]
-                try:
-                    if conn.command("MSET", *args) != "OK":
-                        return
-                except Exception:
-                    return
-                acked[c] = g
-    threads = [threading.Thread(target=load, args=(c,)) for c in range(4)]
-    for t in threads:
-        t.start()
-    time.sleep(1.5)
-    srv.kill9()
-    stop.set()
-    for t in threads:
-        t.join()
+    def mset(c, g):
+        args = ["MSET"]
+        for i in range(16):
+            args += [f"c{c}:k{i}", f"{g}:" + "v" * (700 if i % 3 == 0 else 20)]
+        return args
+    acked = generations_acked_under_kill9(srv, 4, mset, lambda reply: reply == "OK")
     assert all(acked.get(c, 0) > 10 for c in range(4)), acked
     srv.start()
     r = client(srv)
