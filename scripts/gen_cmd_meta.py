@@ -29,7 +29,7 @@ import subprocess
 import sys
 
 TAG = "7.0.15"
-GROUPS = {"string", "bitmap", "generic", "hash", "transactions", "connection", "server", "cluster",
+GROUPS = {"string", "bitmap", "hyperloglog", "generic", "hash", "transactions", "connection", "server", "cluster",
           "list", "set", "sorted_set", "pubsub", "scripting", "geo"}
 ACL = ["keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
        "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking",

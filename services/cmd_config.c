@@ -96,6 +96,7 @@ static const struct cfg_param params[] = {
 	{ "client-output-buffer-limit", NULL, CFG_KEPT, T_STR,
 	  "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", NULL },
 	{ "stream-node-max-bytes", NULL, CFG_KEPT, T_MEM, "4096", NULL },
+	{ "hll-sparse-max-bytes", NULL, CFG_KEPT, T_MEM, "3000", NULL },
 	{ "stream-node-max-entries", NULL, CFG_KEPT, T_INT, "100", NULL },
 	{ "active-expire-effort", NULL, CFG_KEPT, T_INT, "1", NULL },
 	{ "replica-read-only", "slave-read-only", CFG_KEPT, T_BOOL, "yes", NULL },
@@ -294,6 +295,7 @@ static const struct { const char *name; long long min, max; } bounds[] = {
 	{ "loading-process-events-interval-bytes", 1024, INT_MAX },
 	{ "slowlog-log-slower-than", -1, LLONG_MAX },
 	{ "slowlog-max-len", 0, LONG_MAX },
+	{ "hll-sparse-max-bytes", 0, LONG_MAX },
 };
 
 static bool in_bounds(const struct cfg_param *p, long long v, const char **why)

@@ -297,6 +297,19 @@ static const struct kv_keyspec ks_pexpireat[] = {
 static const struct kv_keyspec ks_pexpiretime[] = {
 	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
+static const struct kv_keyspec ks_pfadd[] = {
+	{ KV_KEY_RW | KV_KEY_INSERT, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
+};
+static const struct kv_keyspec ks_pfcount[] = {
+	{ KV_KEY_RW | KV_KEY_ACCESS, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, -1, 1, 0 },
+};
+static const struct kv_keyspec ks_pfdebug[] = {
+	{ KV_KEY_RW | KV_KEY_ACCESS, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, 0, 1, 0 },
+};
+static const struct kv_keyspec ks_pfmerge[] = {
+	{ KV_KEY_RW | KV_KEY_ACCESS | KV_KEY_INSERT, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
+	{ KV_KEY_RO | KV_KEY_ACCESS, KV_BS_INDEX, 2, NULL, KV_FK_RANGE, -1, 1, 0 },
+};
 static const struct kv_keyspec ks_psetex[] = {
 	{ KV_KEY_OW | KV_KEY_UPDATE, KV_BS_INDEX, 1, NULL, KV_FK_RANGE, 0, 1, 0 },
 };
@@ -11231,6 +11244,172 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	":0\r\n"
 	"",
 	  2, false },
+	{ "pfadd", 0x4204, 1, ks_pfadd, false, "", 3, 223,
+	  "$5\r\n"
+	"since\r\n"
+	"$5\r\n"
+	"2.8.9\r\n"
+	"$5\r\n"
+	"group\r\n"
+	"$11\r\n"
+	"hyperloglog\r\n"
+	"$9\r\n"
+	"arguments\r\n"
+	"*2\r\n"
+	"%3\r\n"
+	"$4\r\n"
+	"name\r\n"
+	"$3\r\n"
+	"key\r\n"
+	"$4\r\n"
+	"type\r\n"
+	"$3\r\n"
+	"key\r\n"
+	"$14\r\n"
+	"key_spec_index\r\n"
+	":0\r\n"
+	"%3\r\n"
+	"$4\r\n"
+	"name\r\n"
+	"$7\r\n"
+	"element\r\n"
+	"$4\r\n"
+	"type\r\n"
+	"$6\r\n"
+	"string\r\n"
+	"$5\r\n"
+	"flags\r\n"
+	"~2\r\n"
+	"+optional\r\n"
+	"+multiple\r\n"
+	"",
+	  -2, false },
+	{ "pfcount", 0x8202, 1, ks_pfcount, false, "", 3, 163,
+	  "$5\r\n"
+	"since\r\n"
+	"$5\r\n"
+	"2.8.9\r\n"
+	"$5\r\n"
+	"group\r\n"
+	"$11\r\n"
+	"hyperloglog\r\n"
+	"$9\r\n"
+	"arguments\r\n"
+	"*1\r\n"
+	"%4\r\n"
+	"$4\r\n"
+	"name\r\n"
+	"$3\r\n"
+	"key\r\n"
+	"$4\r\n"
+	"type\r\n"
+	"$3\r\n"
+	"key\r\n"
+	"$14\r\n"
+	"key_spec_index\r\n"
+	":0\r\n"
+	"$5\r\n"
+	"flags\r\n"
+	"~1\r\n"
+	"+multiple\r\n"
+	"",
+	  -2, false },
+	{ "pfdebug", 0x2a204, 1, ks_pfdebug, false, "", 4, 218,
+	  "$5\r\n"
+	"since\r\n"
+	"$5\r\n"
+	"2.8.9\r\n"
+	"$5\r\n"
+	"group\r\n"
+	"$11\r\n"
+	"hyperloglog\r\n"
+	"$9\r\n"
+	"doc_flags\r\n"
+	"~1\r\n"
+	"+syscmd\r\n"
+	"$9\r\n"
+	"arguments\r\n"
+	"*2\r\n"
+	"%2\r\n"
+	"$4\r\n"
+	"name\r\n"
+	"$10\r\n"
+	"subcommand\r\n"
+	"$4\r\n"
+	"type\r\n"
+	"$6\r\n"
+	"string\r\n"
+	"%3\r\n"
+	"$4\r\n"
+	"name\r\n"
+	"$3\r\n"
+	"key\r\n"
+	"$4\r\n"
+	"type\r\n"
+	"$3\r\n"
+	"key\r\n"
+	"$14\r\n"
+	"key_spec_index\r\n"
+	":0\r\n"
+	"",
+	  3, false },
+	{ "pfmerge", 0x8204, 2, ks_pfmerge, false, "", 3, 240,
+	  "$5\r\n"
+	"since\r\n"
+	"$5\r\n"
+	"2.8.9\r\n"
+	"$5\r\n"
+	"group\r\n"
+	"$11\r\n"
+	"hyperloglog\r\n"
+	"$9\r\n"
+	"arguments\r\n"
+	"*2\r\n"
+	"%3\r\n"
+	"$4\r\n"
+	"name\r\n"
+	"$7\r\n"
+	"destkey\r\n"
+	"$4\r\n"
+	"type\r\n"
+	"$3\r\n"
+	"key\r\n"
+	"$14\r\n"
+	"key_spec_index\r\n"
+	":0\r\n"
+	"%4\r\n"
+	"$4\r\n"
+	"name\r\n"
+	"$9\r\n"
+	"sourcekey\r\n"
+	"$4\r\n"
+	"type\r\n"
+	"$3\r\n"
+	"key\r\n"
+	"$14\r\n"
+	"key_spec_index\r\n"
+	":1\r\n"
+	"$5\r\n"
+	"flags\r\n"
+	"~1\r\n"
+	"+multiple\r\n"
+	"",
+	  -2, false },
+	{ "pfselftest", 0x2a200, 0, NULL, false, "", 3, 79,
+	  "$5\r\n"
+	"since\r\n"
+	"$5\r\n"
+	"2.8.9\r\n"
+	"$5\r\n"
+	"group\r\n"
+	"$11\r\n"
+	"hyperloglog\r\n"
+	"$9\r\n"
+	"doc_flags\r\n"
+	"~1\r\n"
+	"+syscmd\r\n"
+	"",
+	  1, false },
 	{ "ping", 0x44000, 0, NULL, false, "request_policy:all_shards\nresponse_policy:all_succeeded", 3, 144,
 	  "$5\r\n"
 	"since\r\n"
@@ -17233,4 +17412,4 @@ const struct kv_cmd_meta kv_cmd_metas[] = {
 	"",
 	  -4, false },
 };
-const uint32_t kv_cmd_nmetas = 336;
+const uint32_t kv_cmd_nmetas = 341;

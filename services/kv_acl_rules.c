@@ -21,10 +21,6 @@
  * read the same and ACL GETUSER derives the same categories from them.
  * Those never run; a user may be allowed or denied them all the same. */
 static const struct { const char *name, *cats; } absent[] = {
-	{ "pfadd", "write hyperloglog fast" }, { "pfcount", "read hyperloglog slow" },
-	{ "pfdebug", "write hyperloglog admin slow dangerous" },
-	{ "pfmerge", "write hyperloglog slow" },
-	{ "pfselftest", "hyperloglog admin slow dangerous" },
 	{ "xack", "write stream fast" }, { "xadd", "write stream fast" },
 	{ "xautoclaim", "write stream fast" }, { "xclaim", "write stream fast" },
 	{ "xdel", "write stream fast" }, { "xgroup", "slow" },

@@ -329,8 +329,10 @@ void kv_repl_run(struct resp_ctx *x, struct kv *kv, struct kv_cmd_rt *rt,
 	kv_rs.depth++;
 	rt->c->fn(x, kv, argv, argc);
 	kv_rs.depth--;
+	/* PFCOUNT is a read that may store the count it computed in the
+	 * value: sent on then, as Redis sends it. */
 	if (kv_rs.n && !kv_repl_quiet && !container(rt->c->name) &&
-	    ((kv_rs.dirty != dirty && (rt->fl & KV_CMD_WRITE)) ||
+	    ((kv_rs.dirty != dirty && ((rt->fl & KV_CMD_WRITE) || is(nm, "pfcount"))) ||
 	     (forced(rt->c->name) && x->r->errors == errors)))
 		kv_repl_propagate(x, kv, rt, argv, argc, db);
 	if (!kv_rs.depth)

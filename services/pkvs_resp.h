@@ -120,7 +120,7 @@ struct kv_cmd_rt {
 };
 
 /* The families (pkvs_resp.c lists them). */
-extern const struct kv_cmd kv_cmds_string[], kv_cmds_bitmap[], kv_cmds_keyspace[], kv_cmds_expire[],
+extern const struct kv_cmd kv_cmds_string[], kv_cmds_bitmap[], kv_cmds_hll[], kv_cmds_keyspace[], kv_cmds_expire[],
 	kv_cmds_hash[], kv_cmds_multi[], kv_cmds_conn[], kv_cmds_server[];
 /* cmd_info.c, cmd_config.c, cmd_command.c: INFO, CONFIG, COMMAND. */
 extern const struct kv_cmd kv_cmds_info[], kv_cmds_config[], kv_cmds_command[];

@@ -18,7 +18,7 @@ import pytest
 import redis
 
 from conftest import generations_acked_under_kill9
-from redis_peer import peers, redis_peer  # noqa: F401 (fixtures)
+from redis_peer import peers, redis_peer, run_script  # noqa: F401 (fixtures)
 
 PROTOS = [2, 3]
 
@@ -99,9 +99,7 @@ BITFIELD = [
 @pytest.mark.parametrize("cmds", [COUNT_POS, BITOP, BITFIELD], ids=["count-pos", "bitop", "bitfield"])
 def test_replies_match_redis(peers, proto, cmds):
     run, _ = peers
-    p = run(proto)
-    for c in cmds:
-        p.same(*c)
+    run_script(run(proto), cmds)
 
 
 def test_random_bit_commands_match_redis(peers):

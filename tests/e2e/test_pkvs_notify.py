@@ -112,6 +112,10 @@ SCENARIOS = {
         ("BITFIELD", "f", "OVERFLOW", "FAIL", "INCRBY", "u2", "100", "9"),
         ("BITFIELD_RO", "f", "GET", "i8", "0"), ("BITCOUNT", "a"), ("BITPOS", "a", "1"),
     ],
+    "hll": [
+        ("PFADD", "p", "a", "b"), ("PFADD", "p", "a"), ("PFADD", "q"), ("PFCOUNT", "p"),
+        ("PFMERGE", "m", "p", "q"), ("PFMERGE", "m"), ("PFCOUNT", "p", "q"), ("PFDEBUG", "TODENSE", "p"),
+    ],
     "counters": [
         ("INCR", "c"), ("INCR", "c"), ("DECR", "c"), ("INCRBY", "c", "10"), ("DECRBY", "c", "3"),
         ("INCRBYFLOAT", "f", "1.5"), ("INCRBYFLOAT", "f", "-0.5"), ("SET", "s", "abc"),
