@@ -1,9 +1,10 @@
 /*
  * kv_hll.c - HyperLogLog in Redis's bytes (kv_hll.h).
  *
- * Where Redis's code reads one byte past a damaged value (an XZERO cut
- * in half at the end reads the string's terminating zero) this reads a
- * zero too, so a damaged value is refused, or counted, as Redis does.
+ * Damaged sparse values (runs that do not cover exactly the 16384
+ * registers, bytes after the last one, an XZERO cut in half at the end)
+ * are refused by every reader. Redis refuses the first two; a cut XZERO
+ * it takes, reading its string's terminating zero as the missing byte.
  */
 #include <math.h>
 #include <string.h>
@@ -128,8 +129,8 @@ bool kv_hll_dense_set(uint8_t *regs, uint32_t i, uint8_t count)
 #define VAL_LEN(b) (((b) & 3) + 1u)
 #define VAL(v, l) ((uint8_t)(0x80 | ((v) - 1) << 2 | ((l) - 1)))
 
-/* The opcode at p: its registers and bytes (an XZERO's missing second
- * byte read as zero). */
+/* The opcode at p: its registers and bytes; 0 registers for an XZERO
+ * cut in half by the end (damaged). */
 static uint32_t run_at(const uint8_t *p, const uint8_t *end, uint32_t *oplen)
 {
 	*oplen = 1;
@@ -138,12 +139,13 @@ static uint32_t run_at(const uint8_t *p, const uint8_t *end, uint32_t *oplen)
 	if (!IS_XZERO(*p))
 		return VAL_LEN(*p);
 	*oplen = 2;
-	return XZERO_LEN(*p, p + 1 < end ? p[1] : 0u);
+	return p + 1 < end ? XZERO_LEN(*p, p[1]) : 0;
 }
 
 /* Every run of sparse registers v[0..len): fn(arg, first register,
  * registers, value) for VAL runs that fit; stops at one that does not.
- * Returns the registers covered (KV_HLL_REGS when v is whole). */
+ * Returns the registers the runs cover, KV_HLL_REGS when v is whole
+ * (bytes after the last register make it damaged). */
 static uint64_t each_run(const uint8_t *v, size_t len, void (*fn)(void *, uint32_t, uint32_t, uint8_t),
 			 void *arg)
 {
@@ -151,9 +153,11 @@ static uint64_t each_run(const uint8_t *v, size_t len, void (*fn)(void *, uint32
 	uint64_t idx = 0;
 	while (p < end) {
 		uint32_t oplen, n = run_at(p, end, &oplen);
+		if (n == 0)
+			return KV_HLL_REGS + 1;      /* a cut XZERO */
 		if (!IS_ZERO(*p) && !IS_XZERO(*p)) {
 			if (idx + n > KV_HLL_REGS)
-				break;
+				return idx + n;
 			fn(arg, (uint32_t)idx, n, (uint8_t)VAL_VALUE(*p));
 		}
 		idx += n;
@@ -224,7 +228,7 @@ int kv_hll_sparse_set(uint8_t *v, size_t *len, uint32_t i, uint8_t count, size_t
 		p += oplen;
 		first += span;
 	}
-	if (p >= end)
+	if (p >= end || span == 0)
 		return -1;
 	uint8_t *next = p + oplen < end ? p + oplen : NULL;
 	bool is_val = !IS_ZERO(*p) && !IS_XZERO(*p);
@@ -351,7 +355,9 @@ uint64_t kv_hll_count(const uint8_t *v, size_t len, bool *damaged)
 	uint64_t idx = 0;
 	while (p < end) {
 		uint32_t oplen, n = run_at(p, end, &oplen);
-		if (IS_ZERO(*p) || IS_XZERO(*p))
+		if (n == 0)
+			idx = KV_HLL_REGS + 1;           /* a cut XZERO */
+		else if (IS_ZERO(*p) || IS_XZERO(*p))
 			hist[0] += (int)n;
 		else
 			histogram(hist, 0, n, (uint8_t)VAL_VALUE(*p));

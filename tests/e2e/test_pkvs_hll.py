@@ -59,7 +59,7 @@ ERRORS = [
     ("PFADD", "d5", "a", "b", "c"), ("PFDEBUG", "TODENSE", "d5"), ("APPEND", "d5", "x"), ("PFCOUNT", "d5"),
     ("SET", "d6", "HYLL"), ("PFCOUNT", "d6"), ("SET", "d7", "HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"),
     ("PFCOUNT", "d7"), ("PFADD", "d7", "a"), ("SET", "d8", "HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x7f"),
-    ("PFCOUNT", "d8"), ("PFADD", "d8", "a"), ("GET", "d8"),
+    ("PFCOUNT", "d8"),
 ]
 
 
@@ -68,6 +68,33 @@ ERRORS = [
 def test_replies_match_redis(peers, proto, cmds):
     run, _ = peers
     run_script(run(proto), cmds)
+
+
+SPARSE_HEAD = b"HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80"
+
+
+def test_damaged_values_refused(peers):
+    """Sparse values whose runs pass the last register are refused by
+    every command, as Redis refuses them. One whose last XZERO is cut in
+    half Redis takes (it reads its string's terminating zero as the
+    missing byte: it counts, merges, converts and adds to it): pkvs
+    refuses it in every command and changes nothing."""
+    run, _ = peers
+    p = run(2)
+    tail = SPARSE_HEAD + b"\x7f\xff\x80"                 # XZERO of all 16384, then a VAL
+    p.same("SET", "tail", tail)
+    for cmd in (("PFCOUNT", "tail"), ("PFCOUNT", "tail", "nokey"), ("PFMERGE", "m", "tail"),
+                ("PFDEBUG", "TODENSE", "tail"), ("PFDEBUG", "GETREG", "tail"), ("GET", "tail")):
+        p.same(*cmd)
+    cut = SPARSE_HEAD + b"\xcf" * 63 + b"\xce\x7f"         # 255 registers, then half an XZERO
+    for key, cmd in (("c1", ("PFCOUNT", "c1")), ("c2", ("PFCOUNT", "c2", "nokey")),
+                     ("c3", ("PFMERGE", "m3", "c3")), ("c4", ("PFDEBUG", "TODENSE", "c4")),
+                     ("c5", ("PFADD", "c5", "z"))):      # "z" falls past the first 255 registers
+        p.same("SET", key, cut)
+        pk, rd = p.both(*cmd)
+        assert pk == b"-INVALIDOBJ Corrupted HLL object detected\r\n", (cmd, pk)
+        assert rd.startswith((b":", b"+OK")), (cmd, rd)
+        assert p.pkvs.call("GET", key) == b"$%d\r\n%s\r\n" % (len(cut), cut)
 
 
 def test_getreg_and_selftest(peers):

@@ -177,6 +177,28 @@ static void damage_refused(void)
 	kv_hll_count(h.v, h.len - 1, &bad);
 	CHECK(bad);
 	CHECK_EQ(kv_hll_sparse_set(h.v, &(size_t){ KV_HLL_HDR }, 3, 1, 3000), -1);
+	/* 255 registers, then an XZERO cut in half (Redis reads its string's
+	 * terminating zero as the missing byte and takes it: 16129 more). */
+	uint8_t cut[KV_HLL_HDR + 66];
+	kv_hll_new(cut);
+	memset(cut + KV_HLL_HDR, 0xCF, 63);
+	cut[KV_HLL_HDR + 63] = 0xCE;
+	cut[KV_HLL_HDR + 64] = 0x7F;
+	size_t cutlen = KV_HLL_HDR + 65;
+	kv_hll_count(cut, cutlen, &bad);
+	CHECK(bad);
+	CHECK(!kv_hll_merge(max, cut, cutlen));
+	CHECK(!kv_hll_to_dense(cut, cutlen, d));
+	CHECK_EQ(kv_hll_sparse_set(cut, &cutlen, 300, 5, 3000), -1);
+	CHECK_EQ(cutlen, KV_HLL_HDR + 65);
+	/* Whole registers, then one more run. */
+	uint8_t tail[KV_HLL_HDR + 3];
+	kv_hll_new(tail);
+	tail[KV_HLL_HDR + 2] = 0x80;
+	kv_hll_count(tail, sizeof(tail), &bad);
+	CHECK(bad);
+	CHECK(!kv_hll_merge(max, tail, sizeof(tail)));
+	CHECK(!kv_hll_to_dense(tail, sizeof(tail), d));
 	/* Not HLLs: the magic, an unknown encoding, a dense one's length. */
 	uint8_t v[KV_HLL_DENSE_SIZE];
 	memcpy(v, h.v, KV_HLL_HDR);
