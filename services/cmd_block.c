@@ -52,6 +52,12 @@ struct kv_bclient {
 	struct kv_bclient *lnext, **lprev;   /* every blocked client (CLIENT UNBLOCK) */
 	uint32_t nwaits;
 	struct bwait *waits;
+	/* For the slow log, which logs it once it is served (Redis's rule):
+	 * the command, its words, its first run's time, its serve's start. */
+	const struct kv_cmd_rt *rt;
+	struct paste_resp_arg *argv;
+	uint32_t argc;
+	uint64_t ran_ns, serve_t0;
 	size_t arglen;
 	max_align_t arg[];              /* the command's parameters */
 };
@@ -267,6 +273,7 @@ static void forget(struct kv_bclient *c)
 	if (c->lnext)
 		c->lnext->lprev = c->lprev;
 	bt.nblocked--;
+	free(c->argv);
 	free(c->waits);
 	free(c);
 }
@@ -275,6 +282,11 @@ static void forget(struct kv_bclient *c)
  * more: its connection runs its next commands (at the end of the pass). */
 static void unblock(struct kv_bclient *c, struct resp_ctx *x)
 {
+	/* Served: the slow log takes it now (Redis logs neither a timeout
+	 * nor CLIENT UNBLOCK's end). */
+	uint64_t ns = c->serve_t0 ? c->ran_ns + paste_clock_ns() - c->serve_t0 : 0;
+	if (x && c->argv && c->serve_t0 && ns >= kv_slowlog_ns)
+		kv_slowlog_push(x, c->rt, c->argv, c->argc, ns);
 	if (x) {
 		((struct kv_resp_conn *)x->sc)->block = NULL;
 		resp_unblock(x);
@@ -371,8 +383,11 @@ static void serve_key(struct kv *kv, struct bkey *k)
 			continue;
 		}
 		kv_key_init(kv, &key, k->db, k->key, k->node.len);
-		if (!c->serve(&x, kv, &key, c->arg))
+		c->serve_t0 = paste_clock_ns();
+		if (!c->serve(&x, kv, &key, c->arg)) {
+			c->serve_t0 = 0;
 			break;
+		}
 		unblock(c, &x);
 	}
 	k->busy = false;
@@ -446,6 +461,30 @@ int kv_block_unblock(struct resp_ctx *x, struct kv *kv, uint64_t id, bool error)
 	}
 	unblock(c, &o);
 	return 1;
+}
+
+void kv_block_ran(struct resp_ctx *x, const struct kv_cmd_rt *rt, const struct paste_resp_arg *argv,
+		  uint32_t argc, uint64_t ns)
+{
+	struct kv_bclient *c = client_of(x);
+	size_t bytes = 0;
+	for (uint32_t i = 0; i < argc; i++)
+		bytes += argv[i].len;
+	/* One allocation: the words, then their bytes. Without it the
+	 * command goes unlogged, nothing else changes. */
+	struct paste_resp_arg *v = malloc(argc * sizeof(*v) + bytes + 1);
+	if (!v)
+		return;
+	char *at = (char *)(v + argc);
+	for (uint32_t i = 0; i < argc; i++) {
+		memcpy(at, argv[i].p, argv[i].len);
+		v[i] = (struct paste_resp_arg){ at, argv[i].len };
+		at += argv[i].len;
+	}
+	c->rt = rt;
+	c->argv = v;
+	c->argc = argc;
+	c->ran_ns = ns;
 }
 
 bool kv_block_is(const struct resp_ctx *o)

@@ -82,6 +82,12 @@ void kv_block_serve(struct kv *kv);
 void kv_block_pass(struct worker *w, struct kv *kv);
 uint64_t kv_block_wake(struct worker *w, void *service_state);
 
+/* The command that ran for ns and left x blocked (kv_run): the slow log
+ * takes it when it is served, its time the first run's and the serve's
+ * (a timeout or CLIENT UNBLOCK logs nothing, as in Redis). */
+void kv_block_ran(struct resp_ctx *x, const struct kv_cmd_rt *rt, const struct paste_resp_arg *argv,
+		  uint32_t argc, uint64_t ns);
+
 /* x's connection closes: it waits no more (no reply). */
 void kv_block_closed(struct resp_ctx *x);
 

@@ -5,7 +5,9 @@ trimming past 32 arguments and 128 bytes, redaction of passwords (CONFIG
 SET requirepass/masterauth, ACL SETUSER, AUTH), EXEC's commands logged
 one by one and EXEC not, a script's commands as its client's, a SET whose
 value streamed logged with its value's head, slowlog-max-len, -1 turning
-it off; GET's count, LEN, RESET, HELP and the errors byte for byte.
+it off; a blocked command logged when it is served (not when it blocks,
+nor for a timeout); GET's count, LEN, RESET, HELP and the errors byte for
+byte.
 """
 import time
 
@@ -128,3 +130,44 @@ def test_replies_and_errors_as_redis(pkvs_srv, redis_peer):
                 ("CONFIG", "GET", "slowlog-log-slower-than"), ("CONFIG", "GET", "slowlog-max-len")]:
         p.same(*cmd)
     p.close()
+
+
+def blocked_steps(port):
+    """A client blocks and is served by a push, by a push inside EXEC, by
+    a ZADD, and times out: the entries, which Redis writes when a blocked
+    command is served (not when it blocks, nor for a timeout)."""
+    a, b = RawConn(port), RawConn(port)
+    a.call("FLUSHALL")
+    a.call("CONFIG", "SET", "slowlog-max-len", "128")
+    a.call("CONFIG", "SET", "slowlog-log-slower-than", "0")
+    b.call("CLIENT", "SETNAME", "blocker")
+    a.call("SLOWLOG", "RESET")
+
+    def blocked():
+        for _ in range(200):
+            if b"blocked_clients:1" in a.call("INFO", "clients"):
+                return
+            time.sleep(0.01)
+        raise AssertionError("the client did not block")
+    for block, serve in ((("BLPOP", "l", "0"), [("LPUSH", "l", "x")]),
+                         (("BLPOP", "l", "0"), [("MULTI",), ("LPUSH", "l", "y"), ("EXEC",)]),
+                         (("BZPOPMIN", "z", "0"), [("ZADD", "z", "1", "m")])):
+        b.send(resp_command(*block))
+        blocked()
+        for step in serve:
+            a.call(*step)
+        b.read_raw()
+    assert b.call("BRPOP", "l2", "0.05") == b"*-1\r\n"
+    a.call("CONFIG", "SET", "slowlog-log-slower-than", "-1")
+    got = entries(a)
+    a.call("CONFIG", "SET", "slowlog-log-slower-than", "10000")
+    a.close()
+    b.close()
+    return got
+
+
+def test_blocked_commands_logged_when_served(pkvs_srv, redis_peer):
+    mine, want = blocked_steps(pkvs_srv.resp_port), blocked_steps(redis_peer.resp_port)
+    assert mine == want, (mine, want)
+    argvs = [e[0] for e in mine]
+    assert argvs.count([b"BLPOP", b"l", b"0"]) == 2 and [b"BRPOP", b"l2", b"0.05"] not in argvs
