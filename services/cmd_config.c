@@ -89,6 +89,7 @@ static const struct cfg_param params[] = {
 	{ "acl-pubsub-default", NULL, CFG_KEPT, T_ENUM, "resetchannels", "allchannels resetchannels" },
 	{ "latency-monitor-threshold", NULL, CFG_KEPT, T_INT, "0", NULL },
 	{ "latency-tracking", NULL, CFG_KEPT, T_BOOL, "yes", NULL },
+	{ "latency-tracking-info-percentiles", NULL, CFG_KEPT, T_STR, "50 99 99.9", NULL },
 	{ "maxmemory-samples", NULL, CFG_LIVE, T_INT, "5", NULL },
 	{ "maxmemory-eviction-tenacity", NULL, CFG_LIVE, T_INT, "10", NULL },
 	{ "maxmemory-clients", NULL, CFG_KEPT, T_MEM, "0", NULL },
@@ -590,6 +591,8 @@ static int param_set(struct resp_ctx *x, const struct cfg_param *p, const struct
 	 * command. */
 	if (!strncmp(n, "slowlog-", 8))
 		kv_slowlog_setting(n, (int64_t)num);
+	if (!strncmp(n, "latency-", 8))
+		kv_latency_setting(n, copy);
 	if (!strcmp(n, "tracking-table-max-keys"))
 		kv_tracking_max_keys(num);      /* cmd_tracking.c bounds its table */
 	if (!strncmp(n, "min-replicas-", 13) || !strncmp(n, "min-slaves-", 11))
@@ -704,6 +707,7 @@ static void cmd_config_resetstat(struct resp_ctx *x, struct kv *kv, const struct
 	for (uint32_t i = 0; i < kv_cmd_count(); i++) {
 		struct kv_cmd_rt *rt = kv_cmd_at(i);
 		rt->calls = rt->ns = rt->rejected = rt->failed = 0;
+		kv_latency_reset(rt);
 	}
 	resp_errstats_reset(x);
 	kv->n.hits = kv->n.misses = 0;

@@ -31,7 +31,7 @@ enum {
 	S_COMMANDSTATS = 1u << 11, S_LATENCYSTATS = 1u << 12,
 	S_DEFAULT = S_SERVER | S_CLIENTS | S_MEMORY | S_PERSISTENCE | S_STATS | S_REPLICATION |
 		    S_CPU | S_MODULES | S_ERRORSTATS | S_CLUSTER | S_KEYSPACE,
-	S_ALL = S_DEFAULT | S_COMMANDSTATS,
+	S_ALL = S_DEFAULT | S_COMMANDSTATS | S_LATENCYSTATS,
 };
 
 static uint32_t info_sections(const struct paste_resp_arg *a, uint32_t n)
@@ -369,6 +369,11 @@ static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		SECTION("Errorstats");
 		for (uint32_t i = 0; i < nerr; i++)
 			ADD("errorstat_%s:count=%" PRIu64 "\r\n", es[i].code, es[i].count);
+	}
+	if (want & S_LATENCYSTATS) {
+		SECTION("Latencystats");
+		if (kv_latency_tracking)
+			kv_latency_info(&o);
 	}
 	if (want & S_CLUSTER) {
 		SECTION("Cluster");

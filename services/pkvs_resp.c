@@ -267,7 +267,7 @@ static const struct kv_cmd *const families[] = {
 	kv_cmds_set, kv_cmds_zset,
 	kv_cmds_sort,
 	kv_cmds_geo,
-	kv_cmds_monitor, kv_cmds_slowlog,
+	kv_cmds_monitor, kv_cmds_slowlog, kv_cmds_latency,
 	kv_cmds_repl, kv_cmds_dump,
 };
 
@@ -463,6 +463,10 @@ static uint64_t count_call(struct kv_cmd_rt *rt, uint64_t t0, bool failed)
 	rt->ns += t1 - t0;
 	rt->calls++;
 	rt->failed += failed;
+	if (kv_latency_tracking)                 /* LATENCY HISTOGRAM, INFO latencystats */
+		kv_latency_record(rt, t1 - t0);
+	if (t1 - t0 >= kv_latency_ns)            /* the latency monitor */
+		kv_latency_event(rt->fl & KV_CMD_FAST ? "fast-command" : "command", (t1 - t0) / 1000000);
 	return t1;
 }
 

@@ -111,6 +111,7 @@ struct kv_cmd_rt {
 	const struct kv_cmd *c;
 	uint32_t fl;
 	uint64_t calls, ns, rejected, failed;   /* ns: time in the handler */
+	uint64_t *lat;                          /* run times' histogram (cmd_latency.c); NULL: none yet */
 	/* COMMAND's view: Redis's reference (NULL: derived from the row);
 	 * a subcommand's container ("config|get" -> "config"); a
 	 * container's subcommands, cmds[sub0 .. sub0 + nsubs). */
@@ -132,6 +133,21 @@ extern const struct kv_cmd kv_cmds_slowlog[];
 extern uint64_t kv_slowlog_ns;
 void kv_slowlog_push(struct resp_ctx *x, const struct kv_cmd_rt *rt,
 		     const struct paste_resp_arg *argv, uint32_t argc, uint64_t ns);
+/* cmd_latency.c: LATENCY; each call's time into its command's histogram
+ * while kv_latency_tracking (latency-tracking), and a call that took
+ * kv_latency_ns or more (latency-monitor-threshold; UINT64_MAX: off) into
+ * the monitor's "command" or "fast-command" event. */
+extern const struct kv_cmd kv_cmds_latency[];
+extern bool kv_latency_tracking;
+extern uint64_t kv_latency_ns;
+void kv_latency_record(struct kv_cmd_rt *rt, uint64_t ns);
+void kv_latency_reset(struct kv_cmd_rt *rt);
+void kv_latency_event(const char *name, uint64_t ms);
+/* CONFIG SET of latency-tracking or latency-monitor-threshold (value as
+ * CONFIG GET reads it back). */
+void kv_latency_setting(const char *name, const char *value);
+/* INFO latencystats' lines, appended to o. */
+void kv_latency_info(struct resp_out *o);
 /* CONFIG SET of slowlog-log-slower-than or slowlog-max-len (v: the value). */
 void kv_slowlog_setting(const char *name, int64_t v);
 /* cmd_script.c: EVAL..., SCRIPT, FUNCTION, FCALL. */
