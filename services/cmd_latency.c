@@ -4,9 +4,9 @@
  *
  * Per command, a histogram of its run times (latency-tracking yes, the
  * default): log-linear buckets, 16 per power of two (6 % wide), of
- * nanoseconds clamped to [1 ns, 1 s] as Redis clamps them. Recording is
- * a bucket index and an increment in kv_run; a command's buckets (4.8
- * KiB) are allocated at its first call. LATENCY HISTOGRAM gives the
+ * nanoseconds up to 1 s (Redis's clamp). Recording is a bucket index
+ * and an increment in kv_run (kv_latency_bucket, pkvs_resp.h); a
+ * command's buckets (4.8 KiB) are allocated at its first call. LATENCY HISTOGRAM gives the
  * cumulative counts at 1, 2, 4, ... microseconds (powers of two of
  * nanoseconds from 1024, Redis's points); INFO latencystats the
  * configured percentiles (latency-tracking-info-percentiles) as the
@@ -27,21 +27,12 @@
 #include "pkvs_resp.h"
 
 #define SUB 16                                  /* buckets per power of two */
-#define NBUCKETS (38 * SUB)                     /* up to 2^41 ns */
-#define MAX_NS 1000000000ull
+#define NBUCKETS KV_LAT_BUCKETS                 /* up to 2^41 ns */
 #define TS_LEN 160
 #define MAX_EVENTS 8
 
 bool kv_latency_tracking = true;
 uint64_t kv_latency_ns = UINT64_MAX;            /* latency-monitor-threshold; UINT64_MAX: off */
-
-static unsigned bucket_of(uint64_t ns)
-{
-	if (ns < SUB)
-		return (unsigned)ns;
-	unsigned m = 63u - (unsigned)__builtin_clzll(ns);   /* 4 or more */
-	return (m - 3) * SUB + (unsigned)((ns >> (m - 4)) & (SUB - 1));
-}
 
 /* The largest value bucket i holds. */
 static uint64_t bucket_high(unsigned i)
@@ -54,11 +45,19 @@ static uint64_t bucket_high(unsigned i)
 
 void kv_latency_record(struct kv_cmd_rt *rt, uint64_t ns)
 {
-	/* The calls count is lat[NBUCKETS]. */
-	if (!rt->lat && !(rt->lat = calloc(NBUCKETS + 1, sizeof(*rt->lat))))
+	if (!rt->lat && !(rt->lat = calloc(NBUCKETS, sizeof(*rt->lat))))
 		return;
-	rt->lat[bucket_of(ns < 1 ? 1 : ns > MAX_NS ? MAX_NS : ns)]++;
-	rt->lat[NBUCKETS]++;
+	rt->lat[kv_latency_bucket(ns)]++;
+}
+
+/* A histogram's calls: the sum of its buckets (kept by no counter, so
+ * that a call adds to one word). */
+static uint64_t total_of(const uint64_t *lat)
+{
+	uint64_t t = 0;
+	for (unsigned i = 0; i < NBUCKETS; i++)
+		t += lat[i];
+	return t;
 }
 
 void kv_latency_reset(struct kv_cmd_rt *rt)
@@ -267,7 +266,7 @@ static void cmd_latency_doctor(struct resp_ctx *x, struct kv *kv, const struct p
  * 1024 ns * 2^k, the points where the count grew. */
 static void reply_cdf(struct resp_ctx *x, const struct kv_cmd_rt *rt)
 {
-	uint64_t total = rt->lat[NBUCKETS], cum = 0, prev = 0;
+	uint64_t total = total_of(rt->lat), cum = 0, prev = 0;
 	uint32_t points = 0;
 	uint64_t us[24], at[24];
 	unsigned b = 0;
@@ -370,7 +369,7 @@ void kv_latency_info(struct resp_out *o)
 			continue;
 		char line[512];
 		int at = snprintf(line, sizeof(line), "latency_percentiles_usec_%s:", rt->c->name);
-		uint64_t total = rt->lat[NBUCKETS];
+		uint64_t total = total_of(rt->lat);
 		for (uint32_t j = 0; j < np; j++) {
 			uint64_t want = (uint64_t)ceil(pct[j] / 100.0 * (double)total), cum = 0;
 			unsigned b = 0;

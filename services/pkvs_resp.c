@@ -463,8 +463,12 @@ static uint64_t count_call(struct kv_cmd_rt *rt, uint64_t t0, bool failed)
 	rt->ns += t1 - t0;
 	rt->calls++;
 	rt->failed += failed;
-	if (kv_latency_tracking)                 /* LATENCY HISTOGRAM, INFO latencystats */
-		kv_latency_record(rt, t1 - t0);
+	if (kv_latency_tracking) {               /* LATENCY HISTOGRAM, INFO latencystats */
+		if (__builtin_expect(rt->lat != NULL, 1))
+			rt->lat[kv_latency_bucket(t1 - t0)]++;
+		else
+			kv_latency_record(rt, t1 - t0);
+	}
 	if (t1 - t0 >= kv_latency_ns)            /* the latency monitor */
 		kv_latency_event(rt->fl & KV_CMD_FAST ? "fast-command" : "command", (t1 - t0) / 1000000);
 	return t1;
