@@ -291,6 +291,15 @@ int resp_out_send(struct resp_ctx *x, const char *head, int hlen, struct resp_ou
 	return r;
 }
 
+int resp_out_send_text(struct resp_ctx *x, struct resp_out *o)
+{
+	char head[48];
+	int hl = x->r->proto == 3 ? snprintf(head, sizeof(head), "=%zu\r\ntxt:", (size_t)o->b.len + 4)
+				  : paste_resp_put_bulk_head(head, sizeof(head), o->b.len);
+	resp_out_put(o, "\r\n", 2);
+	return resp_out_send(x, head, hl, o);
+}
+
 /* An argument in an error message: printable, at most 128 bytes. */
 static void arg_text(const struct paste_resp_arg *a, char *out, size_t cap)
 {

@@ -179,6 +179,9 @@ struct resp_out {
 void resp_out_put(struct resp_out *o, const void *p, size_t n);
 void resp_out_bulk(struct resp_out *o, const void *p, size_t n);
 int resp_out_send(struct resp_ctx *x, const char *head, int hlen, struct resp_out *o);
+/* o's text as one string: a bulk, in RESP3 a verbatim one ("=" len
+ * "txt:"), as INFO, CLIENT LIST and LATENCY DOCTOR answer. */
+int resp_out_send_text(struct resp_ctx *x, struct resp_out *o);
 /* "-ERR wrong number of arguments for '<cmd>' command" */
 int resp_arity_error(struct resp_ctx *x, const struct paste_resp_arg *cmd);
 /* The store failed: "-ERR store failed: <why>", then close (what a

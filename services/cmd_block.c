@@ -487,11 +487,6 @@ void kv_block_ran(struct resp_ctx *x, const struct kv_cmd_rt *rt, const struct p
 	c->ran_ns = ns;
 }
 
-bool kv_block_is(const struct resp_ctx *o)
-{
-	return client_of(o) != NULL;
-}
-
 uint32_t kv_block_count(void)
 {
 	return bt.nblocked;

@@ -97,9 +97,12 @@ void kv_block_closed(struct resp_ctx *x);
  * context of the protocol (the caller's). */
 int kv_block_unblock(struct resp_ctx *x, struct kv *kv, uint64_t id, bool error);
 
-/* Is o's client blocked (CLIENT LIST flag 'b')? How many are (INFO
- * blocked_clients)? */
-bool kv_block_is(const struct resp_ctx *o);
+/* Is o's client blocked (CLIENT LIST flag 'b'; kv_run, after every
+ * command: inline, one load)? How many are (INFO blocked_clients)? */
+static inline bool kv_block_is(const struct resp_ctx *o)
+{
+	return ((const struct kv_resp_conn *)o->sc)->block != NULL;
+}
 uint32_t kv_block_count(void);
 
 #endif

@@ -85,20 +85,6 @@ int kv_client_line(struct resp_ctx *o, char *out, size_t cap)
 		kv_tracking_redir(o), r->proto);
 }
 
-/* A reply of lines as CLIENT LIST gives it: a bulk string, in RESP3 a
- * verbatim one. */
-static void reply_text(struct resp_ctx *x, struct resp_out *o)
-{
-	char head[48];
-	int hl;
-	if (x->r->proto == 3)
-		hl = snprintf(head, sizeof(head), "=%zu\r\ntxt:", (size_t)o->b.len + 4);
-	else
-		hl = paste_resp_put_bulk_head(head, sizeof(head), o->b.len);
-	resp_out_put(o, "\r\n", 2);
-	resp_out_send(x, head, hl, o);
-}
-
 struct client_walk {
 	struct resp_out *out;
 	const struct paste_resp_arg *ids;   /* CLIENT LIST ID ...: these only */
@@ -235,7 +221,7 @@ static void cmd_client_sub(struct resp_ctx *x, struct kv *kv, const struct paste
 		char line[1024];
 		int k = kv_client_line(x, line, sizeof(line));
 		resp_out_put(&o, line, (size_t)(k < (int)sizeof(line) ? k : (int)sizeof(line) - 1));
-		reply_text(x, &o);
+		resp_out_send_text(x, &o);
 	} else if (paste_resp_arg_eq(s, "LIST")) {
 		struct resp_out o = { 0 };
 		struct client_walk cw = { .out = &o };
@@ -248,7 +234,7 @@ static void cmd_client_sub(struct resp_ctx *x, struct kv *kv, const struct paste
 				return;
 			}
 			if (!paste_resp_arg_eq(&a[3], "normal")) {
-				reply_text(x, &o);
+				resp_out_send_text(x, &o);
 				return;
 			}
 		} else if (n > 3 && paste_resp_arg_eq(&a[2], "ID")) {
@@ -266,7 +252,7 @@ static void cmd_client_sub(struct resp_ctx *x, struct kv *kv, const struct paste
 			return;
 		}
 		resp_each(x, list_one, &cw);
-		reply_text(x, &o);
+		resp_out_send_text(x, &o);
 	} else if (paste_resp_arg_eq(s, "KILL")) {
 		client_kill(x, a, n);
 	} else if (paste_resp_arg_eq(s, "SETNAME")) {

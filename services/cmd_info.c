@@ -388,17 +388,7 @@ static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 	}
 #undef SECTION
 #undef ADD
-	/* A bulk string, and in RESP3 a verbatim one ("=" len "txt:"). */
-	char head[48];
-	int hl;
-	if (x->r->proto == 3) {
-		hl = snprintf(head, sizeof(head), "=%zu\r\ntxt:", (size_t)o.b.len + 4);
-		resp_out_put(&o, "\r\n", 2);
-	} else {
-		hl = paste_resp_put_bulk_head(head, sizeof(head), o.b.len);
-		resp_out_put(&o, "\r\n", 2);
-	}
-	resp_out_send(x, head, hl, &o);
+	resp_out_send_text(x, &o);
 }
 
 /* name, arity, flags, group, summary, handler, first key, last key, step. */

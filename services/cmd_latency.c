@@ -120,7 +120,7 @@ void kv_latency_setting(const char *name, const char *value)
 
 /* ------------------------------------------------------------ LATENCY */
 
-/* The samples of e, oldest first: fn(arg, sample) for each. */
+/* The samples of e into out, oldest first: how many. */
 static uint32_t samples(const struct event *e, struct sample *out)
 {
 	uint32_t n = 0;
@@ -188,17 +188,12 @@ static void cmd_latency_reset(struct resp_ctx *x, struct kv *kv, const struct pa
 	resp_int(x, resets);
 }
 
-/* A text reply: RESP3's verbatim string, RESP2's bulk. */
+/* A text reply (resp_out_send_text: RESP3's verbatim string). */
 static void reply_text(struct resp_ctx *x, const char *s, size_t len)
 {
-	if (x->r->proto != 3) {
-		resp_bulk(x, s, len);
-		return;
-	}
-	char head[32];
-	int hl = snprintf(head, sizeof(head), "=%zu\r\ntxt:", len + 4);
-	if (resp_send(x, head, (size_t)hl) == 0 && resp_send(x, s, len) == 0)
-		resp_send(x, "\r\n", 2);
+	struct resp_out o = { 0 };
+	resp_out_put(&o, s, len);
+	resp_out_send_text(x, &o);
 }
 
 /* An event's samples as a chart of 4 rows, a column per sample (the last

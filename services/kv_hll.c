@@ -350,22 +350,14 @@ uint64_t kv_hll_count(const uint8_t *v, size_t len, bool *damaged)
 			hist[kv_hll_dense_get(v + KV_HLL_HDR, i)]++;
 		return estimate(hist);
 	}
-	/* Zero runs count too; a run past the end makes the value damaged. */
-	const uint8_t *p = v + KV_HLL_HDR, *end = v + len;
-	uint64_t idx = 0;
-	while (p < end) {
-		uint32_t oplen, n = run_at(p, end, &oplen);
-		if (n == 0)
-			idx = KV_HLL_REGS + 1;           /* a cut XZERO */
-		else if (IS_ZERO(*p) || IS_XZERO(*p))
-			hist[0] += (int)n;
-		else
-			histogram(hist, 0, n, (uint8_t)VAL_VALUE(*p));
-		idx += n;
-		p += oplen;
-	}
-	*damaged = idx != KV_HLL_REGS;
-	return *damaged ? 0 : estimate(hist);
+	/* The VAL runs' registers by value; the zero runs' are the rest. */
+	*damaged = each_run(v, len, histogram, hist) != KV_HLL_REGS;
+	if (*damaged)
+		return 0;
+	hist[0] = (int)KV_HLL_REGS;
+	for (int i = 1; i < 64; i++)
+		hist[0] -= hist[i];
+	return estimate(hist);
 }
 
 uint64_t kv_hll_count_regs(const uint8_t max[KV_HLL_REGS])

@@ -501,7 +501,7 @@ void kv_run(struct resp_ctx *x, struct kv *kv, struct kv_cmd_rt *rt,
 	else
 		rt->c->fn(x, kv, argv, argc);
 	uint64_t t1 = count_call(rt, t0, x->r->errors != errors);
-	if (((struct kv_resp_conn *)x->sc)->block)   /* blocked: logged when served */
+	if (kv_block_is(x))                      /* blocked: logged when served */
 		kv_block_ran(x, rt, argv, argc, t1 - t0);
 	else if (t1 - t0 >= kv_slowlog_ns)
 		kv_slowlog_push(x, rt, argv, argc, t1 - t0);
