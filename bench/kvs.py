@@ -37,15 +37,17 @@ With --pm-latency NS pkvs also pays NS per fence (the paper's 10 us PM).
 Tests (--tests, redis-benchmark's names; default set,get): the commands
 redis-benchmark 7 sends for them, keyspace -r 10000: set, get, incr, mset
 (10 keys), hset, lpush, rpush, lpop, rpop, sadd, spop, zadd, zpopmin,
-lrange_100/300/500/600. redis-benchmark runs `-t NAME`, except LRANGE,
-sent as its own command (`-t lrange_N` first pushes its list inside the
+lrange_100/300/500/600, and pfadd (not one of redis-benchmark's own: one
+element a command to one HyperLogLog, dense once the first few thousand
+have landed). redis-benchmark runs `-t NAME`, except LRANGE and PFADD,
+sent as their own command (`-t lrange_N` first pushes its list inside the
 measured run). Before each run, outside the measured window, every system
 gets the state the test reads: GET, every key of the keyspace a value of
 the point's size; LRANGE, a list of 600 such values; LPOP/RPOP, SPOP and
 ZPOPMIN, a list, set or sorted set of as many elements as the run pops, so
 every pop finds one; LPUSH/RPUSH, an empty list. The runs that grow one
 key (the pushes; the pops' fill) stop at 256 MiB of elements. Tests
-without a value (incr, sadd, spop, zadd, zpopmin) run at the first size
+without a value (incr, sadd, spop, zadd, zpopmin, pfadd) run at the first size
 only.
 
 Checks: before the runs each system answers each test's command once and
@@ -163,6 +165,7 @@ TESTS = {t.name: t for t in [
     Test("lpop", ["LPOP", "mylist"], bytes, state=("list", "run")),
     Test("rpop", ["RPOP", "mylist"], bytes, state=("list", "run")),
     Test("sadd", ["SADD", "myset", "element:__rand_int__"], int),
+    Test("pfadd", ["PFADD", "myhll", "element:__rand_int__"], int, own_command=True),
     Test("hset", ["HSET", "myhash", "element:__rand_int__", DATA], int),
     Test("spop", ["SPOP", "myset"], bytes, state=("set", "run")),
     # redis-benchmark 7 with -r: the score is a random number too.

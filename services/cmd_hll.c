@@ -44,35 +44,67 @@ static bool hll_room(struct hll *h, size_t need)
 	return true;
 }
 
-/* The HLL at key arg into *h: 0, -ENOENT (absent), or -EINVAL after
- * replying (a key over pkvs's limit, not a string, not an HLL, no
- * memory). The header is read first: a long string that is not an HLL
- * is refused without reading it. */
+/* The HLL at key arg: its object and header, 0, -ENOENT (absent), or
+ * -EINVAL after replying (a key over pkvs's limit, not a string, not an
+ * HLL). Only the header is read: a long string that is not an HLL is
+ * refused without reading it, and a cached count or unchanged dense
+ * registers need no more. */
+static int hll_head(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *arg,
+		    struct kv_key *k, bool read, struct kv_obj *o, uint8_t head[KV_HLL_HDR])
+{
+	if (!kv_arg_key(x, kv, arg, k))
+		return -EINVAL;
+	int r = kv_find(x, kv, k, KV_STRING, o, read);
+	if (r)
+		return r;
+	if (o->len < KV_HLL_HDR || kv_value_read(kv, o, 0, head, KV_HLL_HDR) != KV_HLL_HDR ||
+	    kv_hll_encoding(head, o->len) < 0) {
+		resp_error(x, not_hll);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The whole value of HLL o into *h: 0, or -EINVAL after replying. */
+static int hll_load(struct resp_ctx *x, struct kv *kv, const struct kv_obj *o, struct hll *h)
+{
+	if (!hll_room(h, o->len + 4)) {
+		kv_reply_errno(x, -ENOMEM);
+		return -EINVAL;
+	}
+	if (kv_value_read(kv, o, 0, h->v, o->len) != o->len) {
+		kv_reply_errno(x, -EIO);
+		return -EINVAL;
+	}
+	h->len = o->len;
+	return 0;
+}
+
+/* hll_head, then hll_load. */
 static int hll_at(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *arg,
 		  struct kv_key *k, bool read, struct hll *h)
 {
 	struct kv_obj o;
 	uint8_t head[KV_HLL_HDR];
-	if (!kv_arg_key(x, kv, arg, k))
-		return -EINVAL;
-	int r = kv_find(x, kv, k, KV_STRING, &o, read);
-	if (r)
-		return r;
-	if (o.len < KV_HLL_HDR || kv_value_read(kv, &o, 0, head, KV_HLL_HDR) != KV_HLL_HDR ||
-	    kv_hll_encoding(head, o.len) < 0) {
-		resp_error(x, not_hll);
-		return -EINVAL;
+	int r = hll_head(x, kv, arg, k, read, &o, head);
+	return r ? r : hll_load(x, kv, &o, h);
+}
+
+/* True when dense HLL o's registers already hold what every element
+ * a[0..n) offers: two bytes read per element, not the 12 KiB value. */
+static bool dense_holds(struct kv *kv, const struct kv_obj *o, const struct paste_resp_arg *a,
+			uint32_t n)
+{
+	for (uint32_t j = 0; j < n; j++) {
+		uint32_t reg;
+		uint8_t count, at[2] = { 0, 0 };
+		kv_hll_hash(a[j].p, a[j].len, &reg, &count);
+		uint64_t off = KV_HLL_HDR + reg * 6 / 8;
+		size_t want = off + 2 <= o->len ? 2 : 1;
+		if (kv_value_read(kv, o, off, at, want) != want || count > kv_hll_dense_reg(at, reg))
+			return false;
 	}
-	if (!hll_room(h, o.len + 4)) {
-		kv_reply_errno(x, -ENOMEM);
-		return -EINVAL;
-	}
-	if (kv_value_read(kv, &o, 0, h->v, o.len) != o.len) {
-		kv_reply_errno(x, -EIO);
-		return -EINVAL;
-	}
-	h->len = o.len;
-	return 0;
+	return true;
 }
 
 static bool hll_new(struct resp_ctx *x, struct hll *h)
@@ -138,8 +170,16 @@ static void cmd_pfadd(struct resp_ctx *x, struct kv *kv, const struct paste_resp
 {
 	struct hll h = { 0 };
 	struct kv_key k;
-	int r = hll_at(x, kv, &a[1], &k, false, &h);
+	struct kv_obj o;
+	uint8_t head[KV_HLL_HDR];
+	int r = hll_head(x, kv, &a[1], &k, false, &o, head);
 	int updated = 0;
+	if (r == 0 && head[4] == KV_HLL_DENSE && dense_holds(kv, &o, &a[2], n - 2)) {
+		resp_int(x, 0);
+		return;
+	}
+	if (r == 0)
+		r = hll_load(x, kv, &o, &h);
 	if (r == -EINVAL)
 		goto out;
 	if (r == -ENOENT) {
@@ -198,26 +238,32 @@ static void cmd_pfcount(struct resp_ctx *x, struct kv *kv, const struct paste_re
 		free(h.v);
 		return;
 	}
-	int r = hll_at(x, kv, &a[1], &k, true, &h);
+	struct kv_obj o;
+	uint8_t head[KV_HLL_HDR];
+	int r = hll_head(x, kv, &a[1], &k, true, &o, head);
 	uint64_t card = 0;
 	if (r == -ENOENT)
 		resp_int(x, 0);
 	if (r)
+		return;
+	if (kv_hll_cached(head, &card)) {
+		resp_int(x, (int64_t)card);
+		return;
+	}
+	if (hll_load(x, kv, &o, &h))
 		goto out;
-	if (!kv_hll_cached(h.v, &card)) {
-		bool bad;
-		card = kv_hll_count(h.v, h.len, &bad);
-		if (bad) {
-			resp_error(x, damaged);
-			goto out;
-		}
-		/* Kept for the next count (a replica keeps its own, as Redis's
-		 * does; a primary sends the PFCOUNT on: kv_repl.c). */
-		kv_hll_cache(h.v, card);
-		if ((r = hll_put(kv, &k, &h)) != 0) {
-			kv_reply_errno(x, r);
-			goto out;
-		}
+	bool bad;
+	card = kv_hll_count(h.v, h.len, &bad);
+	if (bad) {
+		resp_error(x, damaged);
+		goto out;
+	}
+	/* Kept for the next count (a replica keeps its own, as Redis's does;
+	 * a primary sends the PFCOUNT on: kv_repl.c). */
+	kv_hll_cache(h.v, card);
+	if ((r = hll_put(kv, &k, &h)) != 0) {
+		kv_reply_errno(x, r);
+		goto out;
 	}
 	resp_int(x, (int64_t)card);
 out:

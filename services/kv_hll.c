@@ -99,13 +99,18 @@ void kv_hll_hash(const void *e, size_t n, uint32_t *reg, uint8_t *count)
 
 /* ------------------------------------------------------------ registers */
 
+uint8_t kv_hll_dense_reg(const uint8_t *at, uint32_t i)
+{
+	uint32_t fb = i * 6 % 8;
+	unsigned v = at[0] >> fb;
+	if (fb > 2)                          /* the register runs into the next byte */
+		v |= (unsigned)at[1] << (8 - fb);
+	return (uint8_t)(v & 63);
+}
+
 uint8_t kv_hll_dense_get(const uint8_t *regs, uint32_t i)
 {
-	uint32_t byte = i * 6 / 8, fb = i * 6 % 8;
-	unsigned v = regs[byte] >> fb;
-	if (fb > 2)                          /* the register runs into the next byte */
-		v |= (unsigned)regs[byte + 1] << (8 - fb);
-	return (uint8_t)(v & 63);
+	return kv_hll_dense_reg(regs + i * 6 / 8, i);
 }
 
 bool kv_hll_dense_set(uint8_t *regs, uint32_t i, uint8_t count)

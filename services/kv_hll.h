@@ -47,6 +47,9 @@ void kv_hll_stale(uint8_t *v);
 /* Dense registers (regs: the bytes after the header). set: raise
  * register i to count when that is more; true when it changed. */
 uint8_t kv_hll_dense_get(const uint8_t *regs, uint32_t i);
+/* Register i from at, its first byte and the next (when i's bits run
+ * into it): what a caller that read only those bytes needs. */
+uint8_t kv_hll_dense_reg(const uint8_t *at, uint32_t i);
 bool kv_hll_dense_set(uint8_t *regs, uint32_t i, uint8_t count);
 
 /* Raise register i of the sparse value v[0..*len) to count, in place, as

@@ -140,6 +140,12 @@ static void registers_and_cache(void)
 		CHECK(kv_hll_dense_set(regs, i, (uint8_t)(1 + i % 63)));
 	for (uint32_t i = 0; i < KV_HLL_REGS; i++)
 		CHECK_EQ(kv_hll_dense_get(regs, i), 1 + i % 63);
+	/* From the bytes a register lies in alone (the last: one byte). */
+	for (uint32_t i = 0; i < KV_HLL_REGS; i++) {
+		uint32_t b = i * 6 / 8;
+		uint8_t at[2] = { regs[b], b + 1 < KV_HLL_REGS * 6 / 8 ? regs[b + 1] : 0 };
+		CHECK_EQ(kv_hll_dense_reg(at, i), 1 + i % 63);
+	}
 	CHECK(!kv_hll_dense_set(regs, 5, 1));               /* only ever raised */
 	struct hll h;
 	fresh(&h);
