@@ -230,8 +230,6 @@ static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		const struct paste_store_geom *g = paste_store_geom(s->store);
 		uint64_t total = (uint64_t)g->nbufs * g->buf_size;
 		uint64_t used = kv_evict_used(kv), held = (uint64_t)tt.bufs_held * g->buf_size;
-		struct rusage ru;
-		getrusage(RUSAGE_SELF, &ru);
 		human(hb, sizeof(hb), used);
 		uint64_t maxmemory = kv_config_maxmemory();
 		uint64_t bound = maxmemory && maxmemory < total ? maxmemory : total;
@@ -243,7 +241,7 @@ static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		    "mem_not_counted_for_evict:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\n"
 		    "lazyfree_pending_objects:%" PRIu64
 		    "\r\nlazyfreed_objects:%" PRIu64 "\r\n",
-		    used, hb, (uint64_t)ru.ru_maxrss * 1024, used, bi.live_bytes, bound, hb2,
+		    used, hb, kv_rss_bytes(), used, bi.live_bytes, bound, hb2,
 		    kv_evict_policy_name(kv_evict_cfg.policy), kv_sweep_pending(kv), kv->n.lazyfreed);
 		ADD("pkvs_held_bytes:%" PRIu64 "\r\n", held);
 		ADD("pkvs_store_bytes:%" PRIu64 "\r\npkvs_live_bytes:%" PRIu64

@@ -548,73 +548,6 @@ static void cmd_object_refcount(struct resp_ctx *x, struct kv *kv, const struct 
 		resp_int(x, 1);
 }
 
-/* MEMORY USAGE key [SAMPLES count]: the bytes the key costs the store,
- * estimated as Redis estimates: the key's tree entry and its value, and
- * for a collection its record plus `count` members sampled (default 5,
- * 0: all) scaled to the member count. An entry costs its key and value
- * bytes and ENTRY_COST more (its slot in a tree page, its extents). */
-#define ENTRY_COST 32u
-
-static void cmd_memory_usage(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
-			     uint32_t n)
-{
-	int64_t samples = 5;
-	if (n == 5 && paste_resp_arg_eq(&a[3], "SAMPLES")) {
-		if (!kv_arg_int(x, &a[4], &samples))
-			return;
-		if (samples < 0) {
-			resp_error(x, "ERR syntax error");
-			return;
-		}
-	} else if (n != 3) {
-		resp_error(x, "ERR syntax error");
-		return;
-	}
-	struct kv_obj o;
-	if (object_key(x, kv, a, &o))
-		return;
-	uint64_t bytes = a[2].len + o.len + ENTRY_COST + (o.expire_ms != KV_NO_TTL ? 8 + ENTRY_COST : 0);
-	if (kv_is_coll(o.type) && o.coll.count) {
-		static const uint8_t kinds[] = { [KV_HASH] = KV_HASH_FIELD, [KV_LIST] = KV_LIST_ELEM,
-						 [KV_SET] = KV_SET_MEMBER, [KV_ZSET] = KV_ZSET_MEMBER };
-		uint8_t *longbuf = malloc(KV_MAX_KEY);
-		if (!longbuf) {
-			resp_error(x, "ERR out of memory");
-			return;
-		}
-		struct kv_members m;
-		kv_members_init(kv, &m, o.coll.id, kinds[o.type], NULL, 0);
-		uint64_t seen = 0, sum = 0, want = samples ? (uint64_t)samples : UINT64_MAX;
-		const uint8_t *name;
-		size_t nlen;
-		struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-		uint32_t ne, len;
-		while (seen < want && kv_members_next(kv, &m, &name, &nlen, longbuf, ext, &ne, &len) == 1) {
-			sum += nlen + len + ENTRY_COST;
-			seen++;
-		}
-		free(longbuf);
-		/* A sorted set's member has a second entry: its score index's. */
-		uint64_t per = seen ? sum / seen : 0;
-		if (o.type == KV_ZSET)
-			per *= 2;
-		bytes += per * o.coll.count;
-	}
-	resp_int(x, (int64_t)bytes);
-}
-
-static void cmd_memory_help(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
-{
-	(void)kv, (void)a, (void)n;
-	static const char *const help[] = {
-		"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-		"USAGE <key> [SAMPLES <count>]",
-		"    The bytes a key and its value take in the store (an estimate: <count>",
-		"    members sampled, 5 by default, 0 for all).",
-	};
-	kv_reply_help(x, help, sizeof(help) / sizeof(help[0]));
-}
-
 static void cmd_object_help(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
 {
 	(void)kv, (void)a, (void)n;
@@ -624,9 +557,10 @@ static void cmd_object_help(struct resp_ctx *x, struct kv *kv, const struct past
 		"    The encoding Redis would give the key's value (pkvs keeps each type one",
 		"    way).",
 		"FREQ <key>",
-		"    The key's access frequency: not kept (pkvs evicts nothing).",
+		"    The key's logarithmic access counter (under an lfu maxmemory-policy).",
 		"IDLETIME <key>",
-		"    Seconds since the key was last read: not kept, always 0.",
+		"    Seconds since the key was last read or written (not under an lfu",
+		"    maxmemory-policy).",
 		"REFCOUNT <key>",
 		"    References to the key's value: always 1.",
 		"HELP",
@@ -675,9 +609,6 @@ const struct kv_cmd kv_cmds_keyspace[] = {
 	{ "object|help", 2, "loading stale", "generic", "Lists OBJECT's subcommands.", cmd_object_help, 0, 0, 0 },
 	{ "object|idletime", 3, "readonly", "generic", "Seconds since the key was last read or written (not under an lfu maxmemory-policy).", cmd_object_idletime, 2, 2, 1 },
 	{ "object|refcount", 3, "readonly", "generic", "Answers 1: pkvs shares no values between keys.", cmd_object_refcount, 2, 2, 1 },
-	{ "memory", -2, "", "server", "MEMORY subcommands: what keys cost.", NULL, 0, 0, 0 },
-	{ "memory|help", 2, "loading stale", "server", "Lists MEMORY's subcommands.", cmd_memory_help, 0, 0, 0 },
-	{ "memory|usage", -3, "readonly", "server", "The bytes a key and its value take in the store (estimated from samples).", cmd_memory_usage, 2, 2, 1 },
 	{ "dbsize", 1, "readonly fast", "server", "How many keys the current database has.", cmd_dbsize, 0, 0, 0 },
 	{ "flushall", -1, "write", "server", "Empties every database.", cmd_flushall, 0, 0, 0 },
 	{ "flushdb", -1, "write", "server", "Empties the current database.", cmd_flushall, 0, 0, 0 },

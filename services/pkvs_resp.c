@@ -261,7 +261,7 @@ int kv_rand_distinct(uint64_t n, uint64_t k, uint64_t *out)
 static const struct kv_cmd *const families[] = {
 	kv_cmds_string, kv_cmds_bitmap, kv_cmds_hll, kv_cmds_keyspace, kv_cmds_expire, kv_cmds_hash,
 	kv_cmds_multi, kv_cmds_conn, kv_cmds_acl, kv_cmds_info, kv_cmds_config, kv_cmds_command,
-	kv_cmds_server, kv_cmds_db, kv_cmds_list,
+	kv_cmds_server, kv_cmds_memory, kv_cmds_db, kv_cmds_list,
 	kv_cmds_pubsub,
 	kv_cmds_script,
 	kv_cmds_set, kv_cmds_zset,

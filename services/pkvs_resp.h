@@ -125,6 +125,9 @@ extern const struct kv_cmd kv_cmds_string[], kv_cmds_bitmap[], kv_cmds_hll[], kv
 	kv_cmds_hash[], kv_cmds_multi[], kv_cmds_conn[], kv_cmds_server[];
 /* cmd_info.c, cmd_config.c, cmd_command.c: INFO, CONFIG, COMMAND. */
 extern const struct kv_cmd kv_cmds_info[], kv_cmds_config[], kv_cmds_command[];
+/* cmd_memory.c: MEMORY; the process's resident bytes (INFO's used_memory_rss). */
+extern const struct kv_cmd kv_cmds_memory[];
+uint64_t kv_rss_bytes(void);
 /* cmd_db.c: SELECT, SWAPDB, MOVE. */
 extern const struct kv_cmd kv_cmds_db[];
 /* cmd_slowlog.c: SLOWLOG, and the log kv_run feeds (a command that took

@@ -64,32 +64,7 @@ ARITY = [
     ("DEL",), ("UNLINK",), ("EXISTS",), ("TYPE",), ("TYPE", "a", "b"), ("TOUCH",), ("RENAME", "a"),
     ("RENAMENX", "a"), ("RENAME", "a", "b", "c"), ("COPY", "a"), ("RANDOMKEY", "x"), ("KEYS",),
     ("KEYS", "a", "b"), ("SCAN",), ("DBSIZE", "x"), ("OBJECT", "REFCOUNT"),
-    ("MEMORY", "USAGE"), ("MEMORY", "USAGE", "a", "SAMPLES"), ("MEMORY", "USAGE", "a", "FOO", "1"),
-    ("MEMORY", "USAGE", "no"), ("MEMORY", "USAGE", "no", "SAMPLES", "x"),
 ]
-
-
-def test_memory_usage(pkvs):
-    """MEMORY USAGE grows with what a key holds: a string by its bytes, a
-    collection by its members (sampled, or all with SAMPLES 0); nil for
-    no key, as Redis answers."""
-    srv = pkvs.start()
-    r = client(srv)
-    assert r.memory_usage("none") is None
-    r.set("small", "x")
-    r.set("big", "x" * 100_000)
-    small, big = r.memory_usage("small"), r.memory_usage("big")
-    assert 0 < small < 200 and 100_000 <= big < 101_000, (small, big)
-    for i in range(1000):
-        r.hset("h", f"field{i:04d}", "v" * 100)
-        r.rpush("l", "e" * 50)
-        r.sadd("s", f"member{i:04d}")
-        r.zadd("z", {f"member{i:04d}": i})
-    for key, lo in (("h", 100_000), ("l", 50_000), ("s", 15_000), ("z", 40_000)):
-        sampled, whole = r.memory_usage(key), r.memory_usage(key, samples=0)
-        assert lo < whole < 3 * lo and lo < sampled < 3 * lo, (key, sampled, whole)
-    with pytest.raises(redis.ResponseError, match="syntax error"):
-        r.execute_command("MEMORY", "USAGE", "h", "SAMPLES", "-1")
 
 
 @pytest.mark.parametrize("proto", PROTOS)
