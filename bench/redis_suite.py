@@ -4,7 +4,7 @@
 The suite (tests/ and runtest of the redis/redis repository at tag 7.0.15)
 lives outside this tree, in --suite (default /work/redis-suite); see
 bench/README.md for how to get it and the one-line edit it needs. For each
-file (--files, default the 32 of DEFAULT_FILES below) the script starts a fresh redis-server
+file (--files, default the 33 of DEFAULT_FILES below) the script starts a fresh redis-server
 (Debian's, persistence off, a port and directory of its own), runs
 
     ./runtest --host 127.0.0.1 --port P --singledb --ignore-encoding
@@ -55,7 +55,7 @@ DEFAULT_FILES = ("unit/type/string unit/bitops unit/bitfield unit/hyperloglog un
                  "unit/keyspace unit/dump unit/expire unit/multi unit/scan unit/sort unit/pubsub "
                  "unit/pubsubshard unit/tracking unit/scripting unit/functions unit/protocol "
                  "unit/quit unit/info-command unit/introspection unit/introspection-2 unit/other "
-                 "unit/auth unit/slowlog unit/latency-monitor").split()
+                 "unit/auth unit/slowlog unit/latency-monitor unit/pause").split()
 DENIED_TAGS = ("slow", "needs:debug")
 RUNTEST_FLAGS = ["--singledb", "--ignore-encoding", "--ignore-digest", "--durable",
                  "--tags", " ".join("-" + t for t in DENIED_TAGS), "--timeout", "300",

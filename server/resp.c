@@ -427,6 +427,8 @@ static void command_done(struct resp_conn *r)
 	r->skip_next = false;
 }
 
+static bool gather(struct resp_ctx *x, struct resp_proto_state *ps, const void *p, size_t n);
+
 static void run_command(struct resp_ctx *x, const struct resp_proto_state *ps,
 			const struct paste_resp_arg *argv, uint32_t argc)
 {
@@ -447,7 +449,24 @@ static void run_command(struct resp_ctx *x, const struct resp_proto_state *ps,
 	} else {
 		ps->svc->command(x, argv, argc);
 	}
-	command_done(x->r);
+	if (!x->r->postponed)
+		command_done(x->r);      /* (CLIENT REPLY SKIP still applies when it runs) */
+}
+
+/* After run_command: a postponed command's bytes go back in front of the
+ * connection's kept ones, where resp_data's blocked path appends the
+ * rest. at: the bytes where they landed (zero copy), or NULL when the
+ * command was gathered into buf, whose first n bytes it still is. */
+static bool keep_postponed(struct resp_ctx *x, struct resp_proto_state *ps, const char *at,
+			   uint32_t n)
+{
+	struct resp_conn *r = x->r;
+	r->postponed = false;
+	if (!at) {
+		r->buf.len = n;
+		return true;
+	}
+	return gather(x, ps, at, n);
 }
 
 /* ------------------------------------------------- unfinished commands */
@@ -607,6 +626,8 @@ static void run_gathered(struct resp_ctx *x, struct resp_proto_state *ps)
 		r->cmd_bytes = cmd.used;
 		run_command(x, ps, cmd.argv, cmd.argc);
 		r->cmd_bytes = 0;
+		if (r->postponed)
+			keep_postponed(x, ps, NULL, cmd.used);
 	}
 }
 
@@ -762,6 +783,8 @@ static void resp_data(struct worker *w, const struct paste_event *ev, struct srv
 			r->cmd_bytes = cmd.used;
 			run_command(&x, ps, cmd.argv, cmd.argc);
 			r->cmd_bytes = 0;
+			if (r->postponed && !keep_postponed(&x, ps, old ? NULL : at, cmd.used))
+				return;
 		}
 	}
 	/* The commands that used the buffer have run: a big one goes, and
@@ -834,6 +857,12 @@ void resp_block(struct resp_ctx *x)
 {
 	x->r->blocked = true;
 	x->c->timer = SRV_T_NONE;            /* Redis times blocked clients out only by their own */
+}
+
+void resp_postpone(struct resp_ctx *x)
+{
+	x->r->postponed = true;
+	resp_block(x);
 }
 
 void resp_unblock(struct resp_ctx *x)

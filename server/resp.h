@@ -61,8 +61,9 @@ struct resp_conn {
 	bool pubsub;
 	/* A blocking command waits (resp_block): none of the connection's
 	 * later commands run, what it sends is kept in buf, until
-	 * resp_unblock; resume: queued to run them at the end of the pass. */
-	bool blocked, resume;
+	 * resp_unblock; resume: queued to run them at the end of the pass.
+	 * postponed: the running command itself is kept too (resp_postpone). */
+	bool blocked, resume, postponed;
 };
 
 struct resp_ctx {
@@ -212,6 +213,10 @@ bool resp_pubsub_refused(struct resp_ctx *x, const char *name);
  * pass (the protocol's pass hook). */
 void resp_block(struct resp_ctx *x);
 void resp_unblock(struct resp_ctx *x);
+/* The command x runs does not run now (CLIENT PAUSE): no reply, and it
+ * is kept, whole, ahead of what the connection sends next; the
+ * connection is blocked, and resp_unblock runs the command again. */
+void resp_postpone(struct resp_ctx *x);
 /* The context of connection conn of worker w (a blocked client's, to
  * answer it later): false when the slot holds no open connection of this
  * protocol (the caller checks r->id is the one it knew). */

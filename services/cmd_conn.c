@@ -298,9 +298,9 @@ static void cmd_client_sub(struct resp_ctx *x, struct kv *kv, const struct paste
 			resp_error(x, "ERR syntax error");
 		}
 	} else if (paste_resp_arg_eq(s, "UNPAUSE")) {
-		resp_ok(x);                      /* no client is ever paused */
+		kv_client_unpause(x, kv);        /* cmd_pause.c */
 	} else if (paste_resp_arg_eq(s, "PAUSE")) {
-		resp_error(x, "ERR pkvs does not pause clients (CLIENT PAUSE is not supported)");
+		kv_client_pause(x, kv, a, n);
 	} else if (paste_resp_arg_eq(s, "TRACKING") || paste_resp_arg_eq(s, "CACHING") ||
 		   paste_resp_arg_eq(s, "TRACKINGINFO") || paste_resp_arg_eq(s, "GETREDIR")) {
 		kv_client_tracking(x, kv, a, n);  /* cmd_tracking.c */
@@ -329,7 +329,9 @@ static void cmd_client_sub(struct resp_ctx *x, struct kv *kv, const struct paste
 			"KILL <option> <value> [<option> <value> [...]]",
 			"    Kill connections. Options are: ID, TYPE, USER, ADDR, LADDR, SKIPME.",
 			"LIST [options ...]", "    Return information about client connections: TYPE, ID.",
-			"UNPAUSE", "    Stop the current client pause (pkvs never pauses).",
+			"UNPAUSE", "    Stop the current client pause, resuming traffic.",
+			"PAUSE <timeout> [WRITE|ALL]",
+			"    Suspend all, or just write, clients for <timeout> milliseconds.",
 			"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
 			"SETNAME <name>", "    Assign the name <name> to the current connection.",
 			"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
@@ -400,14 +402,14 @@ const struct kv_cmd kv_cmds_conn[] = {
 	{ "client|kill", -3, "admin noscript loading stale", "connection", "Closes the connections picked by id, address, local address or user.", cmd_client_sub, 0, 0, 0 },
 	{ "client|list", -2, "admin noscript loading stale", "connection", "One line of fields per open connection, optionally picked by type or id.", cmd_client_sub, 0, 0, 0 },
 	{ "client|no-evict", 3, "admin noscript loading stale", "connection", "Sets this connection's no-evict flag, ON or OFF.", cmd_client_sub, 0, 0, 0 },
-	{ "client|pause", -3, "admin noscript loading stale", "connection", "Holding clients' commands for a while: refused, pkvs never pauses clients.", cmd_client_sub, 0, 0, 0 },
+	{ "client|pause", -3, "admin noscript loading stale", "connection", "Holds clients' commands (ALL) or their writes (WRITE) for a while.", cmd_client_sub, 0, 0, 0 },
 	{ "client|reply", 3, "noscript loading stale", "connection", "Turns replies to this connection on, off, or off for the next command only.", cmd_client_sub, 0, 0, 0 },
 	{ "client|setinfo", 4, "noscript loading stale", "connection", "Takes a client library's name or version, checks it and keeps nothing.", cmd_client_sub, 0, 0, 0 },
 	{ "client|setname", 3, "noscript loading stale", "connection", "Names the connection (CLIENT LIST shows it).", cmd_client_sub, 0, 0, 0 },
 	{ "client|tracking", -3, "noscript loading stale", "connection", "Client-side caching: keys this connection reads are invalidated when they change.", cmd_client_sub, 0, 0, 0 },
 	{ "client|trackinginfo", 2, "noscript loading stale", "connection", "This connection's tracking: its flags, redirection and BCAST prefixes.", cmd_client_sub, 0, 0, 0 },
 	{ "client|unblock", -3, "admin noscript loading stale", "connection", "Wakes a connection waiting in a blocking command; 0 when it is not waiting.", cmd_client_sub, 0, 0, 0 },
-	{ "client|unpause", 2, "admin noscript loading stale", "connection", "Answers OK: pkvs never pauses clients.", cmd_client_sub, 0, 0, 0 },
+	{ "client|unpause", 2, "admin noscript loading stale", "connection", "Ends the client pause: the held commands run.", cmd_client_sub, 0, 0, 0 },
 	{ 0 }
 };
 

@@ -71,6 +71,12 @@ static struct fn *fn_find(const char *p, size_t n, const struct lib *skip)
 	return NULL;
 }
 
+bool kv_function_may_write(const struct paste_resp_arg *name)
+{
+	const struct fn *f = fn_find(name->p, name->len, NULL);
+	return !f || !(f->flags & SL_NO_WRITES);
+}
+
 static struct lib *lib_find(const char *p, size_t n)
 {
 	for (struct lib *l = st.libs; l; l = l->next)

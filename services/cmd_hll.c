@@ -466,7 +466,7 @@ static void cmd_pfselftest(struct resp_ctx *x, struct kv *kv, const struct paste
 /* name, arity, flags, group, summary, handler, first key, last key, step */
 const struct kv_cmd kv_cmds_hll[] = {
 	{ "pfadd", -2, "write denyoom fast", "hyperloglog", "Adds elements to a HyperLogLog (created when missing); 1 when its estimate may have changed.", cmd_pfadd, 1, 1, 1 },
-	{ "pfcount", -2, "readonly", "hyperloglog", "The estimated number of distinct elements added to a HyperLogLog, or to the union of several.", cmd_pfcount, 1, -1, 1 },
+	{ "pfcount", -2, "readonly may_replicate", "hyperloglog", "The estimated number of distinct elements added to a HyperLogLog, or to the union of several.", cmd_pfcount, 1, -1, 1 },
 	{ "pfmerge", -2, "write denyoom", "hyperloglog", "Merges HyperLogLogs into the first key, which counts the union.", cmd_pfmerge, 1, -1, 1 },
 	{ "pfdebug", 3, "write denyoom admin", "hyperloglog", "Internal: a HyperLogLog's registers, encoding or runs, or turns it dense.", cmd_pfdebug, 2, 2, 1 },
 	{ "pfselftest", 1, "admin", "hyperloglog", "Internal: checks the HyperLogLog arithmetic.", cmd_pfselftest, 0, 0, 0 },

@@ -159,6 +159,25 @@ static void rates_now(struct worker *w, double *ops, double *in_kbps, double *ou
 	*out_kbps = (double)(now.out - from->out) / 1024 / secs;
 }
 
+/* The server's and the port's totals as CONFIG RESETSTAT left them: INFO
+ * reports Redis's resettable counters from here, the totals themselves
+ * (the rates', /metrics') never going back. */
+static struct {
+	uint64_t accepts, requests, in, out, refused, reads;
+} since;
+
+void kv_info_resetstat(struct worker *w)
+{
+	struct server_totals tt;
+	server_totals(w, &tt);
+	since.accepts = tt.port.accepts;
+	since.requests = tt.requests;
+	since.in = tt.port.bytes_in;
+	since.out = tt.port.bytes_out;
+	since.refused = tt.port.refused;
+	since.reads = tt.port.events;
+}
+
 static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
 {
 	struct server *s = x->w->srv;
@@ -216,7 +235,7 @@ static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		    "pkvs_resp_clients:%u\r\npkvs_paused_clients:%u\r\npkvs_max_output:%" PRIu64
 		    "\r\npkvs_max_request:%u\r\npkvs_max_request_total:%" PRIu64
 		    "\r\npkvs_request_bytes:%" PRIu64 "\r\n",
-		    tt.port.conns, s->cfg.max_conns, kv_block_count(), ti.clients, cc.n, tt.port.paused, s->cfg.max_output, rp.max_request, rp.limit, rp.bytes);
+		    tt.port.conns, s->cfg.max_conns, kv_block_count() + kv_pause_count(), ti.clients, cc.n, tt.port.paused, s->cfg.max_output, rp.max_request, rp.limit, rp.bytes);
 	}
 	if (want & S_MEMORY) {
 		/* The store is pkvs's memory: used_memory is the dataset as
@@ -302,13 +321,14 @@ static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		    "\r\npubsub_patterns:%" PRIu64 "\r\npubsubshard_channels:%" PRIu64
 		    "\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\n"
 		    "migrate_cached_sockets:0\r\n",     /* MIGRATE keeps none (cmd_dump.c) */
-		    tt.port.accepts, tt.requests, ops, tt.port.bytes_in, tt.port.bytes_out, in_kbps,
-		    out_kbps, tt.port.refused, kv->n.expired, kv_evict_count(), kv->n.hits, kv->n.misses,
+		    tt.port.accepts - since.accepts, tt.requests - since.requests, ops,
+		    tt.port.bytes_in - since.in, tt.port.bytes_out - since.out, in_kbps, out_kbps,
+		    tt.port.refused - since.refused, kv->n.expired, kv_evict_count(), kv->n.hits, kv->n.misses,
 		    chans, pats, shards);
 		ADD("tracking_total_keys:%" PRIu64 "\r\ntracking_total_items:%" PRIu64
 		    "\r\ntracking_total_prefixes:%" PRIu64 "\r\ntotal_error_replies:%" PRIu64
 		    "\r\ntotal_reads_processed:%" PRIu64 "\r\n", ti.keys, ti.items, ti.prefixes, errors,
-		    tt.port.events);
+		    tt.port.events - since.reads);
 		ADD("pkvs_sets:%" PRIu64 "\r\npkvs_dels:%" PRIu64 "\r\npkvs_batches:%" PRIu64
 		    "\r\npkvs_syscalls:%" PRIu64 "\r\npkvs_fences:%" PRIu64 "\r\npkvs_commits:%" PRIu64
 		    "\r\nmax_value:%" PRIu64 "\r\npkvs_output_pauses:%" PRIu64

@@ -102,6 +102,7 @@ struct kv_multi {
 	bool dirty;                     /* a watched key changed */
 	bool nospace;                   /* a write of the running EXEC found no room */
 	uint32_t flags;                 /* the queued commands' KV_CMD_* together */
+	bool may_write;                 /* one may write or replicate (a script by its flags) */
 	uint32_t ncmd, capcmd, narg, caparg;
 	struct qcmd *cmd;
 	struct qarg *arg;
@@ -406,6 +407,7 @@ static void queue_free(struct kv *kv, struct kv_multi *m)
 	m->ncmd = m->capcmd = m->narg = m->caparg = 0;
 	m->held = m->values = 0;
 	m->bigs = m->flags = 0;
+	m->may_write = false;
 }
 
 /* Out of MULTI, nothing queued or watched (EXEC, DISCARD, RESET). */
@@ -473,6 +475,7 @@ static bool queue_add(struct kv_multi *m, struct kv_cmd_rt *rt, const struct pas
 	m->cmd[m->ncmd++] = (struct qcmd){ rt, argc, m->narg, body, NULL };
 	m->narg += argc;
 	m->flags |= rt->fl;
+	m->may_write |= kv_cmd_may_write(rt, argv, argc);
 	uint64_t held = (uint64_t)m->arena.cap + (uint64_t)m->capcmd * sizeof(*m->cmd) +
 			(uint64_t)m->caparg * sizeof(*m->arg);
 	queued_total += held - m->held;
@@ -535,6 +538,12 @@ bool kv_multi_exec_writes(struct resp_ctx *x, const struct kv_cmd_rt *rt)
 {
 	struct kv_multi *m = multi_of(x);
 	return m && m->active && rt->c->fn == cmd_exec && (m->flags & KV_CMD_WRITE);
+}
+
+bool kv_multi_queued_writes(struct resp_ctx *x)
+{
+	struct kv_multi *m = multi_of(x);
+	return m && m->active && m->may_write;
 }
 
 bool kv_multi_exec_lacks(struct resp_ctx *x, const struct kv_cmd_rt *rt, uint32_t flag)

@@ -305,7 +305,7 @@ static int host_call(void *arg, struct sl_call *c)
 		else if (x->r->user && !((const struct kv_acl_user *)x->r->user)->all &&
 			 (why = kv_acl_script_why(x, rt, av, argc)) != NULL)
 			;                        /* ACL: the caller's user may not */
-		else if (s->ro && (rt->fl & KV_CMD_WRITE))
+		else if (s->ro && (rt->fl & (KV_CMD_WRITE | KV_CMD_MAY_REPLICATE)))
 			why = "Write commands are not allowed from read-only scripts.";
 		else if ((rt->fl & KV_CMD_WRITE) && !s->dirty && kv_noreplicas)
 			why = "-" KV_NOREPLICAS;
@@ -461,6 +461,28 @@ bool kv_script_busy(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct paste
 }
 
 /* ------------------------------------------------------------ running */
+
+bool kv_script_may_write(const struct paste_resp_arg *a, uint32_t n)
+{
+	uint32_t flags;
+	if (n < 2)
+		return true;
+	if (paste_resp_arg_eq(&a[0], "FCALL"))
+		return kv_function_may_write(&a[1]);
+	if (paste_resp_arg_eq(&a[0], "EVALSHA")) {
+		struct script *s = script_find(a[1].p, a[1].len);
+		if (!s)
+			return true;
+		flags = s->flags;
+	} else {
+		size_t skip;
+		char err[128];
+		if (sl_shebang(a[1].p, a[1].len, &flags, &skip, err, sizeof(err)))
+			return true;
+	}
+	/* Declared flags say whether it writes; without, it may. */
+	return (flags & SL_EVAL_COMPAT) || !(flags & SL_NO_WRITES);
+}
 
 bool kv_script_flags_ok(struct resp_ctx *x, uint32_t flags, bool ro)
 {

@@ -1,7 +1,7 @@
 /*
  * cmd_server.c - the server's own commands: TIME, LASTSAVE, SAVE,
  * BGSAVE, BGREWRITEAOF, WAIT, SHUTDOWN, CLUSTER (answered as Redis
- * answers without cluster support), the rows of HELLO and QUIT (server/
+ * answers without cluster support), MODULE (no modules), LOLWUT, the rows of HELLO and QUIT (server/
  * resp.c answers them), and what the commands that look at pkvs share
  * (HELP replies, the Redis port, a glob of any case). Those commands
  * have files of their own: INFO cmd_info.c, CONFIG cmd_config.c,
@@ -160,6 +160,66 @@ static void cmd_cluster(struct resp_ctx *x, struct kv *kv, const struct paste_re
 	resp_error(x, "ERR This instance has cluster support disabled");
 }
 
+/* MODULE: pkvs loads no Redis modules (they are built against Redis's
+ * own structures), so its list is empty and a load fails in Redis's
+ * words, the reason in the server's log; clients that look for a module
+ * (MODULE LIST) see none. */
+static void cmd_module_list(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
+			    uint32_t n)
+{
+	(void)kv, (void)a, (void)n;
+	resp_array(x, 0);
+}
+
+static void cmd_module_load(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
+			    uint32_t n)
+{
+	(void)kv, (void)n;
+	fprintf(stderr, "pkvs: MODULE %.*s %.*s refused: pkvs does not load Redis modules\n",
+		(int)a[1].len, a[1].p, (int)(a[2].len > 256 ? 256 : a[2].len), a[2].p);
+	resp_error(x, "ERR Error loading the extension. Please check the server logs.");
+}
+
+static void cmd_module_unload(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
+			      uint32_t n)
+{
+	(void)kv, (void)a, (void)n;
+	resp_error(x, "ERR Error unloading module: no such module with that name");
+}
+
+static void cmd_module_help(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
+{
+	(void)kv, (void)a, (void)n;
+	static const char *const help[] = {
+		"MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"LIST",
+		"    The loaded modules: none (pkvs loads no Redis modules).",
+		"LOAD <path> [<arg> ...]",
+		"    Refused (the reason goes to the server's log).",
+		"LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
+		"    Refused, as LOAD.",
+		"UNLOAD <name>",
+		"    Answers that no module has that name.",
+		"HELP",
+		"    Prints this help.",
+	};
+	kv_reply_help(x, help, sizeof(help) / sizeof(help[0]));
+}
+
+/* LOLWUT [VERSION v] [...]: Redis 7.0's answer for a version without
+ * art of its own, the version line; pkvs draws none for any. */
+static void cmd_lolwut(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n)
+{
+	(void)kv;
+	int64_t v;
+	if (n >= 3 && paste_resp_arg_eq(&a[1], "VERSION") && !kv_arg_int(x, &a[2], &v))
+		return;
+	struct resp_out o = { 0 };
+	static const char line[] = "Redis ver. " PKVS_REDIS_VERSION "\n";
+	resp_out_put(&o, line, sizeof(line) - 1);
+	resp_out_send_text(x, &o);
+}
+
 /* name, arity, flags, group, summary, handler, first key, last key, step.
  * A container's subcommands follow it. */
 const struct kv_cmd kv_cmds_server[] = {
@@ -178,6 +238,13 @@ const struct kv_cmd kv_cmds_server[] = {
 	{ "cluster|shards", 2, "stale", "cluster", "The cluster's shards: answers that cluster support is disabled.", cmd_cluster, 0, 0, 0 },
 	{ "cluster|myid", 2, "stale", "cluster", "This node's cluster id: answers that cluster support is disabled.", cmd_cluster, 0, 0, 0 },
 	{ "cluster|help", 2, "loading stale", "cluster", "Answers that cluster support is disabled.", cmd_cluster, 0, 0, 0 },
+	{ "module", -2, "", "server", "MODULE subcommands: pkvs loads no Redis modules.", NULL, 0, 0, 0 },
+	{ "module|help", 2, "loading stale", "server", "Lists MODULE's subcommands.", cmd_module_help, 0, 0, 0 },
+	{ "module|list", 2, "admin noscript", "server", "The loaded modules: an empty list.", cmd_module_list, 0, 0, 0 },
+	{ "module|load", -3, "admin noscript no_async_loading", "server", "Refused in Redis's words: pkvs loads no Redis modules.", cmd_module_load, 0, 0, 0 },
+	{ "module|loadex", -3, "admin noscript no_async_loading", "server", "Refused in Redis's words: pkvs loads no Redis modules.", cmd_module_load, 0, 0, 0 },
+	{ "module|unload", 3, "admin noscript no_async_loading", "server", "Answers that no module has that name.", cmd_module_unload, 0, 0, 0 },
+	{ "lolwut", -1, "readonly fast", "server", "The Redis version pkvs answers as, as Redis 7.0 answers LOLWUT without art.", cmd_lolwut, 0, 0, 0 },
 	{ "hello", -1, "noscript loading stale fast no_auth allow_busy", "connection", "Picks the protocol (2 or 3), optionally logs in and names the connection; describes the server.", NULL, 0, 0, 0 },
 	{ "quit", -1, "noscript loading stale fast no_auth allow_busy", "connection", "Answers OK and closes the connection.", NULL, 0, 0, 0 },
 	{ 0 }

@@ -220,6 +220,9 @@ struct kv {
 	uint32_t ntouch;                /* slots in use (0: kv_touched is one branch) */
 	uint32_t touch_depth;           /* kv_touched calls under way */
 	bool touch_holes;               /* slots emptied during a call, compacted after it */
+	/* CLIENT PAUSE (cmd_pause.c): nothing expires meanwhile (a key past
+	 * its deadline reads as gone and stays). */
+	bool paused;
 };
 
 /* Listeners of every change (WATCH, blocked pops, keyspace

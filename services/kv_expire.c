@@ -38,6 +38,8 @@ void kv_expire_step(struct kv *kv, uint32_t budget)
 	uint8_t ik[PASTE_BTREE_MAX_KEY];
 	uint32_t ilen = 0;
 	kv->next_due_ms = kv->now_ms + RETRY_MS;    /* until the step says better */
+	if (kv->paused)
+		return;                              /* CLIENT PAUSE: nothing expires */
 	/* The cursor does not survive a change to the tree: restart it
 	 * after each (the first entry is the next one due). */
 	for (uint32_t i = 0; i < budget; i++) {

@@ -476,7 +476,8 @@ int kv_lookup(struct kv *kv, struct kv_key *k, struct kv_obj *o, bool read)
 			o->coll = (struct kv_coll){ 0 };
 		}
 		if (o->expire_ms != KV_NO_TTL && o->expire_ms <= kv_now(kv)) {
-			kv_expire_now(kv, k, raw, id, o->expire_ms);
+			if (!kv->paused)
+				kv_expire_now(kv, k, raw, id, o->expire_ms);
 			r = -ENOENT;
 		}
 	}

@@ -301,6 +301,7 @@ static uint32_t parse_flags(const char *f)
 		{ "skip_slowlog", KV_CMD_SKIP_SLOWLOG }, { "asking", KV_CMD_ASKING },
 		{ "no_mandatory_keys", KV_CMD_NO_MANDATORY_KEYS },
 		{ "no_async_loading", KV_CMD_NO_ASYNC_LOADING }, { "movablekeys", KV_CMD_MOVABLE_KEYS },
+		{ "may_replicate", KV_CMD_MAY_REPLICATE },
 	};
 	uint32_t fl = 0;
 	for (const char *p = f; *p;) {
@@ -575,6 +576,8 @@ static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, ui
 	}
 	if (!admitted(x, rt, argv, argc))
 		return;
+	if (kv->paused && kv_pause_holds(x, kv, rt, argv, argc))
+		return;                          /* CLIENT PAUSE: runs when it ends */
 	if (kc->multi && kv_multi_queue(x, rt, argv, argc))
 		return;                          /* queued: "+QUEUED" */
 	kv_run(x, kv, rt, argv, argc);
@@ -662,7 +665,8 @@ static void stream_key(struct kv *kv, struct kv_resp_conn *kc)
  * whole (a 1 MiB key of a GET, say), up to --max-request. */
 static bool kv_stream_split(const struct paste_resp_arg *argv, uint32_t argc)
 {
-	return argc == 3 && argv[2].len > KV_PACK_MAX && paste_resp_arg_eq(&argv[0], "SET");
+	/* Under CLIENT PAUSE a SET is gathered whole: it may have to wait. */
+	return !kv_pause_on() && argc == 3 && argv[2].len > KV_PACK_MAX && paste_resp_arg_eq(&argv[0], "SET");
 }
 
 /* SET's entry in the command table: a streamed SET is counted there. */
@@ -824,6 +828,7 @@ static void kv_resp_pass(struct worker *w, void *state)
 	pkvs_svc_pass(w, state);
 	kv_info_sample(w);
 	kv_block_pass(w, pkvs_kv(state));
+	kv_pause_pass(w, pkvs_kv(state));
 	kv_evict_pass(pkvs_kv(state));          /* evictions a time limit left over */
 	kv_normal_limit_pass(w);                 /* clients over the soft output limit */
 	if (kv_repl_active)
@@ -834,7 +839,8 @@ static void kv_resp_pass(struct worker *w, void *state)
 
 static uint64_t kv_resp_wake(struct worker *w, void *state)
 {
-	uint64_t a = pkvs_svc_wake(w, state), b = kv_block_wake(w, state);
+	uint64_t a = pkvs_svc_wake(w, state), b = kv_block_wake(w, state), p = kv_pause_wake();
+	b = b < p ? b : p;
 	if (kv_repl_active) {
 		uint64_t c = kv_repl_wake(w);
 		b = b < c ? b : c;

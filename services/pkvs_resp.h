@@ -57,6 +57,10 @@ enum {
 	/* pkvs's own: dispatch stamps the command's keys in the access table
 	 * (kv_evict.h; not Redis's LOOKUP_NOTOUCH commands). */
 	KV_CMD_TOUCH = 1u << 19,
+	/* Redis's may_replicate: not a write, but it goes down the
+	 * replication stream (PUBLISH, PFCOUNT, EVAL...): CLIENT PAUSE WRITE
+	 * holds it. */
+	KV_CMD_MAY_REPLICATE = 1u << 20,
 };
 
 /* Redis's key specifications (COMMAND INFO, GETKEYS, GETKEYSANDFLAGS):
@@ -125,6 +129,8 @@ extern const struct kv_cmd kv_cmds_string[], kv_cmds_bitmap[], kv_cmds_hll[], kv
 	kv_cmds_hash[], kv_cmds_multi[], kv_cmds_conn[], kv_cmds_server[];
 /* cmd_info.c, cmd_config.c, cmd_command.c: INFO, CONFIG, COMMAND. */
 extern const struct kv_cmd kv_cmds_info[], kv_cmds_config[], kv_cmds_command[];
+/* CONFIG RESETSTAT of INFO's counters that are the server's totals. */
+void kv_info_resetstat(struct worker *w);
 /* cmd_memory.c: MEMORY; the process's resident bytes (INFO's used_memory_rss). */
 extern const struct kv_cmd kv_cmds_memory[];
 uint64_t kv_rss_bytes(void);
@@ -208,6 +214,28 @@ void kv_multi_reject(struct resp_ctx *x);
 bool kv_multi_exec_abort(struct resp_ctx *x, const struct kv_cmd_rt *rt, const char *why);
 /* rt is EXEC inside MULTI and a write command is queued. */
 bool kv_multi_exec_writes(struct resp_ctx *x, const struct kv_cmd_rt *rt);
+/* Inside MULTI: a queued command writes or may replicate (CLIENT PAUSE
+ * WRITE holds the EXEC). */
+bool kv_multi_queued_writes(struct resp_ctx *x);
+/* cmd_pause.c: CLIENT PAUSE / UNPAUSE. kv_pause_holds: the admitted
+ * command x is about to run waits for the pause's end (true: postponed,
+ * or answered); pass and wake end a pause at its timeout; count: the
+ * clients waiting (INFO blocked_clients). */
+bool kv_pause_on(void);
+bool kv_pause_holds(struct resp_ctx *x, struct kv *kv, const struct kv_cmd_rt *rt,
+		    const struct paste_resp_arg *argv, uint32_t argc);
+void kv_pause_pass(struct worker *w, struct kv *kv);
+uint64_t kv_pause_wake(void);
+uint32_t kv_pause_count(void);
+void kv_client_pause(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a, uint32_t n);
+void kv_client_unpause(struct resp_ctx *x, struct kv *kv);
+/* May the command change data or the replication stream: a write or
+ * may_replicate command, a script by its declared flags (none, or an
+ * unknown script: it may)? */
+bool kv_cmd_may_write(const struct kv_cmd_rt *rt, const struct paste_resp_arg *argv, uint32_t argc);
+/* EVAL, EVALSHA or FCALL argv: may the script write, by its flags? */
+bool kv_script_may_write(const struct paste_resp_arg *argv, uint32_t argc);
+bool kv_function_may_write(const struct paste_resp_arg *name);
 /* rt is EXEC inside MULTI and a queued command lacks flag (KV_CMD_*). */
 bool kv_multi_exec_lacks(struct resp_ctx *x, const struct kv_cmd_rt *rt, uint32_t flag);
 /* A streamed SET's value is in (kv_resp_conn's body and key): inside

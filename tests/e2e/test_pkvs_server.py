@@ -15,7 +15,7 @@ redis-server 7.0.15 byte for byte where Redis and pkvs mean the same
   commandstats (calls, usec, rejected and failed calls), errorstats,
   keyspace, the RESP3 verbatim string.
 - CLIENT ID, SETNAME/GETNAME, INFO/LIST (Redis's fields), KILL in every
-  form, REPLY ON/OFF/SKIP, NO-EVICT, PAUSE refused; RESET; PING's
+  form, REPLY ON/OFF/SKIP, NO-EVICT; RESET; PING's
   arity; ECHO, TIME, WAIT, LASTSAVE, SAVE, BGSAVE; SHUTDOWN exits 0.
 """
 import os
@@ -396,9 +396,19 @@ def test_config_resetstat_and_commandstats(pkvs_srv):
     errs = r.info("errorstats")
     assert errs["errorstat_ERR"]["count"] == 3
     assert r.info("stats")["total_error_replies"] == 3
+    before = r.info("stats")
     r.execute_command("CONFIG", "RESETSTAT")
     assert "cmdstat_get" not in r.info("commandstats")
     assert r.info("errorstats") == {}
+    # The totals Redis resets start again from the reset: a few commands
+    # (INFOs) and bytes since, no connection yet.
+    after = r.info("stats")
+    for name in ("total_commands_processed", "total_net_input_bytes", "total_net_output_bytes",
+                 "total_reads_processed"):
+        assert 0 < after[name] < min(before[name], 100_000), (name, before[name], after[name])
+    assert after["total_connections_received"] == 0
+    pyr(pkvs_srv.resp_port).ping()
+    assert r.info("stats")["total_connections_received"] == 1
 
 
 def test_commandstats_pipelined_and_after_idle(pkvs_srv):
@@ -664,12 +674,6 @@ def test_client_reply_modes(pkvs_srv):
     s.close()
 
 
-def test_client_pause_refused(pkvs_srv):
-    r = pyr(pkvs_srv.resp_port)
-    with pytest.raises(redis.ResponseError, match="does not pause"):
-        r.execute_command("CLIENT", "PAUSE", "100")
-
-
 def test_client_ids_unique(pkvs_srv):
     seen = set()
     for _ in range(5):
@@ -690,7 +694,10 @@ def test_connection_commands_as_redis(pkvs_srv, redis_peer, proto):
                  ("WAIT", "0", "0"), ("WAIT", "1", "10"), ("WAIT", "x", "0"), ("WAIT", "0", "-1"),
                  ("BGSAVE", "x"), ("SHUTDOWN", "SAVE", "NOSAVE"), ("SHUTDOWN", "bogus"),
                  ("SHUTDOWN", "ABORT"), ("ACL", "WHOAMI"), ("ACL", "CAT", "bogus"),
-                 ("ACL", "CAT", "string"), ("ACL", "CAT")):
+                 ("ACL", "CAT", "string"), ("ACL", "CAT"), ("LOLWUT",), ("LOLWUT", "1", "2"),
+                 ("LOLWUT", "VERSION", "x"), ("LOLWUT", "VERSION"), ("MODULE", "LIST"),
+                 ("MODULE", "LIST", "x"), ("MODULE",), ("MODULE", "LOAD"), ("MODULE", "NOPE"),
+                 ("MODULE", "UNLOAD", "a", "b")):
         got, want = p.both(*args)
         if args[:2] in (("ACL", "CAT"),) and len(args) == 3 and args[2] == "string":
             g, w = set(resp_items(got)), set(resp_items(want))
@@ -698,6 +705,19 @@ def test_connection_commands_as_redis(pkvs_srv, redis_peer, proto):
         else:
             assert got == want, f"{args!r}: pkvs {got!r}, redis {want!r}"
     p.close()
+
+
+def test_module_loads_nothing(pkvs_srv):
+    """MODULE LOAD and LOADEX fail in Redis's words (the reason in the
+    server's log), UNLOAD names no module, LIST stays empty."""
+    r = pyr(pkvs_srv.resp_port)
+    for sub in ("LOAD", "LOADEX"):
+        with pytest.raises(redis.ResponseError, match="^Error loading the extension"):
+            r.execute_command("MODULE", sub, "/usr/lib/redis/modules/x.so", "arg")
+    with pytest.raises(redis.ResponseError, match="no such module with that name"):
+        r.execute_command("MODULE", "UNLOAD", "x")
+    assert r.execute_command("MODULE", "LIST") == []
+    assert wait_until(lambda: any("does not load Redis modules" in l for l in pkvs_srv.lines), 5)
 
 
 def test_time_lastsave_save(pkvs_srv):
