@@ -150,3 +150,32 @@ def test_nothing_expires_during_a_pause(pkvs):
     assert r.client_unpause()
     assert r.get("e") is None
     assert wait_until(lambda: r.info("stats")["expired_keys"] == before + 1 and r.dbsize() == 0, 5)
+
+
+def test_many_held_clients_some_gone(pkvs):
+    """200 clients each pipeline five INCRs of one counter under a write
+    pause; 50 close while held. After UNPAUSE the 150 others get their
+    five replies in order and the counter counts exactly their INCRs."""
+    srv = pkvs.start()
+    r = client(srv)
+    assert r.client_pause(60_000, all=False)
+    socks = []
+    incr = b"*2\r\n$4\r\nINCR\r\n$1\r\nc\r\n" * 5
+    for _ in range(200):
+        s = raw(srv)
+        s.sendall(incr)
+        socks.append(s)
+    assert wait_until(lambda: blocked(r) == 200, 10)
+    for s in socks[:50]:
+        s.close()
+    assert wait_until(lambda: blocked(r) == 150, 10)
+    assert r.client_unpause()
+    for s in socks[50:]:
+        got, end = b"", time.monotonic() + 10
+        while got.count(b"\r\n") < 5 and time.monotonic() < end:
+            got += read_some(s, b"\r\n", 1)
+        values = [int(v[1:]) for v in got.split(b"\r\n")[:-1]]
+        assert len(values) == 5 and values == sorted(values), got
+        s.close()
+    assert r.get("c") == b"750"
+    assert blocked(r) == 0
