@@ -714,7 +714,7 @@ static void cmd_config_resetstat(struct resp_ctx *x, struct kv *kv, const struct
 	kv->n.expired = 0;
 	kv->n.lazyfreed = 0;
 	kv_evict_reset_stats();
-	kv_info_resetstat(x->w);
+	kv_info_resetstat(x->w, kv);
 	conf.resets_ms = paste_clock_coarse_ms();
 	resp_ok(x);
 }

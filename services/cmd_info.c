@@ -126,10 +126,24 @@ static struct rate_sample sample_of(struct worker *w, uint64_t now_ms)
 	return (struct rate_sample){ now_ms, tt.requests, tt.port.bytes_in, tt.port.bytes_out };
 }
 
-void kv_info_sample(struct worker *w)
+/* The dataset's peak (used_memory_peak), taken with the rates' samples
+ * and whenever INFO or MEMORY STATS reads it; CONFIG RESETSTAT starts it
+ * again from now, as Redis's. */
+static uint64_t peak_used;
+
+uint64_t kv_used_peak(struct kv *kv)
+{
+	uint64_t u = kv_evict_used(kv);
+	if (u > peak_used)
+		peak_used = u;
+	return peak_used;
+}
+
+void kv_info_sample(struct worker *w, struct kv *kv)
 {
 	if (rates.n && w->now_ms - rates.s[rates.last].ms < RATE_EVERY_MS)
 		return;
+	kv_used_peak(kv);
 	rates.last = rates.n ? (rates.last + 1) % RATE_SAMPLES : 0;
 	rates.s[rates.last] = sample_of(w, w->now_ms);
 	if (rates.n < RATE_SAMPLES)
@@ -166,8 +180,10 @@ static struct {
 	uint64_t accepts, requests, in, out, refused, reads;
 } since;
 
-void kv_info_resetstat(struct worker *w)
+void kv_info_resetstat(struct worker *w, struct kv *kv)
 {
+	peak_used = 0;
+	kv_used_peak(kv);
 	struct server_totals tt;
 	server_totals(w, &tt);
 	since.accepts = tt.port.accepts;
@@ -260,7 +276,7 @@ static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		    "mem_not_counted_for_evict:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\n"
 		    "lazyfree_pending_objects:%" PRIu64
 		    "\r\nlazyfreed_objects:%" PRIu64 "\r\n",
-		    used, hb, kv_rss_bytes(), used, bi.live_bytes, bound, hb2,
+		    used, hb, kv_rss_bytes(), kv_used_peak(kv), bi.live_bytes, bound, hb2,
 		    kv_evict_policy_name(kv_evict_cfg.policy), kv_sweep_pending(kv), kv->n.lazyfreed);
 		ADD("pkvs_held_bytes:%" PRIu64 "\r\n", held);
 		ADD("pkvs_store_bytes:%" PRIu64 "\r\npkvs_live_bytes:%" PRIu64

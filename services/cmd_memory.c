@@ -208,7 +208,8 @@ static void cmd_memory_stats(struct resp_ctx *x, struct kv *kv, const struct pas
 	struct stats_out s = { .proto = x->r->proto == 3 ? 3 : 2 };
 	uint64_t dataset = f.used > f.overhead ? f.used - f.overhead : 0;
 	uint64_t allocated = f.heap.uordblks + f.heap.hblkhd, active = f.heap.arena + f.heap.hblkhd;
-	put_int(&s, "peak.allocated", f.used);
+	uint64_t peak = kv_used_peak(kv);
+	put_int(&s, "peak.allocated", peak);
 	put_int(&s, "total.allocated", f.used);
 	put_int(&s, "startup.allocated", 0);
 	put_int(&s, "replication.backlog", 0);
@@ -237,7 +238,7 @@ static void cmd_memory_stats(struct resp_ctx *x, struct kv *kv, const struct pas
 	put_int(&s, "keys.bytes-per-key", f.keys ? f.used / f.keys : 0);
 	put_int(&s, "dataset.bytes", dataset);
 	put_double(&s, "dataset.percentage", 100 * ratio(dataset, f.used));
-	put_double(&s, "peak.percentage", f.used ? 100.0 : 0);
+	put_double(&s, "peak.percentage", 100 * ratio(f.used, peak));
 	/* The heap is the allocator's; the store's pages are a shared
 	 * mapping, resident whole once prefaulted, so the process's
 	 * overhead is what it holds beyond the store and the heap in use. */

@@ -826,7 +826,7 @@ static void kv_prefetch(void *ss, void *sc, const char *key, size_t klen)
 static void kv_resp_pass(struct worker *w, void *state)
 {
 	pkvs_svc_pass(w, state);
-	kv_info_sample(w);
+	kv_info_sample(w, pkvs_kv(state));
 	kv_block_pass(w, pkvs_kv(state));
 	kv_pause_pass(w, pkvs_kv(state));
 	kv_evict_pass(pkvs_kv(state));          /* evictions a time limit left over */

@@ -130,7 +130,7 @@ extern const struct kv_cmd kv_cmds_string[], kv_cmds_bitmap[], kv_cmds_hll[], kv
 /* cmd_info.c, cmd_config.c, cmd_command.c: INFO, CONFIG, COMMAND. */
 extern const struct kv_cmd kv_cmds_info[], kv_cmds_config[], kv_cmds_command[];
 /* CONFIG RESETSTAT of INFO's counters that are the server's totals. */
-void kv_info_resetstat(struct worker *w);
+void kv_info_resetstat(struct worker *w, struct kv *kv);
 /* cmd_memory.c: MEMORY; the process's resident bytes (INFO's used_memory_rss). */
 extern const struct kv_cmd kv_cmds_memory[];
 uint64_t kv_rss_bytes(void);
@@ -456,7 +456,10 @@ extern bool kv_noreplicas;
 extern const char *kv_config_file;
 /* cmd_info.c: every pass, the totals behind INFO's instantaneous_* rates
  * (a sample at most every 100 ms, as Redis's cron takes them). */
-void kv_info_sample(struct worker *w);
+void kv_info_sample(struct worker *w, struct kv *kv);
+/* The dataset's peak since the start or CONFIG RESETSTAT (INFO's
+ * used_memory_peak, MEMORY STATS's peak.allocated). */
+uint64_t kv_used_peak(struct kv *kv);
 /* cmd_script.c */
 /* Dispatch while a script runs past busy-reply-threshold (false when
  * none does): a command not flagged allow_busy is answered Redis's BUSY

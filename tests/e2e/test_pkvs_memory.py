@@ -102,6 +102,15 @@ def test_stats_follow_what_the_server_holds(pkvs):
     for i in range(50):
         r.eval(f"return {i}", 0)
     assert r.memory_stats()["lua.caches"] > before
+    # The peak stays when the dataset shrinks, until CONFIG RESETSTAT.
+    top = r.memory_stats()["total.allocated"]
+    r.delete(*[f"k{i}" for i in range(1000)], "big")
+    s = r.memory_stats()
+    assert s["peak.allocated"] >= top > s["total.allocated"] and s["peak.percentage"] < 70
+    assert r.info("memory")["used_memory_peak"] == s["peak.allocated"]
+    r.config_resetstat()
+    s = r.memory_stats()
+    assert s["peak.allocated"] == s["total.allocated"] and s["peak.percentage"] == 100
 
 
 def doctor(r):
