@@ -1475,6 +1475,7 @@ struct paste_port_stats {
 				  * passes then wait for one completion, without the
 				  * min_wait timer */
 	uint32_t paused;         /* connections not read now: output over max_output */
+	uint64_t queued;         /* bytes queued to send and not yet sent, all connections */
 	uint64_t pauses;         /* times a connection's reading was paused */
 	uint64_t refused;        /* connections over max_conns sent refuse[] and closed */
 };

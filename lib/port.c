@@ -104,6 +104,8 @@ void port_conn_end(struct paste_port *pt, uint32_t slot)
 	/* Unsent output goes now (its pins with it); what a uring send still
 	 * reads stays until that send completes (the release waits for it). */
 	port_output_discard_pending(pt, c);
+	pt->st.queued -= c->queued;         /* none of it will be sent */
+	c->queued = 0;
 	pt->ended[pt->nended++] = slot;
 }
 

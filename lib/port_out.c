@@ -160,7 +160,9 @@ bool port_output_advance(struct paste_port *pt, struct conn *c, size_t n)
 {
 	struct outq *q = &c->inflight;
 	pt->st.bytes_out += n;
-	c->queued = n < c->queued ? c->queued - n : 0;
+	uint64_t sent = n < c->queued ? n : c->queued;
+	c->queued -= sent;
+	pt->st.queued -= sent;
 	if (c->read_paused && c->queued <= pt->cfg.max_output / 2 && c->state == CONN_OPEN) {
 		c->read_paused = false;      /* drained: read it again */
 		pt->st.paused--;
@@ -222,6 +224,7 @@ static int lose_stream(struct paste_port *pt, uint32_t slot, struct conn *c, int
 static void out_queued(struct paste_port *pt, uint32_t slot, struct conn *c, uint64_t n)
 {
 	c->queued += n;
+	pt->st.queued += n;
 	if (!c->read_paused && c->queued > pt->cfg.max_output) {
 		c->read_paused = true;
 		pt->st.paused++;
@@ -346,5 +349,11 @@ void paste_port_drop_conn(struct paste_port *pt, uint32_t slot)
 	if (!c)
 		return;
 	c->close_wanted = c->drop_wanted = true;
+	/* What was not handed to the kernel goes now (its pins with it), and
+	 * all of it leaves the queued count at once (a send in flight is
+	 * cancelled at the release): dropping a client frees its memory. */
+	port_output_discard_pending(pt, c);
+	pt->st.queued -= c->queued;
+	c->queued = 0;
 	port_mark_dirty(pt, slot);
 }

@@ -73,10 +73,16 @@ void resp_close(struct resp_ctx *x)
 	paste_port_close_conn(x->w->port, x->conn);
 }
 
+static void buf_drop(struct resp_proto_state *ps, struct resp_conn *r);
+
 void resp_drop(struct resp_ctx *x)
 {
 	set_dead(x);
 	paste_port_drop_conn(x->w->port, x->conn);
+	/* Its unfinished request goes too: dropping a client frees its
+	 * memory now (client eviction counts on it). */
+	if (x->r->buf.cap)
+		buf_drop(srv_proto_state(x->w, x->c), x->r);
 }
 
 /* The store failed: say so once and close (the client must not send more). */

@@ -54,7 +54,7 @@ struct resp_conn {
 	/* CLIENT REPLY: OFF sends nothing; SKIP drops the next command's
 	 * replies (skip_next is set by SKIP itself, skip while that runs). */
 	bool reply_off, skip, skip_next;
-	bool no_evict;            /* CLIENT NO-EVICT (pkvs never evicts clients) */
+	bool no_evict;            /* CLIENT NO-EVICT: never closed by client eviction */
 	/* Subscribed to a channel or pattern (the service keeps it): in
 	 * RESP2 only the subscribe commands, PING, QUIT and RESET run
 	 * (resp_pubsub_refused), as in Redis. */

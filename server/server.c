@@ -153,6 +153,7 @@ void server_totals(struct worker *w, struct server_totals *out)
 		t->ring_free += x.ring_free;
 		t->cached += x.cached;
 		t->paused += x.paused; t->pauses += x.pauses; t->refused += x.refused;
+		t->queued += x.queued;
 		t->closes += x.closes; t->bytes_in += x.bytes_in; t->bytes_out += x.bytes_out;
 		for (uint32_t k = 0; k < PASTE_PORT_LAT_BUCKETS; k++)
 			t->barrier_hist[k] += x.barrier_hist[k];

@@ -549,6 +549,8 @@ static int param_set(struct resp_ctx *x, const struct cfg_param *p, const struct
 		x->w->srv->cfg.idle_to_ms = num * 1000;
 		return 0;
 	}
+	if (!strcmp(n, "maxmemory-clients"))
+		kv_clients_limit_set(v->p, v->len);   /* applied (cmd_conn.c), and kept */
 	int r = kv_evict_set(pkvs_kv(x->ss), n, num, v->p, v->len, why);
 	if (r <= 0)
 		return r;                       /* maxmemory and its settings (kv_evict.c) */
@@ -715,6 +717,7 @@ static void cmd_config_resetstat(struct resp_ctx *x, struct kv *kv, const struct
 	kv->n.lazyfreed = 0;
 	kv_evict_reset_stats();
 	kv_info_resetstat(x->w, kv);
+	kv_clients_evicted(true);
 	conf.resets_ms = paste_clock_coarse_ms();
 	resp_ok(x);
 }
@@ -753,7 +756,10 @@ uint64_t kv_config_maxmemory(void)
 
 bool kv_over_maxmemory(struct resp_ctx *x)
 {
-	return kv_evict_cfg.maxmemory && kv_evict_over(pkvs_kv(x->ss));
+	if (!kv_evict_cfg.maxmemory)
+		return false;
+	kv_evict_clients = kv_clients_memory(x);
+	return kv_evict_over(pkvs_kv(x->ss));
 }
 
 int kv_config_preset(const char *name, const char *value, const char **why)
@@ -767,6 +773,8 @@ int kv_config_preset(const char *name, const char *value, const char **why)
 			*why = "not one of the setting's words";
 		return -1;
 	}
+	if (!strcmp(p->name, "maxmemory-clients"))
+		kv_clients_limit_set(v.p, v.len);
 	int r = kv_evict_set(NULL, p->name, num, v.p, v.len, why);
 	return r > 0 ? (*why = "not a setting pkvs takes at start", -1) : r;
 }

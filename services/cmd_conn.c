@@ -45,6 +45,13 @@ bool kv_conn_allowed(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct past
 
 /* ----------------------------------------------------------- CLIENT */
 
+/* What a client holds: its unsent replies and its unfinished request
+ * (CLIENT LIST's omem and qbuf; tot-mem). */
+static uint64_t client_mem(struct resp_ctx *o)
+{
+	return paste_port_conn_queued(o->w->port, o->conn) + o->r->buf.cap;
+}
+
 /* One line of CLIENT LIST / INFO, Redis's fields; what pkvs does not
  * keep per client (buffer sizes and memory) is 0. */
 int kv_client_line(struct resp_ctx *o, char *out, size_t cap)
@@ -75,12 +82,12 @@ int kv_client_line(struct resp_ctx *o, char *out, size_t cap)
 	return snprintf(out, cap,
 		"id=%" PRIu64 " addr=%s laddr=%s fd=%d name=%s age=%" PRIu64 " idle=%" PRIu64
 		" flags=%s db=%u sub=%u psub=%u ssub=%u multi=%d qbuf=%u qbuf-free=0 argv-mem=0"
-		" multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%" PRIu64 " tot-mem=0 events=r cmd=%s user=%s"
+		" multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%" PRIu64 " tot-mem=%" PRIu64 " events=r cmd=%s user=%s"
 		" redir=%" PRId64 " resp=%u\n",
 		r->id, peer, local, fd, r->name ? r->name : "",
 		(now - r->created_ms) / 1000, (now - o->c->last_ms) / 1000, flags, kc->db, sub, psub,
 		ssub, multi,
-		r->buf.len + r->cmd_bytes, paste_port_conn_queued(o->w->port, o->conn),
+		r->buf.len + r->cmd_bytes, paste_port_conn_queued(o->w->port, o->conn), client_mem(o),
 		kc->last ? kc->last->name : "NULL", u ? u->name : "default",
 		kv_tracking_redir(o), r->proto);
 }
@@ -463,4 +470,84 @@ void kv_normal_limit_pass(struct worker *w)
 		else
 			i++;
 	}
+}
+
+/* ------------------------------------- clients' memory, client eviction */
+
+static struct {
+	uint64_t bytes;                 /* maxmemory-clients in bytes, or */
+	uint32_t pct;                   /* in % of maxmemory */
+	uint64_t evicted;               /* INFO evicted_clients */
+} climit;
+bool kv_clients_limit_on;
+
+void kv_clients_limit_set(const char *p, size_t n)
+{
+	uint64_t v = 0;
+	climit.pct = 0;
+	climit.bytes = 0;
+	if (n && p[n - 1] == '%')
+		climit.pct = (uint32_t)strtoul(p, NULL, 10);
+	else if (kv_mem_value(p, n, &v))
+		climit.bytes = v;
+	kv_clients_limit_on = climit.pct || climit.bytes;
+}
+
+uint64_t kv_clients_evicted(bool reset)
+{
+	uint64_t n = climit.evicted;
+	if (reset)
+		climit.evicted = 0;
+	return n;
+}
+
+uint64_t kv_clients_memory(struct resp_ctx *x)
+{
+	struct server_totals tt;
+	server_totals(x->w, &tt);
+	struct resp_pending rp;
+	resp_pending_info(x, &rp);
+	uint64_t repl = kv_repl_active ? kv_repl_queued() : 0;
+	return (tt.port.queued > repl ? tt.port.queued - repl : 0) + rp.bytes;
+}
+
+struct evictable {
+	uint32_t conn;
+	uint64_t id, mem;
+};
+
+static int by_mem_desc(const void *a, const void *b)
+{
+	uint64_t x = ((const struct evictable *)a)->mem, y = ((const struct evictable *)b)->mem;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+void kv_clients_evict(struct resp_ctx *x)
+{
+	uint64_t limit = climit.pct ? kv_config_maxmemory() / 100 * climit.pct : climit.bytes;
+	uint64_t total;
+	if (!limit || (total = kv_clients_memory(x)) <= limit)
+		return;
+	struct worker *w = x->w;
+	struct evictable *e = malloc((size_t)w->nopen * sizeof(*e));
+	if (!e)
+		return;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < w->nopen; i++) {
+		struct resp_ctx o;
+		if (!resp_ctx_of(&o, w, w->open[i]) || o.r->no_evict ||
+		    (kv_repl_active && kv_repl_is_replica(&o)))
+			continue;
+		e[n++] = (struct evictable){ o.conn, o.r->id, client_mem(&o) };
+	}
+	qsort(e, n, sizeof(*e), by_mem_desc);
+	for (uint32_t i = 0; i < n && total > limit; i++) {
+		struct resp_ctx o;
+		if (!resp_ctx_of(&o, w, e[i].conn) || o.r->id != e[i].id)
+			continue;
+		total = total > e[i].mem ? total - e[i].mem : 0;
+		climit.evicted++;
+		resp_drop(&o);
+	}
+	free(e);
 }

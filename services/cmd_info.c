@@ -133,7 +133,7 @@ static uint64_t peak_used;
 
 uint64_t kv_used_peak(struct kv *kv)
 {
-	uint64_t u = kv_evict_used(kv);
+	uint64_t u = kv_evict_used(kv) + kv_evict_clients;
 	if (u > peak_used)
 		peak_used = u;
 	return peak_used;
@@ -264,7 +264,10 @@ static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		 * maxmemory's if lower. */
 		const struct paste_store_geom *g = paste_store_geom(s->store);
 		uint64_t total = (uint64_t)g->nbufs * g->buf_size;
-		uint64_t used = kv_evict_used(kv), held = (uint64_t)tt.bufs_held * g->buf_size;
+		/* Clients' buffers count, as in Redis's used_memory; replicas' not. */
+		uint64_t clients = kv_clients_memory(x), repl = kv_repl_active ? kv_repl_queued() : 0;
+		kv_evict_clients = clients;     /* (the peak's term too) */
+		uint64_t used = kv_evict_used(kv) + clients, held = (uint64_t)tt.bufs_held * g->buf_size;
 		human(hb, sizeof(hb), used);
 		uint64_t maxmemory = kv_config_maxmemory();
 		uint64_t bound = maxmemory && maxmemory < total ? maxmemory : total;
@@ -278,7 +281,8 @@ static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		    "\r\nlazyfreed_objects:%" PRIu64 "\r\n",
 		    used, hb, kv_rss_bytes(), kv_used_peak(kv), bi.live_bytes, bound, hb2,
 		    kv_evict_policy_name(kv_evict_cfg.policy), kv_sweep_pending(kv), kv->n.lazyfreed);
-		ADD("pkvs_held_bytes:%" PRIu64 "\r\n", held);
+		ADD("mem_clients_slaves:%" PRIu64 "\r\nmem_clients_normal:%" PRIu64
+		    "\r\npkvs_held_bytes:%" PRIu64 "\r\n", repl, clients, held);
 		ADD("pkvs_store_bytes:%" PRIu64 "\r\npkvs_live_bytes:%" PRIu64
 		    "\r\npkvs_live_buffers:%u\r\npkvs_utilization:%.2f\r\npkvs_clean_cycles:%" PRIu64
 		    "\r\npkvs_clean_victims:%" PRIu64 "\r\npkvs_clean_moved:%" PRIu64
@@ -332,14 +336,14 @@ static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		    "\r\ninstantaneous_ops_per_sec:%.0f\r\ntotal_net_input_bytes:%" PRIu64
 		    "\r\ntotal_net_output_bytes:%" PRIu64 "\r\ninstantaneous_input_kbps:%.2f\r\n"
 		    "instantaneous_output_kbps:%.2f\r\nrejected_connections:%" PRIu64
-		    "\r\nexpired_keys:%" PRIu64 "\r\nevicted_keys:%" PRIu64 "\r\nevicted_clients:0\r\n"
+		    "\r\nexpired_keys:%" PRIu64 "\r\nevicted_keys:%" PRIu64 "\r\nevicted_clients:%" PRIu64 "\r\n"
 		    "keyspace_hits:%" PRIu64 "\r\nkeyspace_misses:%" PRIu64 "\r\npubsub_channels:%" PRIu64
 		    "\r\npubsub_patterns:%" PRIu64 "\r\npubsubshard_channels:%" PRIu64
 		    "\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\n"
 		    "migrate_cached_sockets:0\r\n",     /* MIGRATE keeps none (cmd_dump.c) */
 		    tt.port.accepts - since.accepts, tt.requests - since.requests, ops,
 		    tt.port.bytes_in - since.in, tt.port.bytes_out - since.out, in_kbps, out_kbps,
-		    tt.port.refused - since.refused, kv->n.expired, kv_evict_count(), kv->n.hits, kv->n.misses,
+		    tt.port.refused - since.refused, kv->n.expired, kv_evict_count(), kv_clients_evicted(false), kv->n.hits, kv->n.misses,
 		    chans, pats, shards);
 		ADD("tracking_total_keys:%" PRIu64 "\r\ntracking_total_items:%" PRIu64
 		    "\r\ntracking_total_prefixes:%" PRIu64 "\r\ntotal_error_replies:%" PRIu64

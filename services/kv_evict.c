@@ -642,9 +642,11 @@ static uint64_t limit_ns(void)
 	return (uint64_t)(us * 1000.0);
 }
 
+uint64_t kv_evict_clients;
+
 static int perform(struct kv *kv)
 {
-	uint64_t max = kv_evict_cfg.maxmemory, used = kv_evict_used(kv);
+	uint64_t max = kv_evict_cfg.maxmemory, used = kv_evict_used(kv) + kv_evict_clients;
 	if (!max || used <= max) {
 		pending = false;
 		return EVICT_OK;
@@ -658,7 +660,7 @@ static int perform(struct kv *kv)
 		/* What the sweeper has yet to delete leaves first. */
 		if (kv->sweep_due) {
 			kv_sweep_step(kv, 4);
-			uint64_t now = kv_evict_used(kv);
+			uint64_t now = kv_evict_used(kv) + kv_evict_clients;
 			if (now < used) {
 				used = now;
 				continue;
@@ -668,7 +670,7 @@ static int perform(struct kv *kv)
 			pending = false;
 			return EVICT_FAIL;
 		}
-		used = kv_evict_used(kv);
+		used = kv_evict_used(kv) + kv_evict_clients;
 		if (n % 16 == 0 && used > max && paste_clock_ns() - t0 > lim) {
 			pending = true;
 			return EVICT_RUNNING;

@@ -13,7 +13,8 @@
  * deleted one counts no more at once) and KV_EVICT_ENTRY_COST for each
  * of its entries (keys, members, expiry index entries). A delete lowers
  * it at once by what the key took, so an eviction loop sees its
- * progress; INFO's used_memory reports it, against maxmemory.
+ * progress. maxmemory adds the clients' buffers (kv_evict_clients), as
+ * Redis's used_memory does; INFO's used_memory reports the sum.
  *
  * Access tracking. A table of 2^16 32-bit words in DRAM (256 KiB, small
  * enough to stay in the cache), indexed by a hash of the key's database
@@ -62,6 +63,11 @@ extern struct kv_evict_config kv_evict_cfg;
  * part and one extent, its slot, a short key (MEMORY USAGE's 32 bytes
  * and a 16-byte key). */
 #define KV_EVICT_ENTRY_COST 48u
+
+/* The clients' memory maxmemory counts beside the dataset (Redis counts
+ * clients' buffers in used_memory): their unsent replies and unfinished
+ * requests, replicas' left out; set before each check (kv_over_maxmemory). */
+extern uint64_t kv_evict_clients;
 
 /* Redis's names of the policies; parse: -1 for none of them. */
 const char *kv_evict_policy_name(enum kv_evict_policy p);

@@ -38,7 +38,7 @@ enum {
 	KV_NOTIFY_HASH = 1u << 6,       /* h */
 	KV_NOTIFY_ZSET = 1u << 7,       /* z */
 	KV_NOTIFY_EXPIRED = 1u << 8,    /* x: the core's */
-	KV_NOTIFY_EVICTED = 1u << 9,    /* e: pkvs never evicts */
+	KV_NOTIFY_EVICTED = 1u << 9,    /* e: maxmemory evicted a key */
 	KV_NOTIFY_STREAM = 1u << 10,    /* t: pkvs has no streams */
 	KV_NOTIFY_KEY_MISS = 1u << 11,  /* m */
 	KV_NOTIFY_MODULE = 1u << 13,    /* d: pkvs has no modules */

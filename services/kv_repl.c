@@ -589,6 +589,17 @@ struct replica *kv_repl_find(uint64_t id)
 	return NULL;
 }
 
+uint64_t kv_repl_queued(void)
+{
+	uint64_t q = 0;
+	for (uint32_t i = 0; i < kv_rs.n; i++) {
+		struct resp_ctx x;
+		if (kv_repl_peer_ctx(&kv_rs.r[i].c, &x))
+			q += paste_port_conn_queued(x.w->port, x.conn);
+	}
+	return q;
+}
+
 bool kv_repl_is_replica(const struct resp_ctx *x)
 {
 	return kv_repl_find(x->r->id) != NULL;

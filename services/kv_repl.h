@@ -63,6 +63,9 @@ void kv_repl_closed(struct resp_ctx *x);
 /* x's connection is a replica's (its stream has the replica class's
  * output limit, not the normal one's). */
 bool kv_repl_is_replica(const struct resp_ctx *x);
+/* The bytes queued to the replicas and not yet sent (not counted in
+ * maxmemory, as Redis's mem_not_counted_for_evict). */
+uint64_t kv_repl_queued(void);
 /* The event loop's pass: WAIT's timeouts, pings to the replicas. */
 void kv_repl_pass(struct worker *w, struct kv *kv);
 uint64_t kv_repl_wake(struct worker *w);

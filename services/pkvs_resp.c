@@ -574,6 +574,10 @@ static void kv_command(struct resp_ctx *x, const struct paste_resp_arg *argv, ui
 		resp_error(x, "ERR wrong number of arguments for '%s' command", rt->c->name);
 		return;
 	}
+	/* maxmemory-clients: the clients holding the most are closed before
+	 * anything is counted against maxmemory (x too: then nothing runs). */
+	if (kv_clients_limit_on && (kv_clients_evict(x), x->r->state == R_DEAD))
+		return;
 	if (!admitted(x, rt, argv, argc))
 		return;
 	if (kv->paused && kv_pause_holds(x, kv, rt, argv, argc))

@@ -405,6 +405,16 @@ int kv_cmd_getkeys(const struct kv_cmd_rt *rt, const struct paste_resp_arg *argv
  * evict (kv_evict_over: keys are evicted first by maxmemory-policy): a
  * denyoom command is refused (Redis's OOM error). */
 bool kv_over_maxmemory(struct resp_ctx *x);
+/* cmd_conn.c: clients' memory (unsent replies and unfinished requests,
+ * replicas' left out) and client eviction (maxmemory-clients: bytes, or
+ * "N%" of maxmemory; 0 off): after a command, past the limit, the clients
+ * that hold the most are closed, their output dropped, until under it;
+ * CLIENT NO-EVICT and replicas are never. */
+uint64_t kv_clients_memory(struct resp_ctx *x);
+void kv_clients_limit_set(const char *p, size_t n);
+extern bool kv_clients_limit_on;
+void kv_clients_evict(struct resp_ctx *x);
+uint64_t kv_clients_evicted(bool reset);
 /* CONFIG SET maxmemory's bound in bytes (0: none). */
 uint64_t kv_config_maxmemory(void);
 /* A setting from pkvs's command line or --config file, read as CONFIG

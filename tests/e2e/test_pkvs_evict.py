@@ -411,3 +411,83 @@ def test_info_reports_the_bound(pkvs):
     assert r.delete(*[f"k{i}" for i in range(100)]) == 100
     assert used(r) <= u0 + 64          # a delete counts at once
     assert wait_until(lambda: r.info("memory")["pkvs_held_bytes"] > 0, 5)
+
+
+def fill_50_keys(r, client_eviction):
+    """Redis's own maxmemory test's setup: an 11 MB bound, allkeys-lru, 5 MB
+    of data in 50 keys; with client eviction a 3 MB bound on clients
+    (maxmemory-clients) and this client exempt (CLIENT NO-EVICT)."""
+    r.config_set("maxmemory", "11mb")
+    r.config_set("maxmemory-policy", "allkeys-lru")
+    r.config_set("maxmemory-clients", "3mb" if client_eviction else "0")
+    if client_eviction:
+        r.client_no_evict("on")
+    r.config_resetstat()
+    for j in range(50):
+        r.setrange(str(j), 100_000, "x")
+
+
+def stats(r):
+    s = r.info("stats")
+    return s["evicted_keys"], s["evicted_clients"], r.dbsize()
+
+
+@pytest.mark.parametrize("client_eviction", [False, True])
+def test_clients_buffers_count_in_maxmemory(pkvs, client_eviction):
+    """Clients that ask for replies and never read them hold memory that
+    maxmemory counts, as Redis's used_memory does: without client eviction
+    keys are evicted for it; with maxmemory-clients the clients holding the
+    most are closed instead, no key goes, and INFO counts them."""
+    srv = pkvs.start(store_size="256M")
+    r = client(srv)
+    fill_50_keys(r, client_eviction)
+    socks = []
+    for _ in range(20):
+        s = socket.create_connection(("127.0.0.1", srv.resp_port))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        socks.append(s)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        for s in socks:
+            try:
+                s.sendall(resp_command("MGET", "1") * 4)
+            except OSError:
+                pass
+        keys, clients, n = stats(r)
+        if (clients > 0) if client_eviction else (keys > 0):
+            break
+    keys, clients, n = stats(r)
+    assert r.info("memory")["mem_clients_normal"] > 0 or client_eviction
+    if client_eviction:
+        assert clients > 0 and keys == 0 and n == 50, (keys, clients, n)
+        # The evicted clients' connections are gone (their sockets see the end).
+        assert wait_until(lambda: r.info("clients")["connected_clients"] == 21 - clients, 10)
+    else:
+        assert clients == 0 and keys > 0 and n < 50, (keys, clients, n)
+    for s in socks:
+        s.close()
+    assert r.ping()
+
+
+def test_unfinished_requests_evict_their_clients(pkvs):
+    """30 clients each leave a 250 KB request unfinished: over
+    maxmemory-clients (here 10 % of a 30 MB maxmemory) those clients are
+    closed at the next command and their memory is free at once; the
+    exempt client and the data stay."""
+    srv = pkvs.start(store_size="256M")
+    r = client(srv)
+    r.config_set("maxmemory", "30mb")
+    r.config_set("maxmemory-clients", "10%")
+    r.client_no_evict("on")
+    r.set("k", "v")
+    socks = []
+    for _ in range(30):
+        s = socket.create_connection(("127.0.0.1", srv.resp_port))
+        s.sendall(b"*250\r\n" + (b"$1000\r\n" + b"x" * 1000 + b"\r\n") * 249)
+        socks.append(s)
+    assert wait_until(lambda: r.info("stats")["evicted_clients"] > 0, 10)
+    assert r.info("memory")["mem_clients_normal"] < 3 * 1024 * 1024
+    assert r.get("k") == b"v" and r.info("stats")["evicted_keys"] == 0
+    assert r.config_get("maxmemory-clients") == {"maxmemory-clients": "10%"}
+    for s in socks:
+        s.close()

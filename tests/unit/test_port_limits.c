@@ -341,7 +341,16 @@ static void test_drop(enum paste_engine e)
 	uint64_t q = paste_port_conn_queued(pt, slot);
 	CHECK(q > 0 && q <= (16u << 20) + 64);           /* the kernel took at most the rest */
 	CHECK_EQ(s.closes, 0);
+	struct paste_port_stats before;
+	paste_port_stats(pt, &before);
+	CHECK_EQ(before.queued, q);                      /* the port's total is the one queue */
 	paste_port_drop_conn(pt, slot);
+	struct paste_port_stats dropped;
+	paste_port_stats(pt, &dropped);
+	/* All of it leaves the total at the drop (a send in flight is
+	 * cancelled with the release). */
+	CHECK_EQ(dropped.queued, 0);
+	CHECK_EQ(paste_port_conn_queued(pt, slot), 0);
 	paste_port_drop_conn(pt, slot);                  /* twice: the same */
 	CHECK_EQ(paste_port_send(pt, slot, "x", 1, 0), -ENOTCONN);
 	pf_pump(pt, &s, 3, false);
@@ -352,6 +361,7 @@ static void test_drop(enum paste_engine e)
 	struct paste_port_stats ps;
 	paste_port_stats(pt, &ps);
 	CHECK_EQ(ps.conns, 0);
+	CHECK_EQ(ps.queued, 0);
 	/* The peer sees the end (after what the kernel had taken). */
 	char sink[65536];
 	ssize_t r;
