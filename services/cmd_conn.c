@@ -45,9 +45,7 @@ bool kv_conn_allowed(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct past
 
 /* ----------------------------------------------------------- CLIENT */
 
-/* What a client holds: its unsent replies and its unfinished request
- * (CLIENT LIST's omem and qbuf; tot-mem). */
-static uint64_t client_mem(struct resp_ctx *o)
+uint64_t kv_client_memory(struct resp_ctx *o)
 {
 	return paste_port_conn_queued(o->w->port, o->conn) + o->r->buf.cap;
 }
@@ -87,7 +85,7 @@ int kv_client_line(struct resp_ctx *o, char *out, size_t cap)
 		r->id, peer, local, fd, r->name ? r->name : "",
 		(now - r->created_ms) / 1000, (now - o->c->last_ms) / 1000, flags, kc->db, sub, psub,
 		ssub, multi,
-		r->buf.len + r->cmd_bytes, paste_port_conn_queued(o->w->port, o->conn), client_mem(o),
+		r->buf.len + r->cmd_bytes, paste_port_conn_queued(o->w->port, o->conn), kv_client_memory(o),
 		kc->last ? kc->last->name : "NULL", u ? u->name : "default",
 		kv_tracking_redir(o), r->proto);
 }
@@ -538,7 +536,7 @@ void kv_clients_evict(struct resp_ctx *x)
 		if (!resp_ctx_of(&o, w, w->open[i]) || o.r->no_evict ||
 		    (kv_repl_active && kv_repl_is_replica(&o)))
 			continue;
-		e[n++] = (struct evictable){ o.conn, o.r->id, client_mem(&o) };
+		e[n++] = (struct evictable){ o.conn, o.r->id, kv_client_memory(&o) };
 	}
 	qsort(e, n, sizeof(*e), by_mem_desc);
 	for (uint32_t i = 0; i < n && total > limit; i++) {

@@ -116,7 +116,7 @@ struct clients_mem {
 static bool client_mem(struct resp_ctx *o, void *arg)
 {
 	struct clients_mem *m = arg;
-	uint64_t b = paste_port_conn_queued(o->w->port, o->conn) + o->r->buf.len + o->r->cmd_bytes;
+	uint64_t b = kv_client_memory(o);
 	if (kv_repl_is_replica(o)) {
 		m->replicas += b;
 		m->nreplicas++;

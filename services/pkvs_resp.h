@@ -411,6 +411,9 @@ bool kv_over_maxmemory(struct resp_ctx *x);
  * that hold the most are closed, their output dropped, until under it;
  * CLIENT NO-EVICT and replicas are never. */
 uint64_t kv_clients_memory(struct resp_ctx *x);
+/* What one client holds: its unsent replies and its unfinished request
+ * (CLIENT LIST's tot-mem; what client eviction ranks by). */
+uint64_t kv_client_memory(struct resp_ctx *o);
 void kv_clients_limit_set(const char *p, size_t n);
 extern bool kv_clients_limit_on;
 void kv_clients_evict(struct resp_ctx *x);
