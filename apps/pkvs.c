@@ -77,8 +77,9 @@ int main(int argc, char **argv)
 	const char *requirepass = NULL, *notify = NULL, *aclfile = NULL;
 	/* maxmemory and its settings, read as CONFIG SET reads them. */
 	static const char *const evict_names[] = { "maxmemory", "maxmemory-policy", "maxmemory-samples",
-						   "lfu-log-factor", "lfu-decay-time" };
-	const char *evict[5] = { 0 };
+						   "lfu-log-factor", "lfu-decay-time",
+						   "maxmemory-clients" };
+	const char *evict[6] = { 0 };
 	auth.users = &kv_acl_users;           /* ACL users (services/kv_acl.c) */
 	int protected_mode = 1;
 	static const struct opt_choice yes_no[] = { { "yes", 1 }, { "no", 0 }, { NULL, 0 } };
@@ -162,6 +163,8 @@ int main(int argc, char **argv)
 		OPT_STR_("maxmemory-samples", "N", &evict[2], "keys sampled per eviction choice (default 5)"),
 		OPT_STR_("lfu-log-factor", "N", &evict[3], "the LFU counter's logarithm factor (default 10)"),
 		OPT_STR_("lfu-decay-time", "MIN", &evict[4], "minutes per step the LFU counter decays (default 1)"),
+		OPT_STR_("maxmemory-clients", "BYTES|N%", &evict[5],
+			 "close the clients holding the most while their buffers pass this (default 0: never)"),
 	};
 	int r = opt_parse(sc.name, opts, (int)(sizeof(opts) / sizeof(opts[0])),
 			  "One thread serves both front ends (the tree has one owner); run several\n"
@@ -181,7 +184,7 @@ int main(int argc, char **argv)
 	}
 	kvh.cfg.max_value = max_value;
 	auth.protected_mode = protected_mode;
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 6; i++) {
 		const char *why;
 		if (evict[i] && kv_config_preset(evict_names[i], evict[i], &why)) {
 			fprintf(stderr, "pkvs: --%s %s: %s\n", evict_names[i], evict[i], why);

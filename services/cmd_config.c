@@ -515,6 +515,37 @@ bool kv_outlimit_over(const struct kv_outlimit *l, uint64_t queued, uint64_t now
 	return over;
 }
 
+/* The value of a setting kept as Redis reads it back: numbers in bytes,
+ * words in lower case. */
+static int keep(const struct cfg_param *p, const struct paste_resp_arg *v, uint64_t num,
+		const char **why)
+{
+	char num_s[24];
+	struct paste_resp_arg nv;
+	if (p->type == T_INT || (p->type == T_MEM && num != UINT64_MAX)) {
+		nv = (struct paste_resp_arg){ num_s, (size_t)snprintf(num_s, sizeof(num_s), "%lld",
+								    (long long)num) };
+		v = &nv;
+	} else if (p->type == T_BOOL) {
+		static const struct paste_resp_arg yes = { "yes", 3 }, no = { "no", 2 };
+		v = num ? &yes : &no;
+	}
+	bool obl = !strcmp(p->name, "client-output-buffer-limit");
+	char *copy = obl ? ol_set(v, why) : strndup(v->p, v->len);
+	if (!copy && obl)
+		return -1;
+	if (copy && p->type == T_ENUM)
+		for (char *c = copy; *c; c++)
+			*c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
+	if (!copy) {
+		*why = "out of memory";
+		return -1;
+	}
+	free(conf.kept[p - params]);
+	conf.kept[p - params] = copy;
+	return 0;
+}
+
 static int param_set(struct resp_ctx *x, const struct cfg_param *p, const struct paste_resp_arg *v,
 		     uint64_t num, const char **why)
 {
@@ -554,30 +585,8 @@ static int param_set(struct resp_ctx *x, const struct cfg_param *p, const struct
 	int r = kv_evict_set(pkvs_kv(x->ss), n, num, v->p, v->len, why);
 	if (r <= 0)
 		return r;                       /* maxmemory and its settings (kv_evict.c) */
-	/* Kept as Redis reads them back: numbers in bytes, words in lower case. */
-	char num_s[24];
-	struct paste_resp_arg nv;
-	if (p->type == T_INT || (p->type == T_MEM && num != UINT64_MAX)) {
-		nv = (struct paste_resp_arg){ num_s, (size_t)snprintf(num_s, sizeof(num_s), "%lld",
-								    (long long)num) };
-		v = &nv;
-	} else if (p->type == T_BOOL) {
-		static const struct paste_resp_arg yes = { "yes", 3 }, no = { "no", 2 };
-		v = num ? &yes : &no;
-	}
-	bool obl = !strcmp(n, "client-output-buffer-limit");
-	char *copy = obl ? ol_set(v, why) : strndup(v->p, v->len);
-	if (!copy && obl)
+	if (keep(p, v, num, why))
 		return -1;
-	if (copy && p->type == T_ENUM)
-		for (char *c = copy; *c; c++)
-			*c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
-	if (!copy) {
-		*why = "out of memory";
-		return -1;
-	}
-	free(conf.kept[p - params]);
-	conf.kept[p - params] = copy;
 	if (p->alias) {                          /* both names read back the last value */
 		const struct cfg_param *o = param_find(p->alias, strlen(p->alias));
 		if (o) {
@@ -585,7 +594,7 @@ static int param_set(struct resp_ctx *x, const struct cfg_param *p, const struct
 			conf.kept[o - params] = NULL;
 		}
 	}
-	if (obl)
+	if (!strcmp(n, "client-output-buffer-limit"))
 		kv_outlimit_read(&kv_normal_limit);    /* the others read it where they check */
 	/* Redis's checkGoodReplicasStatus: writes are refused while fewer
 	 * replicas than min-replicas-to-write acknowledged within the lag
@@ -594,7 +603,7 @@ static int param_set(struct resp_ctx *x, const struct cfg_param *p, const struct
 	if (!strncmp(n, "slowlog-", 8))
 		kv_slowlog_setting(n, (int64_t)num);
 	if (!strncmp(n, "latency-", 8))
-		kv_latency_setting(n, copy);
+		kv_latency_setting(n, conf.kept[p - params]);
 	if (!strcmp(n, "tracking-table-max-keys"))
 		kv_tracking_max_keys(num);      /* cmd_tracking.c bounds its table */
 	if (!strncmp(n, "min-replicas-", 13) || !strncmp(n, "min-slaves-", 11))
@@ -773,8 +782,10 @@ int kv_config_preset(const char *name, const char *value, const char **why)
 			*why = "not one of the setting's words";
 		return -1;
 	}
-	if (!strcmp(p->name, "maxmemory-clients"))
-		kv_clients_limit_set(v.p, v.len);
+	if (!strcmp(p->name, "maxmemory-clients")) {
+		kv_clients_limit_set(v.p, v.len);     /* applied (cmd_conn.c), and kept */
+		return keep(p, &v, num, why);
+	}
 	int r = kv_evict_set(NULL, p->name, num, v.p, v.len, why);
 	return r > 0 ? (*why = "not a setting pkvs takes at start", -1) : r;
 }

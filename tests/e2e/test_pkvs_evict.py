@@ -123,7 +123,7 @@ def test_config_against_redis(pkvs, redis_peer):  # noqa: F811
 
 def test_flags_at_start(pkvs, tmp_path):
     conf = tmp_path / "pkvs.conf"
-    conf.write_text("maxmemory-samples = 7\nlfu-decay-time = 3\n")
+    conf.write_text("maxmemory-samples = 7\nlfu-decay-time = 3\nmaxmemory-clients = 25%\n")
     srv = pkvs.start(["--config", str(conf), "--maxmemory", "32mb", "--maxmemory-policy",
                       "allkeys-lfu", "--lfu-log-factor", "4"])
     r = client(srv, decode_responses=True)
@@ -132,10 +132,11 @@ def test_flags_at_start(pkvs, tmp_path):
     assert r.config_get("maxmemory-samples") == {"maxmemory-samples": "7"}
     assert r.config_get("lfu-log-factor") == {"lfu-log-factor": "4"}
     assert r.config_get("lfu-decay-time") == {"lfu-decay-time": "3"}
+    assert r.config_get("maxmemory-clients") == {"maxmemory-clients": "25%"}
     m = r.info("memory")
     assert m["maxmemory_policy"] == "allkeys-lfu" and m["maxmemory"] == 32 << 20
     for args in (["--maxmemory", "lots"], ["--maxmemory-policy", "lru"],
-                 ["--maxmemory-samples", "0"]):
+                 ["--maxmemory-samples", "0"], ["--maxmemory-clients", "101%"]):
         code, err = pkvs.start_failing(args)
         assert code == 2 and args[0] in err, (args, code, err)
 
