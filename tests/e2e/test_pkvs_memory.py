@@ -157,7 +157,7 @@ def test_malloc_stats_and_purge(pkvs):
     helptext = r.execute_command("MEMORY", "HELP")
     assert [h for h in helptext if h.split() and h.split()[0] in
             (b"DOCTOR", b"MALLOC-STATS", b"PURGE", b"STATS", b"USAGE", b"HELP")]
-    # used_memory_rss is the process's resident memory now, as
+    # used_memory_rss is the process's current resident memory, as
     # /proc/PID/statm counts it.
     rss = int(r.info("memory")["used_memory_rss"])
     with open(f"/proc/{srv.pid}/statm") as f:
