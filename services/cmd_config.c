@@ -767,7 +767,7 @@ bool kv_over_maxmemory(struct resp_ctx *x)
 {
 	if (!kv_evict_cfg.maxmemory)
 		return false;
-	kv_evict_clients = kv_clients_memory(x);
+	kv_clients_memory(x);                   /* the clients' term of the bound, now */
 	return kv_evict_over(pkvs_kv(x->ss));
 }
 

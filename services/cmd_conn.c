@@ -14,6 +14,7 @@
 #include "cmd_pubsub.h"
 #include "cmd_tracking.h"
 #include "kv_acl.h"
+#include "kv_evict.h"
 #include "kv_repl.h"
 #include "kv_vec.h"
 #include "pkvs_resp.h"
@@ -51,7 +52,7 @@ uint64_t kv_client_memory(struct resp_ctx *o)
 }
 
 /* One line of CLIENT LIST / INFO, Redis's fields; what pkvs does not
- * keep per client (buffer sizes and memory) is 0. */
+ * keep per client (the other buffer sizes) is 0. */
 int kv_client_line(struct resp_ctx *o, char *out, size_t cap)
 {
 	const struct kv_acl_user *u = o->r->user;
@@ -506,7 +507,9 @@ uint64_t kv_clients_memory(struct resp_ctx *x)
 	struct resp_pending rp;
 	resp_pending_info(x, &rp);
 	uint64_t repl = kv_repl_active ? kv_repl_queued() : 0;
-	return (tt.port.queued > repl ? tt.port.queued - repl : 0) + rp.bytes;
+	/* Kept where the eviction loop and the peak read it (kv_evict.h). */
+	kv_evict_clients = (tt.port.queued > repl ? tt.port.queued - repl : 0) + rp.bytes;
+	return kv_evict_clients;
 }
 
 struct evictable {

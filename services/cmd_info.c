@@ -266,7 +266,6 @@ static void cmd_info(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 		uint64_t total = (uint64_t)g->nbufs * g->buf_size;
 		/* Clients' buffers count, as in Redis's used_memory; replicas' not. */
 		uint64_t clients = kv_clients_memory(x), repl = kv_repl_active ? kv_repl_queued() : 0;
-		kv_evict_clients = clients;     /* (the peak's term too) */
 		uint64_t used = kv_evict_used(kv) + clients, held = (uint64_t)tt.bufs_held * g->buf_size;
 		human(hb, sizeof(hb), used);
 		uint64_t maxmemory = kv_config_maxmemory();

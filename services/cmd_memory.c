@@ -146,8 +146,7 @@ static void figures(struct resp_ctx *x, struct kv *kv, struct mem_figures *f)
 	struct paste_btree_info bi;
 	paste_btree_info(kv->tree, &bi);
 	const struct paste_store_geom *g = paste_store_geom(x->w->srv->store);
-	kv_evict_clients = kv_clients_memory(x);        /* as INFO's used_memory (and its peak) */
-	f->used = kv_evict_used(kv) + kv_evict_clients;
+	f->used = kv_evict_used(kv) + kv_clients_memory(x);     /* as INFO's used_memory */
 	f->store = (uint64_t)g->nbufs * g->buf_size;
 	f->held = (uint64_t)tt.bufs_held * g->buf_size;
 	f->live = bi.live_bytes;

@@ -102,7 +102,6 @@ struct kv_multi {
 	bool dirty;                     /* a watched key changed */
 	bool nospace;                   /* a write of the running EXEC found no room */
 	uint32_t flags;                 /* the queued commands' KV_CMD_* together */
-	bool may_write;                 /* one may write or replicate (a script by its flags) */
 	uint32_t ncmd, capcmd, narg, caparg;
 	struct qcmd *cmd;
 	struct qarg *arg;
@@ -407,7 +406,6 @@ static void queue_free(struct kv *kv, struct kv_multi *m)
 	m->ncmd = m->capcmd = m->narg = m->caparg = 0;
 	m->held = m->values = 0;
 	m->bigs = m->flags = 0;
-	m->may_write = false;
 }
 
 /* Out of MULTI, nothing queued or watched (EXEC, DISCARD, RESET). */
@@ -475,7 +473,6 @@ static bool queue_add(struct kv_multi *m, struct kv_cmd_rt *rt, const struct pas
 	m->cmd[m->ncmd++] = (struct qcmd){ rt, argc, m->narg, body, NULL };
 	m->narg += argc;
 	m->flags |= rt->fl;
-	m->may_write |= kv_cmd_may_write(rt, argv, argc);
 	uint64_t held = (uint64_t)m->arena.cap + (uint64_t)m->capcmd * sizeof(*m->cmd) +
 			(uint64_t)m->caparg * sizeof(*m->arg);
 	queued_total += held - m->held;
@@ -543,7 +540,21 @@ bool kv_multi_exec_writes(struct resp_ctx *x, const struct kv_cmd_rt *rt)
 bool kv_multi_queued_writes(struct resp_ctx *x)
 {
 	struct kv_multi *m = multi_of(x);
-	return m && m->active && m->may_write;
+	if (!m || !m->active)
+		return false;
+	/* Asked only under CLIENT PAUSE WRITE: a script's flags are read
+	 * here, from its first two arguments, not as each command queues. */
+	for (uint32_t i = 0; i < m->ncmd; i++) {
+		const struct qcmd *q = &m->cmd[i];
+		struct paste_resp_arg av[2];
+		uint32_t n = q->argc < 2 ? q->argc : 2;
+		for (uint32_t j = 0; j < n; j++)
+			av[j] = (struct paste_resp_arg){ m->arena.p + m->arg[q->arg0 + j].off,
+							 m->arg[q->arg0 + j].len };
+		if (kv_cmd_may_write(q->rt, av, n))
+			return true;
+	}
+	return false;
 }
 
 bool kv_multi_exec_lacks(struct resp_ctx *x, const struct kv_cmd_rt *rt, uint32_t flag)

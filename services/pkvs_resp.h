@@ -406,7 +406,7 @@ int kv_cmd_getkeys(const struct kv_cmd_rt *rt, const struct paste_resp_arg *argv
  * denyoom command is refused (Redis's OOM error). */
 bool kv_over_maxmemory(struct resp_ctx *x);
 /* cmd_conn.c: clients' memory (unsent replies and unfinished requests,
- * replicas' left out) and client eviction (maxmemory-clients: bytes, or
+ * replicas' left out; measuring it also sets kv_evict_clients) and client eviction (maxmemory-clients: bytes, or
  * "N%" of maxmemory; 0 off): after a command, past the limit, the clients
  * that hold the most are closed, their output dropped, until under it;
  * CLIENT NO-EVICT and replicas are never. */
