@@ -37,10 +37,11 @@ With --pm-latency NS pkvs also pays NS per fence (the paper's 10 us PM).
 Tests (--tests, redis-benchmark's names; default set,get): the commands
 redis-benchmark 7 sends for them, keyspace -r 10000: set, get, incr, mset
 (10 keys), hset, lpush, rpush, lpop, rpop, sadd, spop, zadd, zpopmin,
-lrange_100/300/500/600, and pfadd (not one of redis-benchmark's own: one
-element a command to one HyperLogLog, dense once the first few thousand
-have landed). redis-benchmark runs `-t NAME`, except LRANGE and PFADD,
-sent as their own command (`-t lrange_N` first pushes its list inside the
+lrange_100/300/500/600, and pfadd and xadd (not redis-benchmark's own:
+one element a command to one HyperLogLog, dense once the first few
+thousand have landed; an entry of one field a command to one stream
+capped with MAXLEN ~ 100000). redis-benchmark runs `-t NAME`, except
+LRANGE, PFADD and XADD, sent as their own command (`-t lrange_N` first pushes its list inside the
 measured run). Before each run, outside the measured window, every system
 gets the state the test reads: GET, every key of the keyspace a value of
 the point's size; LRANGE, a list of 600 such values; LPOP/RPOP, SPOP and
@@ -173,6 +174,10 @@ TESTS = {t.name: t for t in [
     Test("zpopmin", ["ZPOPMIN", "myzset"], 2, state=("zset", "run")),
     _lrange(100), _lrange(300), _lrange(500), _lrange(600),
     Test("mset", ["MSET"] + ["key:__rand_int__", DATA] * 10, "OK"),
+    # A capped stream, as job queues and event logs keep one: each XADD
+    # appends an entry and, once past the cap, trims whole nodes.
+    Test("xadd", ["XADD", "mystream", "MAXLEN", "~", "100000", "*", "field", DATA], bytes,
+         own_command=True),
 ]}
 CONTAINERS = {"list": ("mylist", "LLEN"), "set": ("myset", "SCARD"), "zset": ("myzset", "ZCARD")}
 FLOOR_TESTS = ("set", "get")            # what resp-floor answers

@@ -4,7 +4,7 @@
 The suite (tests/ and runtest of the redis/redis repository at tag 7.0.15)
 lives outside this tree, in --suite (default /work/redis-suite); see
 bench/README.md for how to get it and the one-line edit it needs. For each
-file (--files, default the 33 of DEFAULT_FILES below) the script starts a fresh redis-server
+file (--files, default the 35 of DEFAULT_FILES below) the script starts a fresh redis-server
 (Debian's, persistence off, a port and directory of its own), runs
 
     ./runtest --host 127.0.0.1 --port P --singledb --ignore-encoding
@@ -51,7 +51,7 @@ import harness  # noqa: E402
 import paste_proc  # noqa: E402  (harness put python/ on sys.path)
 
 DEFAULT_FILES = ("unit/type/string unit/bitops unit/bitfield unit/hyperloglog unit/type/incr unit/type/hash unit/type/list "
-                 "unit/type/list-2 unit/type/list-3 unit/type/set unit/type/zset unit/geo "
+                 "unit/type/list-2 unit/type/list-3 unit/type/set unit/type/zset unit/type/stream unit/type/stream-cgroups unit/geo "
                  "unit/keyspace unit/dump unit/expire unit/multi unit/scan unit/sort unit/pubsub "
                  "unit/pubsubshard unit/tracking unit/scripting unit/functions unit/protocol "
                  "unit/quit unit/info-command unit/introspection unit/introspection-2 unit/other "

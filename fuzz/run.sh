@@ -13,7 +13,7 @@ set -u
 build=${1:?usage: fuzz/run.sh BUILD_DIR [SECONDS]}
 secs=${2:-30}
 here=$(cd "$(dirname "$0")" && pwd)
-targets="http wal resp btree pload_http pload_resp hll"
+targets="http wal resp btree pload_http pload_resp hll rdb"
 
 # UBSan only prints by default; a finding must fail the run.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}

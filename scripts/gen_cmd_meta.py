@@ -30,7 +30,7 @@ import sys
 
 TAG = "7.0.15"
 GROUPS = {"string", "bitmap", "hyperloglog", "generic", "hash", "transactions", "connection", "server", "cluster",
-          "list", "set", "sorted_set", "pubsub", "scripting", "geo"}
+          "list", "set", "sorted_set", "pubsub", "scripting", "geo", "stream"}
 ACL = ["keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
        "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking",
        "dangerous", "connection", "transaction", "scripting"]

@@ -48,13 +48,14 @@ struct kv_bclient {
 	uint64_t deadline;              /* w->now_ms's clock; 0: none */
 	uint32_t heap;                  /* its index in the heap; UINT32_MAX: not there */
 	enum kv_type type;
+	bool every, gone;               /* kv_block_req's */
 	kv_block_serve_fn serve;
 	struct kv_bclient *lnext, **lprev;   /* every blocked client (CLIENT UNBLOCK) */
 	uint32_t nwaits;
 	struct bwait *waits;
 	/* For the slow log, which logs it once it is served (Redis's rule):
 	 * the command, its words, its first run's time, its serve's start. */
-	const struct kv_cmd_rt *rt;
+	struct kv_cmd_rt *rt;           /* its INFO commandstats: an error served counts as failed */
 	struct paste_resp_arg *argv;
 	uint32_t argc;
 	uint64_t ran_ns, serve_t0;
@@ -214,8 +215,8 @@ static void mark_ready(struct bkey *k)
 static void touched(void *arg, const struct kv_key *k, enum kv_touch what)
 {
 	(void)arg;
-	if (what > KV_TOUCH_CREATED || !bt.keys.n)
-		return;
+	if (what > KV_TOUCH_EXPIRED || !bt.keys.n)
+		return;                 /* a deleted key too: a blocked XREADGROUP hears of it */
 	if (!k->p && !k->tlen) {
 		uint32_t i = 0;
 		for (struct kv_strmap_node *x = kv_strmap_next(&bt.keys, &i, NULL); x;
@@ -316,6 +317,7 @@ int kv_block(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *key
 	}
 	*c = (struct kv_bclient){ .w = x->w, .conn = x->conn, .id = x->r->id, .db = kv_resp_db(x),
 				  .heap = UINT32_MAX, .type = req->type, .serve = req->serve,
+				  .every = req->every, .gone = req->gone,
 				  .waits = waits, .arglen = req->arglen };
 	memcpy(c->arg, req->arg, req->arglen);
 	if (timeout_ms) {
@@ -369,14 +371,15 @@ static void serve_key(struct kv *kv, struct bkey *k)
 	struct kv_key key;
 	struct kv_obj o;
 	kv_key_init(kv, &key, k->db, k->key, k->node.len);
-	if (k->node.len > KV_MAX_KEY || kv_lookup(kv, &key, &o, false))
-		return;                         /* gone again (LPUSH then DEL in MULTI) */
+	/* Gone again (LPUSH then DEL in MULTI): only a client that hears of
+	 * that is served. */
+	bool found = k->node.len <= KV_MAX_KEY && kv_lookup(kv, &key, &o, false) == 0;
 	k->busy = true;
 	for (struct bwait *w = k->first, *next; w; w = next) {
 		next = w->next;
 		struct kv_bclient *c = w->c;
 		struct resp_ctx x;
-		if (c->type != o.type)
+		if (found ? c->type != o.type && !c->gone : !c->gone)
 			continue;
 		if (!client_ctx(c, &x)) {
 			unblock(c, NULL);       /* closing: its close drops nothing more */
@@ -384,10 +387,15 @@ static void serve_key(struct kv *kv, struct bkey *k)
 		}
 		kv_key_init(kv, &key, k->db, k->key, k->node.len);
 		c->serve_t0 = paste_clock_ns();
+		uint32_t errors = x.r->errors;
 		if (!c->serve(&x, kv, &key, c->arg)) {
 			c->serve_t0 = 0;
+			if (c->every)
+				continue;
 			break;
 		}
+		if (x.r->errors != errors && c->rt)
+			c->rt->failed++;
 		unblock(c, &x);
 	}
 	k->busy = false;
@@ -463,7 +471,7 @@ int kv_block_unblock(struct resp_ctx *x, struct kv *kv, uint64_t id, bool error)
 	return 1;
 }
 
-void kv_block_ran(struct resp_ctx *x, const struct kv_cmd_rt *rt, const struct paste_resp_arg *argv,
+void kv_block_ran(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct paste_resp_arg *argv,
 		  uint32_t argc, uint64_t ns)
 {
 	struct kv_bclient *c = client_of(x);

@@ -64,6 +64,12 @@ struct kv_block_req {
 	kv_block_serve_fn serve;
 	const void *arg;                /* the command's own parameters, copied */
 	size_t arglen;
+	/* Streams: each waiting client is tried whatever the one before got
+	 * (every: one that waits for a later ID does not hold the others
+	 * back), and serve is called also when the key was deleted or now
+	 * holds another type (gone: XREADGROUP's client is then answered an
+	 * error, as Redis unblocks it). */
+	bool every, gone;
 };
 
 /* Block x on keys[0..nkeys) of its database (a key named twice counts
@@ -85,7 +91,7 @@ uint64_t kv_block_wake(struct worker *w, void *service_state);
 /* The command that ran for ns and left x blocked (kv_run): the slow log
  * takes it when it is served, its time the first run's and the serve's
  * (a timeout or CLIENT UNBLOCK logs nothing, as in Redis). */
-void kv_block_ran(struct resp_ctx *x, const struct kv_cmd_rt *rt, const struct paste_resp_arg *argv,
+void kv_block_ran(struct resp_ctx *x, struct kv_cmd_rt *rt, const struct paste_resp_arg *argv,
 		  uint32_t argc, uint64_t ns);
 
 /* x's connection closes: it waits no more (no reply). */

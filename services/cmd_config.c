@@ -163,6 +163,8 @@ static const char *kept_value(const struct cfg_param *p)
 	return v ? v : p->dflt;
 }
 
+uint64_t kv_config_gen;
+
 const char *kv_config_kept(const char *name)
 {
 	const struct cfg_param *p = param_find(name, strlen(name));
@@ -543,6 +545,7 @@ static int keep(const struct cfg_param *p, const struct paste_resp_arg *v, uint6
 	}
 	free(conf.kept[p - params]);
 	conf.kept[p - params] = copy;
+	kv_config_gen++;
 	return 0;
 }
 

@@ -163,8 +163,9 @@ void cmd_scan(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 			count = (uint64_t)c;
 		} else if (paste_resp_arg_eq(&a[i], "TYPE")) {
 			type = true;
-			for (int t = KV_STRING; t <= KV_ZSET; t++)
-				if (paste_resp_arg_eq(&a[i + 1], kv_type_name((enum kv_type)t)))
+			for (int t = KV_STRING; t <= KV_STREAM; t++)
+				if (t != KV_TAG_BIG &&
+				    paste_resp_arg_eq(&a[i + 1], kv_type_name((enum kv_type)t)))
 					want = t;
 		} else {
 			resp_error(x, "ERR syntax error");
@@ -478,6 +479,7 @@ static const char *encoding(struct kv *kv, const struct kv_obj *o)
 	case KV_HASH: return o->coll.count <= 512 ? "listpack" : "hashtable";
 	case KV_LIST: return "quicklist";
 	case KV_SET: return kv_set_encoding(kv, o);       /* intset or hashtable: cmd_set.c */
+	case KV_STREAM: return "stream";
 	default: return kv_zset_encoding(kv, o);          /* listpack or skiplist */
 	}
 }

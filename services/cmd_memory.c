@@ -17,6 +17,7 @@
 
 #include "kv_evict.h"
 #include "kv_hash.h"
+#include "kv_stream.h"
 #include "kv_list.h"
 #include "kv_repl.h"
 #include "kv_zset.h"
@@ -57,7 +58,8 @@ static void cmd_memory_usage(struct resp_ctx *x, struct kv *kv, const struct pas
 	uint64_t bytes = a[2].len + o.len + ENTRY_COST + (o.expire_ms != KV_NO_TTL ? 8 + ENTRY_COST : 0);
 	if (kv_is_coll(o.type) && o.coll.count) {
 		static const uint8_t kinds[] = { [KV_HASH] = KV_HASH_FIELD, [KV_LIST] = KV_LIST_ELEM,
-						 [KV_SET] = KV_SET_MEMBER, [KV_ZSET] = KV_ZSET_MEMBER };
+						 [KV_SET] = KV_SET_MEMBER, [KV_ZSET] = KV_ZSET_MEMBER,
+						 [KV_STREAM] = KV_STREAM_ENTRY };
 		uint8_t *longbuf = malloc(KV_MAX_KEY);
 		if (!longbuf) {
 			resp_error(x, "ERR out of memory");

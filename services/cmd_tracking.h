@@ -43,7 +43,7 @@ extern const struct kv_cmd kv_cmds_monitor[];
 /* The protocol ran its own HELLO or QUIT (server/resp.c): monitors see it,
  * HELLO's AUTH arguments redacted. */
 void kv_monitor_own(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc);
-/* A SET whose value streamed (pkvs_resp.c's kv_stream_end) wrote key k:
+/* A SET whose value streamed (pkvs_resp.c's kv_streamed_end) wrote key k:
  * monitors see it. */
 void kv_monitor_set(struct resp_ctx *x, struct kv *kv, const struct kv_key *k);
 /* x monitors (CLIENT LIST's O); RESET and the close end it. */

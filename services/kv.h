@@ -65,7 +65,7 @@
 #define KV_MAX_KEY (1u << 20)
 
 /* A key's type: the low three bits of its entry's tag. */
-enum kv_type { KV_STRING = 0, KV_HASH = 1, KV_LIST = 2, KV_SET = 3, KV_ZSET = 4 };
+enum kv_type { KV_STRING = 0, KV_HASH = 1, KV_LIST = 2, KV_SET = 3, KV_ZSET = 4, KV_STREAM = 6 };
 #define KV_TAG_TYPE 7u
 #define KV_TAG_LONG 8u   /* the value's first extent is the whole (long) key */
 /* The type bits of a string in chunk entries (kv_big.c): its callers see
@@ -131,6 +131,10 @@ struct kv_coll {
 	uint64_t id;                    /* its members are [0xFF][id]...; unique in the store */
 	uint64_t count;
 	int64_t head, tail;             /* lists: the first element's position, one past the last */
+	/* Streams (kv_stream.h): the last ID given, the largest deleted, how
+	 * many entries were ever added, the newest node, how many entries
+	 * were added to it and the last one's ID (their record is longer). */
+	uint64_t last_ms, last_seq, del_ms, del_seq, added, node, fill, top_ms, top_seq;
 };
 #define KV_COLL_BYTES 32u
 
@@ -383,6 +387,10 @@ int kv_value_each(const struct kv *kv, const struct kv_obj *o, uint64_t from, ui
  * than any collection's before it), and writing a record back. */
 void kv_coll_new(struct kv *kv, struct kv_obj *o, enum kv_type type);
 int kv_coll_save(struct kv *kv, struct kv_key *k, struct kv_obj *o);
+/* The start of a collection handle's batch of changes (kv_hash, kv_cset,
+ * kv_stream): 1 when one is open already (*batch counts the nesting), 0
+ * when one began (room made for bytes first), or kv_begin's failure. */
+int kv_coll_batch(struct kv *kv, uint32_t *batch, uint64_t bytes);
 /* A collection's members: kind is the collection's (KV_HASH: 'f'
  * fields, ...). lookup: 0 with the member's value extents (its long name's
  * extent left out), -ENOENT. put/remove: as kv_put/kv_remove, for one
@@ -391,6 +399,8 @@ int kv_member_lookup(struct kv *kv, struct kv_key *mk, struct paste_extent *ext,
 		     uint32_t *len);
 int kv_member_put(struct kv *kv, struct kv_key *mk, const struct paste_extent *ext, uint32_t n);
 int kv_member_put_bytes(struct kv *kv, struct kv_key *mk, const void *val, size_t len);
+/* The same with the entry's word (0: none): a stream entry's node. */
+int kv_member_put_word(struct kv *kv, struct kv_key *mk, const void *val, size_t len, uint64_t word);
 int kv_member_remove(struct kv *kv, struct kv_key *mk);
 /* Members of collection id and kind in order: a cursor started at the
  * first member >= from (NULL: the first); next gives the member's name

@@ -145,17 +145,9 @@ int kv_hash_get(struct kv *kv, const struct kv_hash *h, const void *f, size_t fl
 
 int kv_hash_begin(struct kv *kv, struct kv_hash *h, uint64_t bytes)
 {
-	if (h->batch++)
-		return 0;
-	/* No room can be made inside a group (a checkpoint would keep half
-	 * of it): make it now. */
-	if (bytes)
-		kv_admit(kv, bytes);
-	int r = kv_begin(kv);
-	if (r) {
-		h->batch = 0;
-		return r;
-	}
+	int r = kv_coll_batch(kv, &h->batch, bytes);
+	if (r)
+		return r > 0 ? 0 : r;
 	h->begun = h->o.coll;
 	h->begun_stored = h->stored;
 	h->changed = false;

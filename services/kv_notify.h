@@ -39,7 +39,7 @@ enum {
 	KV_NOTIFY_ZSET = 1u << 7,       /* z */
 	KV_NOTIFY_EXPIRED = 1u << 8,    /* x: the core's */
 	KV_NOTIFY_EVICTED = 1u << 9,    /* e: maxmemory evicted a key */
-	KV_NOTIFY_STREAM = 1u << 10,    /* t: pkvs has no streams */
+	KV_NOTIFY_STREAM = 1u << 10,    /* t */
 	KV_NOTIFY_KEY_MISS = 1u << 11,  /* m */
 	KV_NOTIFY_MODULE = 1u << 13,    /* d: pkvs has no modules */
 	KV_NOTIFY_NEW = 1u << 14,       /* n: the core's */

@@ -22,7 +22,7 @@
 
 const char *kv_type_name(enum kv_type t)
 {
-	static const char *const names[] = { "string", "hash", "list", "set", "zset" };
+	static const char *const names[] = { "string", "hash", "list", "set", "zset", "none", "stream" };
 	return (unsigned)t < sizeof(names) / sizeof(names[0]) ? names[t] : "none";
 }
 
@@ -34,20 +34,32 @@ static void be64_out(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)v;
 }
 
-static void coll_encode(const struct kv_coll *c, uint8_t out[KV_COLL_BYTES])
+/* A collection's record: four words; a stream's has nine more. */
+#define COLL_MAX_BYTES (KV_COLL_BYTES + 72u)
+
+static size_t coll_encode(const struct kv_coll *c, enum kv_type type, uint8_t out[COLL_MAX_BYTES])
 {
 	be64_out(out, c->id);
 	be64_out(out + 8, c->count);
 	be64_out(out + 16, (uint64_t)c->head);
 	be64_out(out + 24, (uint64_t)c->tail);
+	if (type != KV_STREAM)
+		return KV_COLL_BYTES;
+	const uint64_t w[9] = { c->last_ms, c->last_seq, c->del_ms, c->del_seq, c->added, c->node,
+				c->fill, c->top_ms, c->top_seq };
+	for (int i = 0; i < 9; i++)
+		be64_out(out + KV_COLL_BYTES + 8 * i, w[i]);
+	return COLL_MAX_BYTES;
 }
 
 static void coll_decode(const struct kv *kv, struct kv_obj *o)
 {
-	uint8_t b[KV_COLL_BYTES] = { 0 };
-	paste_store_read(kv->store, o->ext, o->n, 0, b, sizeof(b));
+	uint8_t b[COLL_MAX_BYTES] = { 0 };
+	paste_store_read(kv->store, o->ext, o->n, 0, b, o->type == KV_STREAM ? COLL_MAX_BYTES : KV_COLL_BYTES);
 	o->coll = (struct kv_coll){ kv_be64(b), kv_be64(b + 8), (int64_t)kv_be64(b + 16),
-				    (int64_t)kv_be64(b + 24) };
+				    (int64_t)kv_be64(b + 24), kv_be64(b + 32), kv_be64(b + 40),
+				    kv_be64(b + 48), kv_be64(b + 56), kv_be64(b + 64), kv_be64(b + 72),
+				    kv_be64(b + 80), kv_be64(b + 88), kv_be64(b + 96) };
 }
 
 /* A string in chunks: its record {id, length}; to its callers a string
@@ -354,6 +366,7 @@ static void probe(struct kv *kv, struct kv_key *k, struct old *o)
 	if (kv_is_coll(o->type)) {
 		ob.n = n;
 		ob.len = len;
+		ob.type = o->type;
 		coll_decode(kv, &ob);
 		o->id = ob.coll.id;
 	}
@@ -743,11 +756,11 @@ void kv_coll_new(struct kv *kv, struct kv_obj *o, enum kv_type type)
 
 int kv_coll_save(struct kv *kv, struct kv_key *k, struct kv_obj *o)
 {
-	uint8_t b[KV_COLL_BYTES];
-	coll_encode(&o->coll, b);
+	uint8_t b[COLL_MAX_BYTES];
+	size_t blen = coll_encode(&o->coll, o->type, b);
 	struct paste_extent ext[1];
 	uint32_t n = 0;
-	int r = copy_in(kv, b, sizeof(b), ext, 1, &n);
+	int r = copy_in(kv, b, blen, ext, 1, &n);
 	if (r)
 		return r;
 	struct old old;
@@ -767,6 +780,20 @@ int kv_coll_save(struct kv *kv, struct kv_key *k, struct kv_obj *o)
 	return r;
 }
 
+int kv_coll_batch(struct kv *kv, uint32_t *batch, uint64_t bytes)
+{
+	if ((*batch)++)
+		return 1;
+	/* No room can be made inside a group (a checkpoint would keep half
+	 * of it): make it now. */
+	if (bytes)
+		kv_admit(kv, bytes);
+	int r = kv_begin(kv);
+	if (r)
+		*batch = 0;
+	return r;
+}
+
 int kv_member_lookup(struct kv *kv, struct kv_key *mk, struct paste_extent *ext, uint32_t *n,
 		     uint32_t *len)
 {
@@ -783,7 +810,7 @@ int kv_member_put(struct kv *kv, struct kv_key *mk, const struct paste_extent *e
 	return put_entry(kv, mk, 0, ext, n, KV_NO_TTL);
 }
 
-int kv_member_put_bytes(struct kv *kv, struct kv_key *mk, const void *val, size_t len)
+int kv_member_put_word(struct kv *kv, struct kv_key *mk, const void *val, size_t len, uint64_t word)
 {
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 	uint32_t n = 0;
@@ -791,9 +818,14 @@ int kv_member_put_bytes(struct kv *kv, struct kv_key *mk, const void *val, size_
 	if (r == 0 && len)
 		r = copy_in(kv, val, len, ext, PASTE_BTREE_MAX_EXTENTS - name_extents(kv, mk), &n);
 	if (r == 0)
-		r = kv_member_put(kv, mk, ext, n);
+		r = put_entry(kv, mk, 0, ext, n, (int64_t)word);
 	drop_refs(kv, ext, n);
 	return r;
+}
+
+int kv_member_put_bytes(struct kv *kv, struct kv_key *mk, const void *val, size_t len)
+{
+	return kv_member_put_word(kv, mk, val, len, KV_NO_TTL);
 }
 
 int kv_member_remove(struct kv *kv, struct kv_key *mk)

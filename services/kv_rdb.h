@@ -5,11 +5,14 @@
  *
  * pkvs writes the plain encodings Redis 7.0 still loads: a string raw, a
  * list as RDB_TYPE_LIST, a set as RDB_TYPE_SET, a sorted set as
- * RDB_TYPE_ZSET_2 (binary scores), a hash as RDB_TYPE_HASH; an expiry as
+ * RDB_TYPE_ZSET_2 (binary scores), a hash as RDB_TYPE_HASH; a stream as
+ * Redis 7.0 writes one, RDB_TYPE_STREAM_LISTPACKS_2 (listpack nodes of
+ * 100 entries, its groups, pending entries and consumers); an expiry as
  * EXPIRETIME_MS; SELECTDB and RESIZEDB per database; AUX fields; the
  * CRC-64 (Jones polynomial, reflected, as Redis's crc64.c) at the end. It
  * reads those and Redis 7.0's compact ones too (integer and LZF strings,
- * intsets, listpacks, ziplists, quicklists), so a payload or a snapshot
+ * intsets, listpacks, ziplists, quicklists, and streams of Redis 5 and 6's
+ * RDB_TYPE_STREAM_LISTPACKS: kv_rdb_stream.c), so a payload or a snapshot
  * of a real Redis loads.
  */
 #ifndef PASTE_SERVICES_KV_RDB_H

@@ -18,13 +18,7 @@
 #include "kv_zset.h"
 #include "pkvs_resp.h"
 
-struct rd {
-	const uint8_t *p;
-	size_t len, at;
-	bool bad;
-};
-
-static bool take(struct rd *d, size_t n, const uint8_t **out)
+static bool take(struct kv_rdb_rd *d, size_t n, const uint8_t **out)
 {
 	if (d->bad || n > d->len - d->at) {
 		d->bad = true;
@@ -35,7 +29,7 @@ static bool take(struct rd *d, size_t n, const uint8_t **out)
 	return true;
 }
 
-static uint64_t get_le(struct rd *d, int bytes)
+static uint64_t get_le(struct kv_rdb_rd *d, int bytes)
 {
 	const uint8_t *q;
 	uint64_t v = 0;
@@ -46,14 +40,14 @@ static uint64_t get_le(struct rd *d, int bytes)
 	return v;
 }
 
-static uint8_t get_u8(struct rd *d)
+static uint8_t get_u8(struct kv_rdb_rd *d)
 {
 	return (uint8_t)get_le(d, 1);
 }
 
 /* RDB's length at p[*at..len) (kv_rdb.h); the reader's errors stick in
  * d->bad, so a caller checks once after a run of reads. */
-static uint64_t get_len(struct rd *d, bool *enc)
+static uint64_t get_len(struct kv_rdb_rd *d, bool *enc)
 {
 	uint64_t v = 0;
 	if (enc)
@@ -140,7 +134,7 @@ static bool lzf_decode(const uint8_t *in, size_t ilen, uint8_t *out, size_t olen
 
 /* A string: points into the input (*mem NULL) or into a malloc'd copy
  * (*mem, the caller frees it). */
-static bool get_str(struct rd *d, const uint8_t **p, size_t *n, uint8_t **mem, char num[24])
+static bool get_str(struct kv_rdb_rd *d, const uint8_t **p, size_t *n, uint8_t **mem, char num[24])
 {
 	bool enc;
 	*mem = NULL;
@@ -165,8 +159,12 @@ static bool get_str(struct rd *d, const uint8_t **p, size_t *n, uint8_t **mem, c
 	}
 	uint64_t clen = get_len(d, NULL), ulen = get_len(d, NULL);
 	const uint8_t *c;
-	if (d->bad || ulen > KV_STRING_MAX || !take(d, (size_t)clen, &c))
+	/* Every failure sticks in d->bad: a caller reading a run of
+	 * elements checks only that, and must not skip this one. */
+	if (d->bad || ulen > KV_STRING_MAX || !take(d, (size_t)clen, &c)) {
+		d->bad = true;
 		return false;
+	}
 	if (!(*mem = malloc(ulen ? ulen : 1)) || !lzf_decode(c, clen, *mem, ulen)) {
 		free(*mem);
 		*mem = NULL;
@@ -181,11 +179,32 @@ static bool get_str(struct rd *d, const uint8_t **p, size_t *n, uint8_t **mem, c
 int kv_rdb_str_decode(const uint8_t *p, size_t len, size_t *at, const uint8_t **s, size_t *n,
 		      uint8_t **mem, char num[24])
 {
-	struct rd d = { p, len, *at, false };
+	struct kv_rdb_rd d = { p, len, *at, false };
 	if (!get_str(&d, s, n, mem, num))
 		return -EBADMSG;
 	*at = d.at;
 	return 0;
+}
+
+/* The reader's steps for kv_rdb_stream.c. */
+bool kv_rdb_rd_take(struct kv_rdb_rd *d, size_t n, const uint8_t **out)
+{
+	return take(d, n, out);
+}
+
+uint64_t kv_rdb_rd_le(struct kv_rdb_rd *d, int bytes)
+{
+	return get_le(d, bytes);
+}
+
+uint64_t kv_rdb_rd_len(struct kv_rdb_rd *d)
+{
+	return get_len(d, NULL);
+}
+
+bool kv_rdb_rd_str(struct kv_rdb_rd *d, const uint8_t **p, size_t *n, uint8_t **mem, char num[24])
+{
+	return get_str(d, p, n, mem, num);
 }
 
 /* A decoded value: strings side by side (els), and a sorted set's
@@ -243,7 +262,8 @@ static int64_t le_signed(const uint8_t *p, int bytes)
 }
 
 /* A string holding a compact encoding, decoded by fn. */
-static bool blob(struct rd *d, struct elems *e, bool (*fn)(const uint8_t *, size_t, struct elems *))
+static bool blob(struct kv_rdb_rd *d, struct elems *e,
+		 bool (*fn)(const uint8_t *, size_t, struct elems *))
 {
 	const uint8_t *p;
 	size_t n;
@@ -265,9 +285,85 @@ static bool whole(const uint8_t *p, size_t n, struct elems *e)
 }
 
 /* A plain string: one element. */
-static bool el_str(struct rd *d, struct elems *e)
+static bool el_str(struct kv_rdb_rd *d, struct elems *e)
 {
 	return blob(d, e, whole);
+}
+
+/* A listpack element's back length: how many bytes Redis's
+ * lpEncodeBacklen gives an element of el bytes. */
+static size_t lp_backlen(size_t el)
+{
+	return el <= 127 ? 1 : el < 16383 ? 2 : el < 2097151 ? 3 : el < 268435455 ? 4 : 5;
+}
+
+int kv_rdb_lp_next(const uint8_t *p, size_t len, size_t *at, struct kv_rdb_lpel *e)
+{
+	size_t i = *at;
+	if (i >= len)
+		return -EBADMSG;
+	uint8_t c = p[i];
+	if (c == 0xFF)
+		return 0;
+	size_t hl, sl = 0;
+	e->isint = true;
+	e->v = 0;
+	if (c < 0x80) {
+		e->v = c, hl = 1;
+	} else if ((c & 0xC0) == 0x80) {
+		e->isint = false, hl = 1, sl = c & 0x3f;
+	} else if ((c & 0xE0) == 0xC0) {
+		if (i + 1 >= len)
+			return -EBADMSG;
+		e->v = (c & 0x1f) << 8 | p[i + 1], hl = 2;
+		if (e->v >= 1 << 12)
+			e->v -= 1 << 13;
+	} else if ((c & 0xF0) == 0xE0) {
+		if (i + 1 >= len)
+			return -EBADMSG;
+		e->isint = false, hl = 2, sl = (size_t)(c & 0x0f) << 8 | p[i + 1];
+	} else if (c == 0xF0) {
+		if (i + 4 >= len)
+			return -EBADMSG;
+		e->isint = false, hl = 5;
+		sl = (size_t)p[i + 1] | (size_t)p[i + 2] << 8 | (size_t)p[i + 3] << 16 |
+		     (size_t)p[i + 4] << 24;
+	} else if (c >= 0xF1 && c <= 0xF4) {
+		int bytes = c == 0xF1 ? 2 : c == 0xF2 ? 3 : c == 0xF3 ? 4 : 8;
+		if (i + (size_t)bytes >= len)
+			return -EBADMSG;
+		e->v = le_signed(p + i + 1, bytes);
+		hl = 1 + (size_t)bytes;
+	} else {
+		return -EBADMSG;
+	}
+	size_t el = hl + sl, bl = lp_backlen(el);
+	if (len - i <= el + bl)                 /* the terminator follows */
+		return -EBADMSG;
+	/* The back length, read as Redis reads it: from its last byte
+	 * backward, 7 bits a byte while the high bit says more follow. */
+	uint64_t back = 0;
+	for (size_t k = 0; k < bl; k++) {
+		uint8_t b = p[i + el + bl - 1 - k];
+		back |= (uint64_t)(b & 127) << (7 * k);
+		if (!(b & 128) != (k == bl - 1))
+			return -EBADMSG;
+	}
+	if (back != el)
+		return -EBADMSG;
+	e->s = p + i + hl;
+	e->len = sl;
+	*at = i + el + bl;
+	return 1;
+}
+
+bool kv_rdb_lp_ok(const uint8_t *p, size_t len, uint32_t count)
+{
+	if (len < 7)
+		return false;
+	uint32_t n = (uint32_t)(p[4] | p[5] << 8);
+	return (p[0] | p[1] << 8 | p[2] << 16 | (size_t)p[3] << 24) == len && p[len - 1] == 0xFF &&
+	       (n == 0xFFFF || n == count);
 }
 
 /* A listpack's entries. */
@@ -276,50 +372,17 @@ static bool lp_decode(const uint8_t *p, size_t len, struct elems *e)
 	if (len < 7)
 		return false;
 	size_t i = 6;
-	while (i < len && p[i] != 0xFF) {
-		uint8_t c = p[i];
-		size_t hl, sl = 0;
-		int64_t v = 0;
-		bool isint = true;
-		if (c < 0x80) {
-			v = c, hl = 1;
-		} else if ((c & 0xC0) == 0x80) {
-			isint = false, hl = 1, sl = c & 0x3f;
-		} else if ((c & 0xE0) == 0xC0) {
-			if (i + 1 >= len)
-				return false;
-			v = (c & 0x1f) << 8 | p[i + 1], hl = 2;
-			if (v >= 1 << 12)
-				v -= 1 << 13;
-		} else if ((c & 0xF0) == 0xE0) {
-			if (i + 1 >= len)
-				return false;
-			isint = false, hl = 2, sl = (size_t)(c & 0x0f) << 8 | p[i + 1];
-		} else if (c == 0xF0) {
-			if (i + 4 >= len)
-				return false;
-			isint = false, hl = 5;
-			sl = (size_t)p[i + 1] | (size_t)p[i + 2] << 8 | (size_t)p[i + 3] << 16 |
-			     (size_t)p[i + 4] << 24;
-		} else if (c >= 0xF1 && c <= 0xF4) {
-			int bytes = c == 0xF1 ? 2 : c == 0xF2 ? 3 : c == 0xF3 ? 4 : 8;
-			if (i + (size_t)bytes >= len)
-				return false;
-			v = le_signed(p + i + 1, bytes);
-			hl = 1 + (size_t)bytes;
-		} else {
-			return false;
-		}
-		if (i + hl + sl > len)
-			return false;
-		if (isint)
-			el_int(e, v);
+	uint32_t count = 0;
+	struct kv_rdb_lpel el;
+	int r;
+	while ((r = kv_rdb_lp_next(p, len, &i, &el)) == 1) {
+		if (el.isint)
+			el_int(e, el.v);
 		else
-			el_add(e, p + i + hl, sl);
-		size_t el = hl + sl;
-		i += el + (el < 128 ? 1 : el < 16384 ? 2 : el < 2097152 ? 3 : el < 268435456 ? 4 : 5);
+			el_add(e, el.s, el.len);
+		count++;
 	}
-	return i < len;
+	return r == 0 && i == len - 1 && kv_rdb_lp_ok(p, len, count);
 }
 
 /* A ziplist's entries. */
@@ -400,7 +463,9 @@ static bool scores_from_strings(struct elems *e)
 		size_t l = e->len[2 * i + 1];
 		if (l >= sizeof(b))
 			return false;
-		memcpy(b, e->bytes.p + e->off[2 * i + 1], l);
+		/* While every element is empty, bytes.p is NULL (NULL + 0: undefined). */
+		if (l)
+			memcpy(b, e->bytes.p + e->off[2 * i + 1], l);
 		b[l] = 0;
 		char *end;
 		e->score[i] = strtod(b, &end);
@@ -411,7 +476,7 @@ static bool scores_from_strings(struct elems *e)
 }
 
 /* Value of RDB type t into e; *type the pkvs type. */
-static bool get_value(struct rd *d, uint8_t t, struct elems *e, enum kv_type *type)
+static bool get_value(struct kv_rdb_rd *d, uint8_t t, struct elems *e, enum kv_type *type)
 {
 	uint64_t n;
 	switch (t) {
@@ -506,7 +571,7 @@ static int write_value(struct kv *kv, struct kv_key *k, enum kv_type type, struc
 	if (r)
 		return r;
 	b.o.expire_ms = expire_ms;
-	const uint8_t *base = e->bytes.p;
+	const uint8_t *base = e->bytes.p ? e->bytes.p : (const uint8_t *)"";   /* all empty: no buffer */
 	for (uint64_t i = 0; i < e->n && !r;) {
 		const uint8_t *p = base + e->off[i];
 		size_t len = e->len[i];
@@ -553,7 +618,7 @@ static void zset_pack(struct elems *e, enum kv_type type, uint8_t t)
 
 /* The value of RDB type t at d decoded whole into e (nothing written):
  * 0, -EBADMSG or -ENOMEM. */
-static int decode_one(struct rd *d, uint8_t t, struct elems *e, enum kv_type *type)
+static int decode_one(struct kv_rdb_rd *d, uint8_t t, struct elems *e, enum kv_type *type)
 {
 	if (!get_value(d, t, e, type) || d->bad)
 		return -EBADMSG;
@@ -565,13 +630,26 @@ static int decode_one(struct rd *d, uint8_t t, struct elems *e, enum kv_type *ty
 	return 0;
 }
 
-/* The value at d decoded, then (unless skip) written to k. */
-static int restore_one(struct kv *kv, struct kv_key *k, struct rd *d, uint8_t t, int64_t expire_ms,
-		       bool skip)
+/* The value at d decoded, then (unless skip) written to k; whole: it
+ * must end the input. */
+static int restore_one(struct kv *kv, struct kv_key *k, struct kv_rdb_rd *d, uint8_t t,
+		       int64_t expire_ms, bool skip, bool whole)
 {
+	if (t == T_STREAM_LISTPACKS || t == T_STREAM_LISTPACKS_2) {
+		struct kv_rdb_stream *s = NULL;
+		int r = kv_rdb_stream_decode(d, t, &s);
+		if (!r && whole && d->at != d->len)
+			r = -EBADMSG;
+		if (!r && !skip)
+			r = kv_rdb_stream_write(kv, k, s, expire_ms);
+		kv_rdb_stream_free(s);
+		return r;
+	}
 	struct elems e = { 0 };
 	enum kv_type type = KV_STRING;
 	int r = decode_one(d, t, &e, &type);
+	if (!r && whole && d->at != d->len)
+		r = -EBADMSG;
 	if (!r && !skip)
 		r = write_value(kv, k, type, &e, expire_ms);
 	el_free(&e);
@@ -582,26 +660,18 @@ static int restore_one(struct kv *kv, struct kv_key *k, struct rd *d, uint8_t t,
  * checked before the key is written: a bad payload leaves k as it was. */
 int kv_rdb_restore(struct kv *kv, struct kv_key *k, const uint8_t *p, size_t len, int64_t expire_ms)
 {
-	struct rd d = { .p = p, .len = len };
+	struct kv_rdb_rd d = { .p = p, .len = len };
 	uint8_t t = get_u8(&d);
 	if (d.bad)
 		return -EBADMSG;
-	struct elems e = { 0 };
-	enum kv_type type = KV_STRING;
-	int r = decode_one(&d, t, &e, &type);
-	if (!r && d.at != len)
-		r = -EBADMSG;
-	if (!r)
-		r = write_value(kv, k, type, &e, expire_ms);
-	el_free(&e);
-	return r;
+	return restore_one(kv, k, &d, t, expire_ms, false, true);
 }
 
 /* One walk over the RDB body from its header to OP_EOF; each value is
  * decoded, and written only when apply. */
 static int load_pass(struct kv *kv, const uint8_t *p, size_t len, bool apply)
 {
-	struct rd d = { .p = p, .len = len, .at = 9 };
+	struct kv_rdb_rd d = { .p = p, .len = len, .at = 9 };
 	uint32_t db = 0;
 	int64_t exp = KV_NO_TTL;
 	int r = 0;
@@ -655,7 +725,7 @@ static int load_pass(struct kv *kv, const uint8_t *p, size_t len, bool apply)
 		struct kv_key k;
 		kv_key_init(kv, &k, db, q, n);
 		bool skip = !apply || (exp != KV_NO_TTL && exp <= kv->now_ms);
-		r = restore_one(kv, &k, &d, t, exp, skip);
+		r = restore_one(kv, &k, &d, t, exp, skip, false);
 		free(mem);
 		exp = KV_NO_TTL;
 	}

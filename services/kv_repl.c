@@ -326,17 +326,46 @@ void kv_repl_run(struct resp_ctx *x, struct kv *kv, struct kv_cmd_rt *rt,
 		kv_repl_spop_snapshot(kv, db, &argv[1]);
 	else if (is(nm, "lmpop") || is(nm, "blmpop") || is(nm, "zmpop") || is(nm, "bzmpop"))
 		kv_repl_mpop_snapshot(kv, db, nm, argv, argc);
+	bool also = kv_rs.also;
+	kv_rs.also = false;
 	kv_rs.depth++;
 	rt->c->fn(x, kv, argv, argc);
 	kv_rs.depth--;
+	bool sent = kv_rs.also;
+	kv_rs.also = also;
 	/* PFCOUNT is a read that may store the count it computed in the
 	 * value: sent on then, as Redis sends it. */
-	if (kv_rs.n && !kv_repl_quiet && !container(rt->c->name) &&
+	if (kv_rs.n && !kv_repl_quiet && !sent && !container(rt->c->name) &&
 	    ((kv_rs.dirty != dirty && ((rt->fl & KV_CMD_WRITE) || is(nm, "pfcount"))) ||
 	     (forced(rt->c->name) && x->r->errors == errors)))
 		kv_repl_propagate(x, kv, rt, argv, argc, db);
 	if (!kv_rs.depth)
 		flush_unit();
+}
+
+void kv_repl_also(uint32_t db, const struct paste_resp_arg *av, uint32_t n)
+{
+	if (!kv_rs.n || kv_repl_quiet)
+		return;
+	if (!n) {
+		kv_rs.also = true;              /* nothing at all */
+		return;
+	}
+	if (!kv_rs.depth) {
+		/* A blocked client's serve (after kv_repl_serve_mark): its
+		 * changes go as av, not as loose keys. */
+		while (kv_rs.nloose)
+			free(kv_rs.loose[--kv_rs.nloose].p);
+	}
+	kv_repl_add_cmd(db, av, n);
+	kv_rs.also = true;
+	if (!kv_rs.depth)
+		flush_unit();
+}
+
+bool kv_repl_from_primary(const struct resp_ctx *x)
+{
+	return x->r == &kv_link.r;
 }
 
 uint32_t kv_repl_serve_mark(void)

@@ -51,6 +51,14 @@ uint32_t kv_repl_serve_mark(void);
 void kv_repl_served_pop(uint32_t mark, const struct kv_key *k, const char *op, int64_t count);
 void kv_repl_served_move(uint32_t mark, const struct kv_key *k, const void *dst, size_t dlen,
 			 const char *from, const char *to);
+/* A command's effects as other commands, as Redis propagates a stream
+ * command's (XADD with the ID it took, XREADGROUP as XCLAIMs): each
+ * added to the running command's unit, and the command itself not sent.
+ * A blocked client's serve calls kv_repl_serve_mark first. */
+void kv_repl_also(uint32_t db, const struct paste_resp_arg *av, uint32_t n);
+/* Is x the link to this replica's primary (what it sends is applied as
+ * sent: an XADD's trim is exact there)? */
+bool kv_repl_from_primary(const struct resp_ctx *x);
 /* Set while a script's command runs after redis.set_repl dropped
  * REPL_REPLICA: what that command changes is not propagated. */
 extern bool kv_repl_quiet;

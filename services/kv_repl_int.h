@@ -57,6 +57,7 @@ struct kv_repl_state {
 	bool listening;
 	uint32_t depth;
 	uint64_t dirty;                 /* changes seen (not expiries) */
+	bool also;                      /* the running command sent its effects (kv_repl_also) */
 	uint8_t *last;                  /* the key last changed (a blocking pop's) */
 	size_t lastlen, lastcap;
 	struct kv_rdb_buf pend;         /* the unit's commands, RESP */

@@ -41,15 +41,9 @@ void kv_cset_new(struct kv *kv, struct kv_cset *s, enum kv_type type)
 
 int kv_cset_begin(struct kv *kv, struct kv_cset *s, uint64_t bytes)
 {
-	if (s->batch++)
-		return 0;
-	if (bytes)
-		kv_admit(kv, bytes);        /* no room can be made inside the group */
-	int r = kv_begin(kv);
-	if (r) {
-		s->batch = 0;
-		return r;
-	}
+	int r = kv_coll_batch(kv, &s->batch, bytes);
+	if (r)
+		return r > 0 ? 0 : r;
 	s->begun = s->o.coll;
 	s->begun_stored = s->stored;
 	s->changed = false;
@@ -479,7 +473,7 @@ int kv_cbuild_put(struct kv *kv, struct kv_cbuild *b, uint8_t kind, const void *
 int kv_cbuild_end(struct kv *kv, struct kv_cbuild *b, struct kv_key *k, int r)
 {
 	if (r == 0 && (r = kv_begin(kv)) == 0) {
-		if (b->o.coll.count)
+		if (b->o.coll.count || b->o.type == KV_STREAM)   /* an empty stream stays */
 			r = kv_coll_save(kv, k, &b->o);
 		else if ((r = kv_remove(kv, k)) > 0)
 			r = 0;

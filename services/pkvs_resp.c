@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "cmd_block.h"
+#include "cmd_stream.h"
 #include "cmd_tracking.h"
 #include "kv_evict.h"
 #include "kv_acl.h"
@@ -267,6 +268,7 @@ static const struct kv_cmd *const families[] = {
 	kv_cmds_set, kv_cmds_zset,
 	kv_cmds_sort,
 	kv_cmds_geo,
+	kv_cmds_stream, kv_cmds_xread, kv_cmds_xgroup, kv_cmds_xinfo,
 	kv_cmds_monitor, kv_cmds_slowlog, kv_cmds_latency,
 	kv_cmds_repl, kv_cmds_dump,
 };
@@ -685,7 +687,7 @@ static struct kv_cmd_rt *set_rt(void)
 /* The head of a SET whose value streams: admitted as any command is
  * (NOAUTH, ACL, OOM, READONLY, subscribed mode, BUSY answered there in
  * Redis's words), then the value's room taken. */
-static int kv_stream_begin(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc,
+static int kv_streamed_begin(struct resp_ctx *x, const struct paste_resp_arg *argv, uint32_t argc,
 			   const char **why)
 {
 	struct kv_cmd_rt *rt = set_rt();
@@ -741,7 +743,7 @@ static void stream_counted(struct resp_ctx *x, struct kv_cmd_rt *rt, const struc
 	kv_slowlog_push(x, rt, av, 3, t1 - t0);
 }
 
-static void kv_stream_end(struct resp_ctx *x)
+static void kv_streamed_end(struct resp_ctx *x)
 {
 	struct kv *kv = pkvs_kv(x->ss);
 	struct kv_resp_conn *kc = x->sc;
@@ -857,10 +859,10 @@ const struct resp_service pkvs_resp_service = {
 		  .close = pkvs_svc_close, .banner = pkvs_svc_banner, .started = pkvs_svc_started,
 		  .pass = kv_resp_pass, .wake = kv_resp_wake },
 	.command = kv_command,
-	.stream_begin = kv_stream_begin,
+	.stream_begin = kv_streamed_begin,
 	.stream_data = kv_stream_data,
 	.stream_split = kv_stream_split,
-	.stream_end = kv_stream_end,
+	.stream_end = kv_streamed_end,
 	.closed = kv_resp_closed,
 	.prefetch = kv_prefetch,
 	.own = kv_monitor_own,

@@ -427,6 +427,9 @@ int kv_config_preset(const char *name, const char *value, const char **why);
 /* A setting CONFIG keeps as a string, as CONFIG GET reads it back (a new
  * string after each change); NULL for another name. */
 const char *kv_config_kept(const char *name);
+/* Bumped whenever a kept setting changes: a command that reads one on
+ * every call keeps the value it read and reads again when this moved. */
+extern uint64_t kv_config_gen;
 /* A memory value as Redis reads one: digits with an optional unit, any
  * case (b; k 1000, kb 1024; m, mb; g, gb). false: not one, or too big. */
 bool kv_mem_value(const char *p, size_t n, uint64_t *out);

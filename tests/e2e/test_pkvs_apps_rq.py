@@ -1,17 +1,15 @@
 """RQ (python-rq 3 from PyPI) on pkvs: its queues are lists (RPUSH, LMOVE,
 LREM, BLMOVE), its registries sets and sorted sets, its worker commands a
-pub/sub channel, its job records hashes, changed in MULTI/EXEC pipelines.
+pub/sub channel, its job records hashes, changed in MULTI/EXEC pipelines,
+its jobs' results streams (XADD with MAXLEN, XREVRANGE).
 
 - 10,000 jobs enqueued, then `rq worker --burst` runs them all: each job
   pushes its number onto a list, which ends holding every number once;
-  the queue and its intermediate list end empty.
+  the queue and its intermediate list end empty; each job's result (its
+  number, kept in a stream) reads back through RQ's API.
 - kill -9 of pkvs while a producer enqueues jobs one by one: after the
   restart every job whose enqueue was acknowledged is queued (its hash
   and its id in the queue), and a worker then runs each of them.
-
-Jobs are enqueued with result_ttl=0: RQ 3 keeps a job's result in a
-stream (XADD) unless told to drop it, and pkvs has no streams
-(docs/compat.md, "Lists").
 """
 import os
 import subprocess
@@ -69,9 +67,10 @@ def test_rq_10000_jobs(pkvs, jobs_dir):
     conn = redis.Redis(port=srv.resp_port)
     q = rq.Queue(connection=conn)
     n = 10000
+    jobs = []
     for start in range(0, n, 100):       # one MULTI/EXEC of 100 jobs each
-        q.enqueue_many([rq.Queue.prepare_data(rqjobs.mark, (i,), result_ttl=0)
-                        for i in range(start, start + 100)])
+        jobs += q.enqueue_many([rq.Queue.prepare_data(rqjobs.mark, (i,))
+                                for i in range(start, start + 100)])
     assert q.count == n
     assert conn.llen("rq:queue:default") == n
     run_worker(srv.resp_port, jobs_dir, timeout=600)
@@ -80,6 +79,12 @@ def test_rq_10000_jobs(pkvs, jobs_dir):
     assert conn.llen("rq:queue:default") == 0
     assert conn.llen("rq:queue:default:intermediate") == 0
     assert q.count == 0
+    results = {}
+    for job in jobs:
+        job.refresh()
+        results[job.id] = job.return_value()
+    assert sorted(results.values()) == list(range(n))
+    assert conn.type(f"rq:results:{jobs[0].id}") == b"stream"
     conn.close()
 
 
