@@ -720,8 +720,8 @@ static void cmd_xautoclaim(struct resp_ctx *x, struct kv *kv, const struct paste
 		return;
 	uint64_t now = (uint64_t)kv_now(kv), attempts = (uint64_t)count * 10, left = (uint64_t)count;
 	uint64_t ngot = 0, ndel = 0;
-	struct kv_sid *got = malloc((uint64_t)count * sizeof(*got));
-	struct kv_sid *del = malloc((uint64_t)count * sizeof(*del));
+	struct kv_sid *got = calloc((size_t)count, sizeof(*got));
+	struct kv_sid *del = calloc((size_t)count, sizeof(*del));
 	struct kv_sid end = { 0, 0 };
 	if (!got || !del) {
 		resp_error(x, "ERR Insufficient memory, failed allocating transient memory, COUNT too high.");
