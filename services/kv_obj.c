@@ -52,14 +52,27 @@ static size_t coll_encode(const struct kv_coll *c, enum kv_type type, uint8_t ou
 	return COLL_MAX_BYTES;
 }
 
+/* The four words every collection has; a stream's others only for a
+ * stream (every HSET, SADD, LPUSH decodes a record: they are left as
+ * they were otherwise, and only a stream's code reads them). */
 static void coll_decode(const struct kv *kv, struct kv_obj *o)
 {
-	uint8_t b[COLL_MAX_BYTES] = { 0 };
-	paste_store_read(kv->store, o->ext, o->n, 0, b, o->type == KV_STREAM ? COLL_MAX_BYTES : KV_COLL_BYTES);
-	o->coll = (struct kv_coll){ kv_be64(b), kv_be64(b + 8), (int64_t)kv_be64(b + 16),
-				    (int64_t)kv_be64(b + 24), kv_be64(b + 32), kv_be64(b + 40),
-				    kv_be64(b + 48), kv_be64(b + 56), kv_be64(b + 64), kv_be64(b + 72),
-				    kv_be64(b + 80), kv_be64(b + 88), kv_be64(b + 96) };
+	uint8_t b[COLL_MAX_BYTES];
+	bool stream = o->type == KV_STREAM;
+	size_t want = stream ? COLL_MAX_BYTES : KV_COLL_BYTES;
+	memset(b, 0, want);
+	paste_store_read(kv->store, o->ext, o->n, 0, b, want);
+	struct kv_coll *c = &o->coll;
+	c->id = kv_be64(b);
+	c->count = kv_be64(b + 8);
+	c->head = (int64_t)kv_be64(b + 16);
+	c->tail = (int64_t)kv_be64(b + 24);
+	if (!stream)
+		return;
+	uint64_t *w[9] = { &c->last_ms, &c->last_seq, &c->del_ms, &c->del_seq, &c->added, &c->node,
+			   &c->fill, &c->top_ms, &c->top_seq };
+	for (int i = 0; i < 9; i++)
+		*w[i] = kv_be64(b + KV_COLL_BYTES + 8 * i);
 }
 
 /* A string in chunks: its record {id, length}; to its callers a string
@@ -73,7 +86,8 @@ static void big_decode(const struct kv *kv, struct kv_obj *o)
 	o->big = kv_be64(b);
 	uint64_t len = kv_be64(b + 8);
 	o->len = len <= UINT32_MAX ? (uint32_t)len : UINT32_MAX;
-	o->coll = (struct kv_coll){ 0 };
+	o->coll.id = o->coll.count = 0;
+	o->coll.head = o->coll.tail = 0;
 }
 
 /* The tag a key found as o is written back with. */
@@ -486,7 +500,8 @@ int kv_lookup(struct kv *kv, struct kv_key *k, struct kv_obj *o, bool read)
 			coll_decode(kv, o);
 			id = o->coll.id;
 		} else {
-			o->coll = (struct kv_coll){ 0 };
+			o->coll.id = o->coll.count = 0;         /* a string: no collection */
+			o->coll.head = o->coll.tail = 0;
 		}
 		if (o->expire_ms != KV_NO_TTL && o->expire_ms <= kv_now(kv)) {
 			if (!kv->paused)
