@@ -185,14 +185,19 @@ int64_t kv_stream_range_out(struct kv_out *o, struct kv *kv, const struct kv_str
 	return (int64_t)got;
 }
 
+struct kv_sid kv_stream_tombstone(struct kv *kv, const struct kv_stream *s)
+{
+	struct kv_sid del = kv_stream_maxdel(s), first, none = { 0, 0 };
+	if (!s->o.coll.count || kv_sid_zero(del))
+		return none;
+	if (kv_stream_edge(kv, s, false, &first) == 1 && kv_sid_cmp(first, del) > 0)
+		return none;
+	return del;
+}
+
 bool kv_stream_tombstone_after(struct kv *kv, const struct kv_stream *s, struct kv_sid from)
 {
-	struct kv_sid del = kv_stream_maxdel(s), first;
-	if (!s->o.coll.count || kv_sid_zero(del))
-		return false;
-	if (kv_stream_edge(kv, s, false, &first) == 1 && kv_sid_cmp(first, del) > 0)
-		return false;
-	return kv_sid_cmp(from, del) <= 0;
+	return kv_sid_tombstone_after(kv_stream_tombstone(kv, s), from);
 }
 
 int64_t kv_stream_distance(struct kv *kv, const struct kv_stream *s, struct kv_sid id)
@@ -333,6 +338,31 @@ static uint32_t trim_parse(struct resp_ctx *x, const struct paste_resp_arg *a, u
 static int64_t trim(struct kv *kv, struct kv_stream *s, const struct trim_args *t)
 {
 	return kv_stream_trim(kv, s, t->minid, t->maxlen, t->threshold, t->approx, t->limit);
+}
+
+void kv_stream_propagate_claim(uint32_t db, const struct paste_resp_arg *key,
+			       const struct paste_resp_arg *group, const struct paste_resp_arg *owner,
+			       struct kv_sid id, uint64_t ms, uint64_t count, struct kv_sid last)
+{
+	char ids[48], lasts[48], t[24], c[24];
+	struct paste_resp_arg av[14] = {
+		{ "XCLAIM", 6 }, *key, *group, *owner, { "0", 1 },
+		{ ids, (size_t)kv_sid_fmt(ids, id) }, { "TIME", 4 },
+		{ t, (size_t)snprintf(t, sizeof(t), "%" PRIu64, ms) }, { "RETRYCOUNT", 10 },
+		{ c, (size_t)snprintf(c, sizeof(c), "%" PRIu64, count) }, { "FORCE", 5 },
+		{ "JUSTID", 6 }, { "LASTID", 6 }, { lasts, (size_t)kv_sid_fmt(lasts, last) } };
+	kv_repl_also(db, av, 14);
+}
+
+void kv_stream_propagate_setid(uint32_t db, const struct paste_resp_arg *key,
+			       const struct paste_resp_arg *group, const struct kv_sgroup *g)
+{
+	char last[48], read[24];
+	struct paste_resp_arg av[7] = {
+		{ "XGROUP", 6 }, { "SETID", 5 }, *key, *group,
+		{ last, (size_t)kv_sid_fmt(last, g->last) }, { "ENTRIESREAD", 11 },
+		{ read, (size_t)snprintf(read, sizeof(read), "%" PRId64, g->read) } };
+	kv_repl_also(db, av, 7);
 }
 
 /* After an approximate trim, argv goes to replicas with "=" and the

@@ -43,9 +43,24 @@ int64_t kv_stream_range_out(struct kv_out *o, struct kv *kv, const struct kv_str
 /* Redis's lag estimate and read counter (XINFO, XREADGROUP): the
  * counter of id, or -1 when it cannot be known. */
 int64_t kv_stream_distance(struct kv *kv, const struct kv_stream *s, struct kv_sid id);
-/* Does [from, UINT64_MAX-UINT64_MAX] hold the largest deleted ID of a
- * non-empty stream? */
+/* The largest deleted ID when it lies inside the (non-empty) stream, a
+ * tombstone between its entries; else 0-0. Does [from, +] hold it? */
+struct kv_sid kv_stream_tombstone(struct kv *kv, const struct kv_stream *s);
+static inline bool kv_sid_tombstone_after(struct kv_sid tomb, struct kv_sid from)
+{
+	return !kv_sid_zero(tomb) && kv_sid_cmp(from, tomb) <= 0;
+}
 bool kv_stream_tombstone_after(struct kv *kv, const struct kv_stream *s, struct kv_sid from);
+
+/* Replicas: entry id delivered to or claimed by owner in group, as
+ * Redis's streamPropagateXCLAIM (last: the group's last delivered ID as
+ * it stood then); the group's last ID and read counter as its
+ * streamPropagateGroupID. */
+void kv_stream_propagate_claim(uint32_t db, const struct paste_resp_arg *key,
+			       const struct paste_resp_arg *group, const struct paste_resp_arg *owner,
+			       struct kv_sid id, uint64_t ms, uint64_t count, struct kv_sid last);
+void kv_stream_propagate_setid(uint32_t db, const struct paste_resp_arg *key,
+			       const struct paste_resp_arg *group, const struct kv_sgroup *g);
 
 /* A deleted stream's blocked XREADGROUP clients are answered this. */
 #define KV_XREAD_UNBLOCKED "UNBLOCKED the stream key no longer exists"

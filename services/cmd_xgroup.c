@@ -462,19 +462,6 @@ struct claim {
 	uint32_t db;
 };
 
-static void propagate_claim(const struct claim *cl, struct kv_sid id, const uint8_t *owner,
-			    size_t olen, uint64_t ms, uint64_t count)
-{
-	char ids[48], last[48], t[24], c[24];
-	struct paste_resp_arg av[14] = {
-		{ "XCLAIM", 6 }, *cl->key, *cl->group, { (const char *)owner, olen }, { "0", 1 },
-		{ ids, (size_t)kv_sid_fmt(ids, id) }, { "TIME", 4 },
-		{ t, (size_t)snprintf(t, sizeof(t), "%" PRIu64, ms) }, { "RETRYCOUNT", 10 },
-		{ c, (size_t)snprintf(c, sizeof(c), "%" PRIu64, count) }, { "FORCE", 5 },
-		{ "JUSTID", 6 }, { "LASTID", 6 }, { last, (size_t)kv_sid_fmt(last, cl->g.last) } };
-	kv_repl_also(cl->db, av, 14);
-}
-
 /* The claiming consumer, looked up (its seen time refreshed) or made. */
 static int claimer(struct kv *kv, struct claim *cl)
 {
@@ -509,7 +496,8 @@ static int take(struct kv *kv, struct claim *cl, const struct kv_spending *p, bo
 	if (r == 0)
 		r = kv_spending_put(kv, cl->s, cl->g.num, p->id, ms, count, cl->name->p, cl->name->len);
 	if (r == 0 && kv_repl_active)
-		propagate_claim(cl, p->id, (const uint8_t *)cl->name->p, cl->name->len, ms, count);
+		kv_stream_propagate_claim(cl->db, cl->key, cl->group, cl->name, p->id, ms, count,
+					  cl->g.last);
 	return r;
 }
 
@@ -517,8 +505,11 @@ static int take(struct kv *kv, struct claim *cl, const struct kv_spending *p, bo
  * Redis does, an XCLAIM the replica finds nothing for). */
 static int drop_deleted(struct kv *kv, struct claim *cl, const struct kv_spending *p)
 {
-	if (kv_repl_active)
-		propagate_claim(cl, p->id, p->consumer, p->clen, p->delivered_ms, p->count);
+	if (kv_repl_active) {
+		struct paste_resp_arg owner = { (const char *)p->consumer, p->clen };
+		kv_stream_propagate_claim(cl->db, cl->key, cl->group, &owner, p->id, p->delivered_ms,
+					  p->count, cl->g.last);
+	}
 	struct kv_sconsumer old;
 	int r = 0;
 	if (kv_sconsumer_get(kv, cl->s, cl->g.num, p->consumer, p->clen, &old) == 0 && old.pending) {
@@ -664,14 +655,8 @@ static void cmd_xclaim(struct resp_ctx *x, struct kv *kv, const struct paste_res
 		kv_reply_errno(x, r);
 		goto out;
 	}
-	if (setid && kv_repl_active) {
-		char last[48], read[24];
-		struct paste_resp_arg av[7] = {
-			{ "XGROUP", 6 }, { "SETID", 5 }, a[1], a[2],
-			{ last, (size_t)kv_sid_fmt(last, cl.g.last) }, { "ENTRIESREAD", 11 },
-			{ read, (size_t)snprintf(read, sizeof(read), "%" PRId64, cl.g.read) } };
-		kv_repl_also(cl.db, av, 7);
-	}
+	if (setid && kv_repl_active)
+		kv_stream_propagate_setid(cl.db, &a[1], &a[2], &cl.g);
 	kv_repl_also(cl.db, NULL, 0);
 	struct kv_out o;
 	kv_out_init(&o, x);

@@ -42,35 +42,21 @@ struct reader {
 	struct paste_resp_arg key;
 };
 
-/* Replicas: the delivery of id as Redis's streamPropagateXCLAIM. */
-static void propagate_claim(const struct reader *rd, struct kv_sid id, uint64_t ms, uint64_t count)
+/* The reader's group and consumer as arguments (replicas'). */
+static struct paste_resp_arg group_of(const struct reader *rd)
 {
-	char ids[48], last[48], t[24], c[24];
-	struct paste_resp_arg av[14] = {
-		{ "XCLAIM", 6 }, rd->key, { (const char *)rd->group, rd->glen },
-		{ (const char *)rd->consumer, rd->clen }, { "0", 1 },
-		{ ids, (size_t)kv_sid_fmt(ids, id) }, { "TIME", 4 },
-		{ t, (size_t)snprintf(t, sizeof(t), "%" PRIu64, ms) }, { "RETRYCOUNT", 10 },
-		{ c, (size_t)snprintf(c, sizeof(c), "%" PRIu64, count) }, { "FORCE", 5 },
-		{ "JUSTID", 6 }, { "LASTID", 6 }, { last, (size_t)kv_sid_fmt(last, rd->g.last) } };
-	kv_repl_also(rd->db, av, 14);
+	return (struct paste_resp_arg){ (const char *)rd->group, rd->glen };
 }
 
-static void propagate_setid(const struct reader *rd)
+static struct paste_resp_arg consumer_of(const struct reader *rd)
 {
-	char last[48], read[24];
-	struct paste_resp_arg av[7] = {
-		{ "XGROUP", 6 }, { "SETID", 5 }, rd->key, { (const char *)rd->group, rd->glen },
-		{ last, (size_t)kv_sid_fmt(last, rd->g.last) }, { "ENTRIESREAD", 11 },
-		{ read, (size_t)snprintf(read, sizeof(read), "%" PRId64, rd->g.read) } };
-	kv_repl_also(rd->db, av, 7);
+	return (struct paste_resp_arg){ (const char *)rd->consumer, rd->clen };
 }
 
 static void propagate_consumer(const struct reader *rd)
 {
 	struct paste_resp_arg av[5] = { { "XGROUP", 6 }, { "CREATECONSUMER", 14 }, rd->key,
-					{ (const char *)rd->group, rd->glen },
-					{ (const char *)rd->consumer, rd->clen } };
+					group_of(rd), consumer_of(rd) };
 	kv_repl_also(rd->db, av, 5);
 }
 
@@ -111,7 +97,8 @@ static int deliver_new(struct kv *kv, struct reader *rd, struct kv_sid after, ui
 	if (r)
 		return r;
 	touch_consumer(kv, rd, &c, &created);
-	struct kv_sid was = rd->g.last;
+	/* Deliveries delete nothing: the tombstone stays where it is. */
+	struct kv_sid was = rd->g.last, tomb = kv_stream_tombstone(kv, rd->s);
 	struct kv_stream_walk w;
 	struct kv_sid start = after;
 	if (!kv_sid_incr(&start))
@@ -122,7 +109,7 @@ static int deliver_new(struct kv *kv, struct reader *rd, struct kv_sid after, ui
 		r = 0;
 		struct kv_sid id = w.id;
 		if (kv_sid_cmp(id, rd->g.last) > 0) {
-			if (rd->g.read >= 0 && !kv_stream_tombstone_after(kv, rd->s, id))
+			if (rd->g.read >= 0 && !kv_sid_tombstone_after(tomb, id))
 				rd->g.read++;
 			else if (rd->s->o.coll.added)
 				rd->g.read = kv_stream_distance(kv, rd->s, id);
@@ -169,16 +156,14 @@ static int deliver_new(struct kv *kv, struct reader *rd, struct kv_sid after, ui
 	 * the key's own change for these): each XCLAIM names the group's
 	 * last ID as it stood after that entry. */
 	if (kv_repl_active) {
-		struct kv_sgroup g = rd->g;
+		struct paste_resp_arg group = group_of(rd), consumer = consumer_of(rd);
 		if (created && rd->noack)
 			propagate_consumer(rd);
-		for (uint64_t i = 0; !rd->noack && i < *n; i++) {
-			rd->g.last = kv_sid_cmp((*ids)[i], was) > 0 ? (*ids)[i] : was;
-			propagate_claim(rd, (*ids)[i], now, 1);
-		}
-		rd->g = g;
+		for (uint64_t i = 0; !rd->noack && i < *n; i++)
+			kv_stream_propagate_claim(rd->db, &rd->key, &group, &consumer, (*ids)[i], now, 1,
+						  kv_sid_cmp((*ids)[i], was) > 0 ? (*ids)[i] : was);
 		if (setid)
-			propagate_setid(rd);
+			kv_stream_propagate_setid(rd->db, &rd->key, &group, &rd->g);
 	}
 	return 0;
 }

@@ -45,7 +45,7 @@ int kv_stream_open(struct kv *kv, struct kv_stream *s, bool read)
 {
 	s->batch = 0;
 	s->node_max = 0;
-	s->dirty = s->changed = false;
+	s->dirty = s->changed = s->deleted = false;
 	if (kv_lookup(kv, &s->key, &s->o, read))
 		return -ENOENT;
 	if (s->o.type != KV_STREAM)
@@ -59,7 +59,7 @@ void kv_stream_new(struct kv *kv, struct kv_stream *s)
 	kv_coll_new(kv, &s->o, KV_STREAM);
 	s->batch = 0;
 	s->node_max = 0;
-	s->dirty = s->changed = false;
+	s->dirty = s->changed = s->deleted = false;
 	s->stored = false;
 }
 
@@ -74,10 +74,27 @@ int kv_stream_begin(struct kv *kv, struct kv_stream *s, uint64_t bytes)
 	return 0;
 }
 
+/* The newest node emptied by deletions: Redis frees it, and the next
+ * append opens another. Asked once, at the batch's end or the next
+ * append, rather than after each deleted entry. */
+static void settle_deleted(struct kv *kv, struct kv_stream *s)
+{
+	if (!s->deleted)
+		return;
+	s->deleted = false;
+	struct kv_stream_walk w;
+	kv_stream_walk_init(kv, &w, s->o.coll.id, (struct kv_sid){ UINT64_MAX, UINT64_MAX }, true);
+	if (kv_stream_walk_next(kv, &w) != 1 || w.node != s->o.coll.node)
+		s->o.coll.fill = UINT64_MAX;
+}
+
 int kv_stream_end(struct kv *kv, struct kv_stream *s, int r)
 {
 	if (!s->batch || --s->batch)
 		return r;
+	if (r == 0)
+		settle_deleted(kv, s);
+	s->deleted = false;
 	if (r == 0 && (s->dirty || (!s->stored && s->changed))) {
 		r = kv_coll_save(kv, &s->key, &s->o);       /* the key is touched there */
 		if (r == 0)
@@ -178,6 +195,7 @@ int kv_stream_append(struct kv *kv, struct kv_stream *s, struct kv_sid id, const
 	int r = kv_stream_begin(kv, s, vlen);
 	if (r)
 		return r;
+	settle_deleted(kv, s);
 	struct kv_coll *c = &s->o.coll;
 	uint64_t max = s->node_max ? s->node_max : 100;
 	bool open = c->node && c->fill < max;       /* its newest node, unless full or freed */
@@ -216,13 +234,7 @@ int kv_stream_delete(struct kv *kv, struct kv_stream *s, struct kv_sid id)
 			s->o.coll.del_ms = id.ms;
 			s->o.coll.del_seq = id.seq;
 		}
-		s->dirty = s->changed = true;
-		/* The newest node emptied: Redis frees it, the next append
-		 * opens another. */
-		struct kv_stream_walk w;
-		kv_stream_walk_init(kv, &w, s->o.coll.id, (struct kv_sid){ UINT64_MAX, UINT64_MAX }, true);
-		if (kv_stream_walk_next(kv, &w) != 1 || w.node != s->o.coll.node)
-			s->o.coll.fill = UINT64_MAX;
+		s->dirty = s->changed = s->deleted = true;
 	}
 	r = kv_stream_end(kv, s, got < 0 ? got : 0);
 	return r ? r : got;
@@ -307,7 +319,6 @@ int kv_stream_edge(struct kv *kv, const struct kv_stream *s, bool last, struct k
 	return r;
 }
 
-/* Delete the n oldest entries. */
 /* Delete the n oldest entries (whole: their node goes too, and when it is
  * the newest the next append opens another, as Redis frees the node;
  * not whole: the node stays, in Redis even with none of its entries

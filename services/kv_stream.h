@@ -68,6 +68,7 @@ struct kv_stream {
 	bool stored;                    /* the key holds this record (false: new, unwritten) */
 	bool dirty;                     /* the record changed in the batch */
 	bool changed;                   /* anything changed in the batch (the key is touched) */
+	bool deleted;                   /* an entry went: has the newest node emptied? */
 	uint32_t batch;                 /* kv_stream_begin nesting */
 	struct kv_coll begun;           /* the record when the batch began */
 	bool begun_stored;
