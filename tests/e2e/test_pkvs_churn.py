@@ -548,6 +548,30 @@ def check_keys(port, acked, issued):
     return bad
 
 
+def run_to_failure(srv, load, store, fault, words=EIO):
+    """Wait for srv to exit under fault (probing the refusals once the first
+    arrives), stop the load and check the exit: exit 1, the store's line
+    naming the I/O error. Returns the probes' replies."""
+    probes = None
+    end = time.monotonic() + EXIT_TIMEOUT
+    while srv.running() and time.monotonic() < end:
+        if probes is None and load.first_refusal() is not None:
+            probes = probe_refusals(srv.resp_port)
+        time.sleep(0.01)
+    rc = srv.wait_exit(max(0.1, end - time.monotonic()))
+    srv.killed = True                 # it stops by itself: no clean stop at teardown
+    load.stop()
+    err = srv.stderr()
+    if rc is None:
+        srv.proc.kill()
+        srv.proc.wait()
+        pytest.fail(f"pkvs-shim still running {EXIT_TIMEOUT}s into {fault}; stderr:\n{err}")
+    assert rc == 1, f"exit {rc} (want 1; negative: a signal); stderr:\n{err}"
+    named = [ln for ln in err.splitlines() if ln.startswith(f"pkvs: store {store} failed: ") and words in ln]
+    assert named, f"no 'pkvs: store {store} failed: ... {words}' line; stderr:\n{err}"
+    return probes or []
+
+
 @pytest.mark.parametrize("durability", ["emulated", "fsync"])
 @pytest.mark.crash
 def test_failed_barrier_stops_acks(pkvs, engine, durability):
@@ -558,24 +582,7 @@ def test_failed_barrier_stops_acks(pkvs, engine, durability):
     srv = pkvs.start(args, store=store, binary_name="pkvs-shim",
                      env={"PASTE_FAULT": fault, "PASTE_SHIM_IMAGE": str(image)})
     load = SetLoad(srv.resp_port, seed=random.getrandbits(32)).start()
-    probes = None
-    t0 = time.monotonic()
-    while srv.running() and time.monotonic() - t0 < EXIT_TIMEOUT:
-        if probes is None and load.first_refusal() is not None:
-            probes = probe_refusals(srv.resp_port)
-        time.sleep(0.01)
-    rc = srv.wait_exit(max(0.1, t0 + EXIT_TIMEOUT - time.monotonic()))
-    srv.killed = True                 # stopped by itself: teardown expects no clean stop
-    load.stop()
-    err = srv.stderr()
-    if rc is None:
-        srv.proc.kill()
-        srv.proc.wait()
-        pytest.fail(f"pkvs-shim did not exit within {EXIT_TIMEOUT}s of {fault}; stderr:\n{err}")
-    assert rc == 1, f"exit {rc} (want 1; negative: a signal); stderr:\n{err}"
-    lines = [line for line in err.splitlines() if line.startswith(f"pkvs: store {store} failed: ")]
-    assert lines and any(EIO in line for line in lines), \
-        f"no 'pkvs: store {store} failed: ... {EIO}' line; stderr:\n{err}"
+    probes = run_to_failure(srv, load, store, fault)
     assert not load.problems, load.problems[:5]
     assert len(load.acked) >= 20, f"only {len(load.acked)} SETs acknowledged before {fault}"
     assert load.refused or load.closes, "SETs after the failure were neither refused nor closed"
@@ -584,7 +591,7 @@ def test_failed_barrier_stops_acks(pkvs, engine, durability):
     first = load.first_refusal()
     late = sorted(k for sent, k in load.acks if first is not None and sent > first)
     assert not late, f"+OK for SETs sent after a store-failed error was received: {late[:10]}"
-    for cmd, reply in probes or []:
+    for cmd, reply in probes:
         assert isinstance(reply, RespError) and str(reply).startswith("ERR store failed: "), \
             (cmd, reply)
     # What was acknowledged is durable: in the store (checked, then served
