@@ -557,8 +557,10 @@ void kv_names_add(struct kv_names *s, const uint8_t *p, size_t len)
 {
 	if (s->oom)
 		return;
+	/* Small first (most lists are a pop's one or a few names): sizes
+	 * glibc's thread cache serves without its arena lock or bins. */
 	if (s->n + 2 > s->ncap) {
-		uint64_t nc = s->ncap ? s->ncap * 2 : 64;
+		uint64_t nc = s->ncap ? s->ncap * 2 : 16;
 		size_t *na = realloc(s->at, sizeof(*na) * nc);
 		if (!na) {
 			s->oom = true;
@@ -568,7 +570,7 @@ void kv_names_add(struct kv_names *s, const uint8_t *p, size_t len)
 		s->ncap = nc;
 	}
 	if (s->used + len > s->cap) {
-		size_t nc = s->cap ? s->cap * 2 : 4096;
+		size_t nc = s->cap ? s->cap * 2 : 256;
 		while (nc < s->used + len)
 			nc *= 2;
 		uint8_t *nb = realloc(s->bytes, nc);

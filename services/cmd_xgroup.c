@@ -390,11 +390,9 @@ static void cmd_xpending(struct resp_ctx *x, struct kv *kv, const struct paste_r
 		}
 		struct kv_sid first = { 0, 0 }, last = { 0, 0 };
 		kv_spending_walk_init(kv, &pw, s.o.coll.id, g.num, first);
-		for (uint64_t i = 0; kv_spending_walk_next(kv, &pw) == 1; i++) {
-			if (!i)
-				first = pw.p.id;
-			last = pw.p.id;
-		}
+		if (kv_spending_walk_next(kv, &pw) == 1)
+			first = pw.p.id;
+		kv_spending_last(kv, s.o.coll.id, g.num, &last);
 		kv_sid_out(&o, first);
 		kv_sid_out(&o, last);
 		struct kv_sconsumer_walk cw;

@@ -390,7 +390,7 @@ static void cmd_zmscore(struct resp_ctx *x, struct kv *kv, const struct paste_re
 bool kv_zgather_add(struct kv_zgather *g, const uint8_t *p, size_t len, double d)
 {
 	if (g->names.n == g->cap) {
-		uint64_t nc = g->cap ? g->cap * 2 : 64;
+		uint64_t nc = g->cap ? g->cap * 2 : 16;
 		double *ns = realloc(g->scores, sizeof(*ns) * nc);
 		if (!ns) {
 			g->names.oom = true;

@@ -728,6 +728,26 @@ int kv_spending_walk_next(struct kv *kv, struct kv_spending_walk *w)
 	return r ? r : 1;
 }
 
+int kv_spending_last(struct kv *kv, uint64_t coll, uint64_t gnum, struct kv_sid *id)
+{
+	/* The cursor starts below its key: one byte longer than any pending
+	 * entry's key of the group, all ones past the prefix. */
+	uint8_t t[18 + 17];
+	kv_member_prefix(t, coll, KV_STREAM_PEL);
+	be64_put(t + 10, gnum);
+	memset(t + 18, 0xFF, 17);
+	struct paste_btree_cursor c;
+	const uint8_t *k;
+	uint32_t klen, n, len;
+	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+	paste_btree_cursor_init(&c, kv->tree, t, sizeof(t));
+	int got = paste_btree_cursor_prev(&c, &k, &klen, ext, &n, &len);
+	if (got != 1 || klen != 18 + 16 || memcmp(k, t, 18) != 0)
+		return got < 0 ? got : 0;
+	*id = kv_sid_get(k + 18);
+	return 1;
+}
+
 /* ---- consumers -------------------------------------------------------------- */
 
 void kv_sconsumer_encode(uint8_t out[KV_SCONSUMER_BYTES], const struct kv_sconsumer *c)

@@ -231,6 +231,9 @@ struct kv_spending_walk {
 void kv_spending_walk_init(struct kv *kv, struct kv_spending_walk *w, uint64_t coll, uint64_t gnum,
 			   struct kv_sid from);
 int kv_spending_walk_next(struct kv *kv, struct kv_spending_walk *w);
+/* The ID of group gnum's newest pending entry: 1, 0 when none (one
+ * descent: XPENDING's summary walks no list). */
+int kv_spending_last(struct kv *kv, uint64_t coll, uint64_t gnum, struct kv_sid *id);
 
 struct kv_sconsumer {
 	uint64_t seen_ms;               /* last interaction (Unix ms) */

@@ -218,6 +218,19 @@ static void test_groups(void)
 	while (kv_spending_walk_next(E.kv, &pw) == 1)
 		n++;
 	CHECK_EQ(n, 2);                                 /* the other group's not among them */
+	/* The newest pending entry: the group's own, not the next group's;
+	 * the largest ID; none for a group without entries. */
+	struct kv_sid last = { 0, 0 };
+	CHECK_EQ(kv_spending_last(E.kv, s.o.coll.id, g1.num, &last), 1);
+	CHECK(last.ms == 2 && last.seq == 0);
+	CHECK_EQ(kv_spending_last(E.kv, s.o.coll.id, g2.num, &last), 1);
+	CHECK(last.ms == 1 && last.seq == 0);
+	uint64_t g3 = kv_new_id(E.kv);
+	CHECK_EQ(kv_spending_last(E.kv, s.o.coll.id, g3, &last), 0);
+	CHECK_EQ(kv_spending_put(E.kv, &s, g3, (struct kv_sid){ UINT64_MAX, UINT64_MAX }, 1, 1, "d", 1), 0);
+	CHECK_EQ(kv_spending_last(E.kv, s.o.coll.id, g3, &last), 1);
+	CHECK(last.ms == UINT64_MAX && last.seq == UINT64_MAX);
+	CHECK_EQ(kv_spending_delete(E.kv, &s, g3, (struct kv_sid){ UINT64_MAX, UINT64_MAX }), 1);
 	struct kv_sconsumer_walk cw;
 	n = 0;
 	kv_sconsumer_walk_init(E.kv, &cw, s.o.coll.id, g1.num);
