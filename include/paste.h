@@ -263,8 +263,9 @@ uint32_t paste_store_nheld(const struct paste_store *st);
  * the file really holds (docs/design.md, "After an I/O error").
  *
  * paste_store_failed returns 0, or the negative errno of the first
- * failure, with *why (if non-NULL) pointing at a sentence that names the
- * store, the operation and the error. One atomic load: cheap enough for
+ * failure, with *why (if non-NULL) pointing at the sentence its
+ * paste_store_fail was given (the operation and the error; the line on
+ * stderr adds the store's path). One atomic load: cheap enough for
  * every request. paste_store_fail enters the state (the first caller's
  * error and sentence win) and prints the sentence once to stderr. */
 int paste_store_failed(const struct paste_store *st, const char **why);
@@ -741,8 +742,8 @@ void paste_btree_close(struct paste_btree *t);
  * buffers) run short, it checkpoints synchronously once (~3 fences) and
  * retries; paste_btree_maintain normally keeps that from happening.
  * Returns 0; -EINVAL (klen 0, bad extents), -ENAMETOOLONG (klen >
- * PASTE_BTREE_MAX_KEY, or > buf_size - 12: the header and key share one
- * buffer extent), -E2BIG (n > PASTE_BTREE_MAX_EXTENTS), -EROFS
+ * PASTE_BTREE_MAX_KEY, or > buf_size - 28: the record's header, word and
+ * key share one buffer extent), -E2BIG (n > PASTE_BTREE_MAX_EXTENTS), -EROFS
  * (read-only), -ENOSPC (still full after a checkpoint: lane, node area or
  * store; nothing was logged or changed: answer an error), or the store's
  * failure (nothing changed). */
@@ -778,7 +779,10 @@ int paste_btree_clear(struct paste_btree *t, uint64_t *lsn);
  * done, otherwise: take a shorter range, e.g. up to the key a cursor
  * reaches after that many). *deleted (if non-NULL) gets the count (0: no
  * record written). Replaying the record deletes the same keys: a range
- * delete is idempotent. Otherwise as paste_btree_del. */
+ * delete is idempotent. -ENAMETOOLONG when lolen + hilen > buf_size - 20
+ * (the record's header and both bounds share one buffer extent); inside
+ * a group, -EBUSY where it would need a checkpoint for node pages.
+ * Otherwise as paste_btree_del. */
 #define PASTE_BTREE_RANGE_MAX 256u
 int paste_btree_delrange(struct paste_btree *t, const void *lo, uint32_t lolen, const void *hi,
 			 uint32_t hilen, uint64_t *deleted, uint64_t *lsn);
@@ -794,7 +798,12 @@ int paste_btree_delrange(struct paste_btree *t, const void *lo, uint32_t lolen, 
  * back, in DRAM, what every change of the group replaced (their records
  * stay in the log, a group without its COMMIT, which recovery drops).
  * One group at a time (-EBUSY); commit of an empty group writes nothing.
- * Cost: a lookup and a copy of the old entry per change (for abort). */
+ * abort returns 0, or -ENOSPC / -ENOMEM when the node area or memory ran
+ * out while putting changes back: then the DRAM tree holds part of the
+ * group, so the store is failed (paste_store_fail: nothing more is
+ * acknowledged, no checkpoint keeps it) and a restart recovers without
+ * the group. Cost: a lookup and a copy of the old entry per change (for
+ * abort). */
 int paste_btree_group_begin(struct paste_btree *t);
 int paste_btree_group_commit(struct paste_btree *t, uint64_t *lsn);
 int paste_btree_group_abort(struct paste_btree *t);
@@ -1521,7 +1530,8 @@ int paste_port_send_store(struct paste_port *pt, uint32_t conn, uint32_t buf,
  * buffers. Up to PASTE_SEND_COPY_MAX bytes are copied (paste_port_send:
  * cheaper than a pin and an iovec of their own); longer ranges are sent
  * from the buffers (paste_port_send_store per extent). Returns as those;
- * on an error the bytes queued before it stay queued. */
+ * on an error the bytes queued before it stay queued. Extents outside the
+ * store: -EINVAL, nothing queued (copied or pinned alike). */
 #define PASTE_SEND_COPY_MAX 512u
 int paste_port_send_extents(struct paste_port *pt, uint32_t conn, const struct paste_extent *ext,
 			    uint32_t n, uint64_t from, uint64_t len, int flags);
@@ -1543,8 +1553,8 @@ bool paste_port_conn_sending(const struct paste_port *pt, uint32_t conn);
 /* conn's peer address (peer_addrs; *plen 0: unknown), its local address
  * (the listener's, or the socket's own where the engine has one; *llen 0:
  * unknown) and descriptor (epoll: the socket; uring: its direct
- * descriptor). Any pointer may be NULL. 0, or -ENOTCONN for a slot not
- * open. */
+ * descriptor). Any pointer may be NULL; *peer is written only with plen,
+ * *local only with llen. 0, or -ENOTCONN for a slot not open. */
 struct sockaddr_storage;
 int paste_port_conn_addr(const struct paste_port *pt, uint32_t conn, struct sockaddr_storage *peer,
 			 uint32_t *plen, struct sockaddr_storage *local, uint32_t *llen, int *fd);

@@ -30,10 +30,12 @@
  * extents 0..nval-1 are the value, and the last extent is a header the
  * tree copies densely (8-byte aligned) into a store buffer it holds, the
  * "header buffer":
- *    0 magic u32 "PBT3",  4 op u8 (1 SET, 2 DEL, 3 CLEAR),  5 nval u8
- *    (value extents),  6 klen u16,  8 vlen u32,  12 flags u8 (as a leaf
- *    entry's; bit 5 reserved),  13 zero u8,  14 zero u16,  16 vcrc u32
- *    (CRC32C of the value),  20 [word u64],  then the key.
+ *    0 magic u32 "PBT3",  4 op u8 (1 SET, 2 DEL, 3 CLEAR, 4 DELRANGE,
+ *    5 COMMIT),  5 nval u8 (value extents),  6 klen u16,  8 vlen u32 (a
+ *    range's end: its length),  12 flags u8 (as a leaf entry's; bit 5: a
+ *    group's member, bit 6: the group's first; btree_group.c),  13 zero
+ *    u8,  14 zero u16,  16 vcrc u32 (CRC32C of the value),  20 [word
+ *    u64],  then the key (and a range's end).
  * The log's CRC covers value and header in that order, so it continues
  * the value's CRC, which the tree computes once (wal_append_crc).
  *

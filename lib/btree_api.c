@@ -198,6 +198,8 @@ int paste_btree_delrange(struct paste_btree *t, const void *lo, uint32_t lolen, 
 		return -EINVAL;
 	if (deleted)
 		*deleted = 0;
+	if (BT_REC_HDR + lolen + hilen > t->g->buf_size)
+		return -ENAMETOOLONG;   /* the record's header and both bounds share a buffer */
 	/* What the range holds: keys, value extents to release, leaves. */
 	struct paste_btree_cursor c;
 	paste_btree_cursor_init(&c, t, lo, lolen);

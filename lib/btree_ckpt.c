@@ -117,6 +117,8 @@ int bt_append_range(struct paste_btree *t, uint8_t op, const uint8_t *key, uint3
 	struct paste_extent ext[PASTE_WAL_MAX_EXTENTS];
 	uint32_t head = BT_REC_HDR + (a->has_word ? BT_WORD : 0u);
 	uint32_t hsize = head + klen + hilen, bs = t->g->buf_size;
+	if (hsize > bs)
+		return -ENAMETOOLONG;   /* callers check; a header never spills into the next buffer */
 	for (int attempt = 0;; attempt++) {
 		if (t->hbuf == PASTE_NO_BUF || t->hoff + hsize > bs) {
 			if (t->hbuf != PASTE_NO_BUF)

@@ -42,7 +42,6 @@ struct undo {
 struct bt_group {
 	uint8_t *arena;
 	size_t used, cap;
-	uint32_t nundo;
 	uint32_t records;             /* appended so far: 0 means the next is the first */
 	bool capture;                 /* the SET or DEL being applied notes what it replaces */
 	bool broken;                  /* a change could not be noted: abort, never commit */
@@ -55,9 +54,12 @@ uint8_t bt_group_flags(struct paste_btree *t)
 	return (uint8_t)(BT_EF_GROUP | (t->grp->records++ ? 0 : BT_EF_FIRST));
 }
 
+/* An entry's bytes: the undo, its key and extents, and its own size in
+ * the last 4 bytes, so that abort walks the arena backwards without a
+ * list of offsets (an allocation that could fail halfway through). */
 static size_t undo_size(uint32_t klen, uint32_t n)
 {
-	return (sizeof(struct undo) + klen + n * sizeof(struct paste_extent) + 7u) & ~(size_t)7u;
+	return (sizeof(struct undo) + klen + n * sizeof(struct paste_extent) + 4u + 7u) & ~(size_t)7u;
 }
 
 /* Room for need more bytes of undo. */
@@ -92,8 +94,9 @@ static int push(struct paste_btree *t, const uint8_t *key, uint32_t klen, bool h
 	memcpy(at + sizeof(u), key, klen);
 	if (n)
 		memcpy(at + sizeof(u) + klen, ext, n * sizeof(*ext));
+	uint32_t size = (uint32_t)need;
+	memcpy(at + need - sizeof(size), &size, sizeof(size));
 	g->used += need;
-	g->nundo++;
 	return 0;
 }
 
@@ -225,24 +228,15 @@ int paste_btree_group_abort(struct paste_btree *t)
 	if (!t || !t->grp)
 		return -EINVAL;
 	struct bt_group *g = t->grp;
-	/* Walk the arena backwards: collect the entries' offsets first. */
-	size_t *at = malloc(sizeof(size_t) * (g->nundo ? g->nundo : 1));
-	if (!at) {
-		bt_group_free(t);
-		return -ENOMEM;
-	}
-	size_t off = 0;
-	for (uint32_t i = 0; i < g->nundo; i++) {
-		struct undo u;
-		memcpy(&u, g->arena + off, sizeof(u));
-		at[i] = off;
-		off += undo_size(u.klen, u.n);
-	}
+	int rc = 0;
 	t->grp = NULL;            /* the applies below are no group's */
-	for (uint32_t i = g->nundo; i-- > 0;) {
+	for (size_t end = g->used; end > 0;) {
+		uint32_t size;
+		memcpy(&size, g->arena + end - sizeof(size), sizeof(size));
+		end -= size;
 		struct undo u;
-		memcpy(&u, g->arena + at[i], sizeof(u));
-		const uint8_t *key = g->arena + at[i] + sizeof(u);
+		memcpy(&u, g->arena + end, sizeof(u));
+		const uint8_t *key = g->arena + end + sizeof(u);
 		struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 		if (u.n)
 			memcpy(ext, key + u.klen, u.n * sizeof(*ext));
@@ -256,6 +250,7 @@ int paste_btree_group_abort(struct paste_btree *t)
 			 * recovers without the group. */
 			paste_store_fail(t->st, -ENOSPC, "%s: the node area ran out of pages while a "
 					 "group's changes were put back", paste_store_path(t->st));
+			rc = -ENOSPC;
 			break;
 		}
 		/* What the entry holds now is released once the abort is
@@ -263,11 +258,11 @@ int paste_btree_group_abort(struct paste_btree *t)
 		if (bt_release_reserve(t, PASTE_BTREE_MAX_EXTENTS) < 0) {
 			paste_store_fail(t->st, -ENOMEM, "%s: out of memory while a group's changes "
 					 "were put back", paste_store_path(t->st));
+			rc = -ENOMEM;
 			break;
 		}
 		bt_apply(t, &r, 0);   /* DRAM only: no record, the LSN unchanged */
 	}
-	free(at);
 	park(t, g);
-	return 0;
+	return rc;
 }

@@ -310,6 +310,11 @@ int paste_port_send_store(struct paste_port *pt, uint32_t slot, uint32_t buf,
 int paste_port_send_extents(struct paste_port *pt, uint32_t slot, const struct paste_extent *ext,
 			    uint32_t n, uint64_t from, uint64_t len, int flags)
 {
+	const struct paste_store_geom *g = paste_store_geom(pt->store);
+	for (uint32_t i = 0; i < n; i++)   /* a copy reads them, a pin queues them: both checked */
+		if (ext[i].buf >= g->nbufs || ext[i].off > g->buf_size ||
+		    ext[i].len > g->buf_size - ext[i].off)
+			return -EINVAL;
 	if (len <= PASTE_SEND_COPY_MAX) {
 		/* Copied: cheaper than a pin (two atomics) and an iovec of its own. */
 		uint8_t tmp[PASTE_SEND_COPY_MAX];

@@ -823,6 +823,44 @@ static void test_delrange(void)
 	tenv_finish(&E);
 }
 
+/* A range's record keeps its header and both bounds in one buffer: bounds
+ * that do not fit are refused before anything is written, and the
+ * buffers around stay as they were. */
+static void test_delrange_bounds(void)
+{
+	memset(&E, 0, sizeof(E));
+	E.scfg = (struct paste_store_config){ .size = 8u << 20, .buf_size = 512, .log_lanes = 2,
+					      .node_size = 2u << 20 };
+	E.mode = PASTE_DUR_EMULATED;
+	E.npool = 64;
+	tenv_start(&E, "delrange-bounds");
+	struct paste_extent v = val(1, 0, 100);
+	char k[16];
+	for (uint32_t i = 0; i < 50; i++) {
+		snprintf(k, sizeof(k), "m%05u", i);
+		CHECK_EQ(set_str(E.t, k, &v, 1), 0);
+	}
+	uint8_t lo[256], hi[256];
+	memset(lo, 'a', sizeof(lo));
+	memset(hi, 'z', sizeof(hi));
+	uint64_t del = 99;
+	CHECK_EQ(paste_btree_delrange(E.t, lo, 250, hi, 250, &del, NULL), -ENAMETOOLONG);
+	CHECK_EQ(del, 0);
+	CHECK_EQ(paste_btree_count(E.t), 50);
+	for (uint32_t i = 0; i < E.npool; i++) {
+		const uint8_t *b = paste_store_buf(E.st, E.pool[i]);
+		for (uint32_t j = 0; j < 512; j++)
+			CHECK_EQ(b[j], (uint8_t)(i * 31u + j));
+	}
+	/* Exactly one buffer: taken. */
+	CHECK_EQ(paste_btree_delrange(E.t, lo, 246, hi, 246, &del, NULL), 0);
+	CHECK_EQ(del, 50);
+	CHECK_EQ(tree_check(E.t), 0);
+	CHECK(tenv_reopen(&E));
+	CHECK_EQ(paste_btree_count(E.t), 0);
+	tenv_finish(&E);
+}
+
 int main(void)
 {
 	make_dir("btree");
@@ -839,6 +877,7 @@ int main(void)
 	test_read_only();
 	test_attrs();
 	test_delrange();
+	test_delrange_bounds();
 	rmdir(dir);
 	return check_done();
 }

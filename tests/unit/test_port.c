@@ -50,6 +50,14 @@ static void test_echo(enum paste_engine e)
 	CHECK(!memcmp(buf, "hi WORLD", 8));
 	CHECK_EQ(paste_store_refcount(st, idx), 0);          /* unpinned, freed */
 	CHECK_EQ(paste_port_send_store(pt, s.last_conn, st ? UINT32_MAX - 1 : 0, 0, 1, 0), -EINVAL);
+	/* Extents outside the store: refused whether the range is copied
+	 * (short) or pinned (long), nothing queued. */
+	const struct paste_store_geom *g = paste_store_geom(st);
+	struct paste_extent bad[2] = { { g->nbufs, 0, 8 }, { 0, g->buf_size - 4, 600 } };
+	CHECK_EQ(paste_port_send_extents(pt, s.last_conn, &bad[0], 1, 0, 8, 0), -EINVAL);
+	CHECK_EQ(paste_port_send_extents(pt, s.last_conn, &bad[1], 1, 0, 100, 0), -EINVAL);
+	CHECK_EQ(paste_port_send_extents(pt, s.last_conn, &bad[1], 1, 0, 600, 0), -EINVAL);
+	CHECK_EQ(paste_port_conn_queued(pt, s.last_conn), 0);
 	close(fd);
 	pf_pump(pt, &s, 5, false);
 	CHECK_EQ(s.closes, 1);
