@@ -1,7 +1,8 @@
 """`meson install` into a temporary DESTDIR, then use what it installed as a
 user would: the layout (libpaste.so with its soname and version, libpaste.a,
 paste.h and no internal header, paste.pc, the tools, man pages 1, 3 and 7
-with a link per function, sample configs, the examples' sources, systemd
+with a link per function and every function of paste.h named in a page's
+NAME section, sample configs, the examples' sources, systemd
 units), paste(7)'s complete program and the examples compiled with
 `pkg-config --cflags --libs paste` only and run against the installed
 shared library, a static link, the installed tools, and the units: their
@@ -188,7 +189,8 @@ def test_man_pages(inst):
     man = inst.mandir
     for section, pages in (("1", ["phttpd", "pkvs", "paste-store"]), ("7", ["paste"]),
                            ("3", ["paste_store", "paste_persist", "paste_wal", "paste_port",
-                                  "paste_body", "paste_http", "paste_resp", "paste_btree"])):
+                                  "paste_body", "paste_http", "paste_resp", "paste_btree",
+                                  "paste_util"])):
         for page in pages:
             path = man / f"man{section}" / f"{page}.{section}"
             assert path.is_file() and not path.is_symlink(), path
@@ -196,7 +198,8 @@ def test_man_pages(inst):
     # A link per function named in a page's NAME section, to that page.
     for func, page in (("paste_port_poll", "paste_port"), ("paste_wal_append", "paste_wal"),
                        ("paste_store_open", "paste_store"), ("paste_body_feed", "paste_body"),
-                       ("paste_persist_fence", "paste_persist"), ("paste_crc32c", "paste_store")):
+                       ("paste_persist_fence", "paste_persist"), ("paste_crc32c", "paste_store"),
+                       ("paste_clock_ns", "paste_util")):
         link = man / "man3" / f"{func}.3"
         assert link.is_symlink() and os.readlink(link) == f"{page}.3", link
     for link in (man / "man3").iterdir():
@@ -205,6 +208,60 @@ def test_man_pages(inst):
         cp = subprocess.run(["man", "-l", str(man / "man7" / "paste.7")], capture_output=True,
                             text=True, timeout=60, env=dict(os.environ, MANWIDTH="100"))
         assert cp.returncode == 0 and "paste_port_poll" in cp.stdout, cp.stderr
+
+
+def header_functions(tmp_path):
+    """The functions include/paste.h declares, as gcc parses them: -aux-info
+    writes one prototype a line, each tagged with the file declaring it."""
+    gcc = shutil.which("gcc")
+    if not gcc:
+        pytest.skip("gcc is not installed: its -aux-info lists paste.h's functions")
+    header = ROOT / "include" / "paste.h"
+    src, aux = tmp_path / "api.c", tmp_path / "aux.txt"
+    src.write_text('#include "paste.h"\n')
+    cp = subprocess.run([gcc, "-std=c11", f"-I{header.parent}", "-aux-info", str(aux),
+                         "-fsyntax-only", str(src)], capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    funcs = set()
+    for line in aux.read_text().splitlines():
+        m = re.match(r"/\* (.+?):\d+:\w+ \*/ (.*)", line)
+        if m and Path(m.group(1)).resolve() == header.resolve():
+            name = re.search(r"\b(paste_[a-z0-9_]+) \(", m.group(2))
+            assert name, f"no function name in {line!r}"
+            funcs.add(name.group(1))
+    assert len(funcs) > 100, f"too few functions found in {header}: {sorted(funcs)}"
+    return funcs
+
+
+def man_names(page):
+    """The names in a page's NAME section (before \\-), read as meson.build
+    reads them to make one link per name."""
+    text = page.read_text()
+    if ".SH NAME\n" not in text:
+        return set()
+    names = text.split(".SH NAME\n", 1)[1].split(" \\- ", 1)[0].replace("\n", " ")
+    return {n.strip() for n in names.split(",") if n.strip()}
+
+
+def test_every_call_has_a_man_page(tmp_path):
+    """Every function paste.h declares is named in the NAME section of a
+    section-3 page that meson installs, so `man FUNCTION` finds it."""
+    man3 = re.search(r"^man3 = \[(.*?)\]", (ROOT / "meson.build").read_text(), re.M | re.S)
+    assert man3, "meson.build has no man3 list"
+    installed = set(re.findall(r"'([^']+)'", man3.group(1)))
+    named, problems = set(), []
+    for page in sorted((ROOT / "man").glob("*.3")):
+        if page.stem not in installed:
+            problems.append(f"{page.name} is not in meson.build's man3 list")
+        for name in sorted(man_names(page)):
+            if re.fullmatch(r"[A-Za-z0-9_]+", name):
+                named.add(name)
+            else:
+                problems.append(f"{page.name}: {name!r} in NAME is no function name (no link)")
+    missing = sorted(header_functions(tmp_path) - named)
+    if missing:
+        problems.append(f"declared in paste.h, named in no man page's NAME: {' '.join(missing)}")
+    assert problems == [], "\n".join(problems)
 
 
 def test_data_files(inst):
