@@ -282,6 +282,12 @@ int paste_port_send(struct paste_port *pt, uint32_t slot, const void *p, size_t 
 	return 0;
 }
 
+/* Is [off, off + len) of buf inside the store? */
+static bool in_store(const struct paste_store_geom *g, uint32_t buf, uint32_t off, uint32_t len)
+{
+	return buf < g->nbufs && off <= g->buf_size && len <= g->buf_size - off;
+}
+
 int paste_port_send_store(struct paste_port *pt, uint32_t slot, uint32_t buf,
 			  uint32_t off, uint32_t len, int flags)
 {
@@ -290,8 +296,7 @@ int paste_port_send_store(struct paste_port *pt, uint32_t slot, uint32_t buf,
 		return -ENOTCONN;
 	if ((flags & PASTE_SEND_DURABLE) && paste_store_failed(pt->store, NULL))
 		return -EIO;
-	const struct paste_store_geom *g = paste_store_geom(pt->store);
-	if (buf >= g->nbufs || off > g->buf_size || len > g->buf_size - off)
+	if (!in_store(paste_store_geom(pt->store), buf, off, len))
 		return -EINVAL;
 	if (len == 0)
 		return 0;
@@ -312,8 +317,7 @@ int paste_port_send_extents(struct paste_port *pt, uint32_t slot, const struct p
 {
 	const struct paste_store_geom *g = paste_store_geom(pt->store);
 	for (uint32_t i = 0; i < n; i++)   /* a copy reads them, a pin queues them: both checked */
-		if (ext[i].buf >= g->nbufs || ext[i].off > g->buf_size ||
-		    ext[i].len > g->buf_size - ext[i].off)
+		if (!in_store(g, ext[i].buf, ext[i].off, ext[i].len))
 			return -EINVAL;
 	if (len <= PASTE_SEND_COPY_MAX) {
 		/* Copied: cheaper than a pin (two atomics) and an iovec of its own. */

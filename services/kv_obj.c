@@ -75,6 +75,14 @@ static void coll_decode(const struct kv *kv, struct kv_obj *o)
 		*w[i] = kv_be64(b + KV_COLL_BYTES + 8 * i);
 }
 
+/* No collection (a string): the four words every reader looks at; a
+ * stream's others are read only for a stream. */
+static void coll_none(struct kv_obj *o)
+{
+	o->coll.id = o->coll.count = 0;
+	o->coll.head = o->coll.tail = 0;
+}
+
 /* A string in chunks: its record {id, length}; to its callers a string
  * of that length (ext keeps the record, for a write of the key's entry
  * again: kv_set_expire, a rename). */
@@ -86,8 +94,7 @@ static void big_decode(const struct kv *kv, struct kv_obj *o)
 	o->big = kv_be64(b);
 	uint64_t len = kv_be64(b + 8);
 	o->len = len <= UINT32_MAX ? (uint32_t)len : UINT32_MAX;
-	o->coll.id = o->coll.count = 0;
-	o->coll.head = o->coll.tail = 0;
+	coll_none(o);
 }
 
 /* The tag a key found as o is written back with. */
@@ -500,8 +507,7 @@ int kv_lookup(struct kv *kv, struct kv_key *k, struct kv_obj *o, bool read)
 			coll_decode(kv, o);
 			id = o->coll.id;
 		} else {
-			o->coll.id = o->coll.count = 0;         /* a string: no collection */
-			o->coll.head = o->coll.tail = 0;
+			coll_none(o);
 		}
 		if (o->expire_ms != KV_NO_TTL && o->expire_ms <= kv_now(kv)) {
 			if (!kv->paused)

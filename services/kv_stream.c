@@ -704,15 +704,28 @@ int kv_spending_delete(struct kv *kv, struct kv_stream *s, uint64_t gnum, struct
 	return del_part(kv, s, KV_STREAM_PEL, NULL, 0, name, sizeof(name));
 }
 
-void kv_spending_walk_init(struct kv *kv, struct kv_spending_walk *w, uint64_t coll, uint64_t gnum,
-			   struct kv_sid from)
+/* From `from` up, or (back) from the group's newest entry down. */
+static void spending_walk_start(struct kv *kv, struct kv_spending_walk *w, uint64_t coll,
+				uint64_t gnum, struct kv_sid from, bool back)
 {
-	uint8_t t[10 + 24];
+	uint8_t t[18 + 17];
 	kv_member_prefix(t, coll, KV_STREAM_PEL);
 	be64_put(t + 10, gnum);
 	memcpy(w->prefix, t, sizeof(w->prefix));
-	kv_sid_put(t + 18, from);
-	paste_btree_cursor_init(&w->c, kv->tree, t, sizeof(t));
+	w->back = back;
+	/* Back: the cursor starts below its key, here one byte longer than
+	 * any of the group's pending entries' keys, all ones past the prefix. */
+	if (back)
+		memset(t + 18, 0xFF, 17);
+	else
+		kv_sid_put(t + 18, from);
+	paste_btree_cursor_init(&w->c, kv->tree, t, back ? 18 + 17 : 18 + 16);
+}
+
+void kv_spending_walk_init(struct kv *kv, struct kv_spending_walk *w, uint64_t coll, uint64_t gnum,
+			   struct kv_sid from)
+{
+	spending_walk_start(kv, w, coll, gnum, from, false);
 }
 
 int kv_spending_walk_next(struct kv *kv, struct kv_spending_walk *w)
@@ -720,7 +733,8 @@ int kv_spending_walk_next(struct kv *kv, struct kv_spending_walk *w)
 	const uint8_t *t;
 	uint32_t tlen, n, len;
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	int got = paste_btree_cursor_next(&w->c, &t, &tlen, ext, &n, &len);
+	int got = w->back ? paste_btree_cursor_prev(&w->c, &t, &tlen, ext, &n, &len)
+			  : paste_btree_cursor_next(&w->c, &t, &tlen, ext, &n, &len);
 	if (got != 1 || tlen != sizeof(w->prefix) + 16 || memcmp(t, w->prefix, sizeof(w->prefix)) != 0)
 		return got < 0 ? got : 0;
 	w->p.id = kv_sid_get(t + sizeof(w->prefix));
@@ -730,22 +744,12 @@ int kv_spending_walk_next(struct kv *kv, struct kv_spending_walk *w)
 
 int kv_spending_last(struct kv *kv, uint64_t coll, uint64_t gnum, struct kv_sid *id)
 {
-	/* The cursor starts below its key: one byte longer than any pending
-	 * entry's key of the group, all ones past the prefix. */
-	uint8_t t[18 + 17];
-	kv_member_prefix(t, coll, KV_STREAM_PEL);
-	be64_put(t + 10, gnum);
-	memset(t + 18, 0xFF, 17);
-	struct paste_btree_cursor c;
-	const uint8_t *k;
-	uint32_t klen, n, len;
-	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
-	paste_btree_cursor_init(&c, kv->tree, t, sizeof(t));
-	int got = paste_btree_cursor_prev(&c, &k, &klen, ext, &n, &len);
-	if (got != 1 || klen != 18 + 16 || memcmp(k, t, 18) != 0)
-		return got < 0 ? got : 0;
-	*id = kv_sid_get(k + 18);
-	return 1;
+	struct kv_spending_walk w;
+	spending_walk_start(kv, &w, coll, gnum, (struct kv_sid){ 0, 0 }, true);
+	int r = kv_spending_walk_next(kv, &w);
+	if (r == 1)
+		*id = w.p.id;
+	return r;
 }
 
 /* ---- consumers -------------------------------------------------------------- */

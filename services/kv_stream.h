@@ -226,6 +226,7 @@ int kv_spending_delete(struct kv *kv, struct kv_stream *s, uint64_t gnum, struct
 struct kv_spending_walk {
 	struct paste_btree_cursor c;
 	uint8_t prefix[18];
+	bool back;                      /* newest first (kv_spending_last) */
 	struct kv_spending p;
 };
 void kv_spending_walk_init(struct kv *kv, struct kv_spending_walk *w, uint64_t coll, uint64_t gnum,
