@@ -65,7 +65,7 @@ static void reply_errno(struct resp_ctx *x, int r)
 	struct kv *kv = pkvs_kv(x->ss);
 	if (r == -EFBIG && !server_store_failed(x->w))
 		resp_error(x, "ERR value too large (pkvs's limit for a hash field: %" PRIu64 " bytes)",
-			   kv_hash_max_value(kv));
+			   kv_max_value(kv));
 	else if (r == -ENAMETOOLONG && !server_store_failed(x->w))
 		resp_error(x, "ERR field name too long (pkvs's limit: a name over %u bytes and its "
 			   "value share one entry of at most %u store buffers)", KV_INLINE,
@@ -117,7 +117,7 @@ static void cmd_hset(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 	for (uint32_t i = 2; i < n; i += 2) {
 		if (!field_ok(x, kv, &a[i]))
 			return;
-		if (a[i + 1].len > KV_PACK_MAX && a[i + 1].len > kv_hash_max_value(kv)) {
+		if (a[i + 1].len > KV_PACK_MAX && a[i + 1].len > kv_max_value(kv)) {
 			reply_errno(x, -EFBIG);
 			return;
 		}
@@ -162,7 +162,8 @@ static void cmd_hsetnx(struct resp_ctx *x, struct kv *kv, const struct paste_res
 		return;
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 	uint32_t en, len;
-	if (kv_hash_get(kv, &h, a[2].p, a[2].len, ext, &en, &len) == 0) {
+	uint64_t big;
+	if (kv_hash_get(kv, &h, a[2].p, a[2].len, ext, &en, &len, &big) == 0) {
 		resp_int(x, 0);
 		return;
 	}
@@ -251,9 +252,10 @@ static long read_field(struct kv *kv, struct kv_hash *h, const struct paste_resp
 {
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 	uint32_t en, len;
-	if (kv_hash_get(kv, h, f->p, f->len, ext, &en, &len))
+	uint64_t big;
+	if (kv_hash_get(kv, h, f->p, f->len, ext, &en, &len, &big))
 		return -1;
-	if (len >= cap)
+	if (len >= cap || big)
 		return -2;
 	paste_store_read(kv->store, ext, en, 0, buf, len);
 	buf[len] = 0;
@@ -353,10 +355,11 @@ static void out_get(struct kv_out *o, struct kv *kv, struct kv_hash *h, int r,
 {
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 	uint32_t en, len;
-	if (r || f->len > KV_MAX_KEY || kv_hash_get(kv, h, f->p, f->len, ext, &en, &len))
+	uint64_t big;
+	if (r || f->len > KV_MAX_KEY || kv_hash_get(kv, h, f->p, f->len, ext, &en, &len, &big))
 		kv_out_null(o);
 	else
-		kv_out_value(o, kv, ext, en, len);
+		kv_out_elem(o, kv, ext, en, len, big);
 }
 
 /* HGET (a bulk), HMGET (an array of them). */
@@ -393,7 +396,9 @@ static void cmd_hlen(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 	}
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 	uint32_t en, len = 0;
-	bool has = a[2].len <= KV_MAX_KEY && kv_hash_get(kv, &h, a[2].p, a[2].len, ext, &en, &len) == 0;
+	uint64_t big;
+	bool has = a[2].len <= KV_MAX_KEY &&
+		   kv_hash_get(kv, &h, a[2].p, a[2].len, ext, &en, &len, &big) == 0;
 	resp_int(x, (a[0].p[1] | 0x20) == 'e' ? has : (int64_t)(has ? len : 0));   /* HEXISTS, HSTRLEN */
 }
 
@@ -402,20 +407,20 @@ enum { H_NAMES = 1, H_VALUES = 2 };
 /* One field as a reply wants it: its name, its value, or both (a pair of
  * its own in RESP3 when `pair`). */
 static void out_field(struct kv_out *o, struct kv *kv, unsigned what, bool pair, const uint8_t *name,
-		      size_t nlen, const struct paste_extent *ext, uint32_t en, uint32_t len)
+		      size_t nlen, const struct paste_extent *ext, uint32_t en, uint32_t len, uint64_t big)
 {
 	if (pair && what == (H_NAMES | H_VALUES) && kv_out_proto(o) == 3)
 		kv_out_array(o, 2);
 	if (what & H_NAMES)
 		kv_out_bulk(o, name, nlen);
 	if (what & H_VALUES)
-		kv_out_value(o, kv, ext, en, len);
+		kv_out_elem(o, kv, ext, en, len, big);
 }
 
 static void out_walked(struct kv_out *o, struct kv *kv, unsigned what, bool pair,
 		       const struct kv_hash_walk *w)
 {
-	out_field(o, kv, what, pair, w->name, w->nlen, w->ext, w->n, w->len);
+	out_field(o, kv, what, pair, w->name, w->nlen, w->ext, w->n, w->len, w->big);
 }
 
 /* HGETALL (a map), HKEYS, HVALS (arrays). */
@@ -552,6 +557,7 @@ struct pick {
 struct picked {
 	size_t name, nlen;              /* in the names buffer */
 	uint32_t ext, en, len;          /* in the extents array */
+	uint64_t big;                   /* in chunks (kv_elem) */
 };
 
 static int pick_cmp(const void *a, const void *b)
@@ -591,14 +597,15 @@ static int pick_batch(struct kv_out *o, struct kv *kv, struct kv_hash *h, uint32
 			*exts = e;
 			*ecap = cap;
 		}
-		memcpy(*exts + ne, w.ext, w.n * sizeof(*w.ext));
+		if (w.n)                        /* (an empty value: *exts may be NULL yet) */
+			memcpy(*exts + ne, w.ext, w.n * sizeof(*w.ext));
 		for (; j < m && picks[j].at == want; j++)
-			got[picks[j].slot] = (struct picked){ noff, w.nlen, (uint32_t)ne, w.n, w.len };
+			got[picks[j].slot] = (struct picked){ noff, w.nlen, (uint32_t)ne, w.n, w.len, w.big };
 		ne += w.n;
 	}
 	for (uint32_t i = 0; i < m && !o->r; i++)
 		out_field(o, kv, what, true, (const uint8_t *)names->p + got[i].name, got[i].nlen,
-			  *exts + got[i].ext, got[i].en, got[i].len);
+			  *exts + got[i].ext, got[i].en, got[i].len, got[i].big);
 	return 0;
 }
 

@@ -31,7 +31,7 @@ static void reply_errno(struct resp_ctx *x, int r)
 	struct kv *kv = pkvs_kv(x->ss);
 	if (r == -EFBIG && !server_store_failed(x->w))
 		resp_error(x, "ERR value too large (pkvs's limit for a list element: %" PRIu64 " bytes)",
-			   kv_list_max_value(kv));
+			   kv_max_value(kv));
 	else
 		kv_reply_errno(x, r);
 }
@@ -41,14 +41,14 @@ static void wrongtype(struct resp_ctx *x)
 	resp_error(x, "WRONGTYPE Operation against a key holding the wrong kind of value");
 }
 
-/* Elements a[from..to) fit one entry each: false after replying; *bytes
- * their sum (what a push copies in at most). */
+/* Elements a[from..to) are within --max-value: false after replying;
+ * *bytes their sum (what a push copies in at most). */
 static bool elems_ok(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg *a,
 		     uint32_t from, uint32_t to, uint64_t *bytes)
 {
 	*bytes = 0;
 	for (uint32_t i = from; i < to; i++) {
-		if (a[i].len > KV_PACK_MAX && a[i].len > kv_list_max_value(kv)) {
+		if (a[i].len > KV_PACK_MAX && a[i].len > kv_max_value(kv)) {
 			reply_errno(x, -EFBIG);
 			return false;
 		}
@@ -139,16 +139,20 @@ static bool arg_end(struct resp_ctx *x, const struct paste_resp_arg *a, enum kv_
 }
 
 /* The elements at positions [from, to) of list id, in order or back, as
- * bulks. A damaged list (a position missing) ends the connection: part of
- * the reply may be queued. */
+ * bulks; taken: they leave the list (a pop), and those in chunks are
+ * buried. A damaged list (a position missing) ends the connection: part
+ * of the reply may be queued. */
 static void out_elems(struct kv *kv, struct kv_out *o, uint64_t id, int64_t from, int64_t to,
-		      bool back)
+		      bool back, bool taken)
 {
 	struct kv_list_walk w;
 	kv_list_walk_pos(kv, &w, id, from, to, back);
 	int g = 0;
-	while (!o->r && (g = kv_list_walk_next(kv, &w)) == 1)
-		kv_out_value(o, kv, w.ext, w.n, w.len);
+	while (!o->r && (g = kv_list_walk_next(kv, &w)) == 1) {
+		kv_out_elem(o, kv, w.ext, w.n, w.len, w.big);
+		if (taken && w.big)
+			(void)kv_elem_bury(kv, w.big);   /* failed: the store failed */
+	}
 	if (g < 0 && !o->r) {
 		o->r = -EBADMSG;
 		resp_close(o->x);
@@ -165,7 +169,9 @@ static int pop(struct kv *kv, struct kv_list *l, enum kv_end e, uint64_t k, unsi
 	       struct kv_out *o)
 {
 	int64_t pos;
-	int r = kv_list_begin(kv, l, 0, false);
+	/* Once the store holds elements in chunks, a pop is one group: its
+	 * record and their graves (out_elems) together. */
+	int r = kv_list_begin(kv, l, 0, kv->far_lists);
 	if (r == 0 && (r = kv_list_take(kv, l, e, k, &pos)) == 0) {
 		const struct kv_key *key = &l->key;
 		if (how & POP_KEY) {
@@ -175,7 +181,7 @@ static int pop(struct kv *kv, struct kv_list *l, enum kv_end e, uint64_t k, unsi
 		}
 		if (how & POP_ARRAY)
 			kv_out_array(o, k);
-		out_elems(kv, o, l->o.coll.id, pos, pos + (int64_t)k, e == KV_TAIL);
+		out_elems(kv, o, l->o.coll.id, pos, pos + (int64_t)k, e == KV_TAIL, true);
 		(void)kv_list_drop(kv, l, pos, pos + (int64_t)k);   /* left outside: harmless */
 		kv_notify(KV_NOTIFY_LIST, pop_event(e), key);
 		notify_gone(l);
@@ -195,9 +201,10 @@ static int pop_with_key(struct kv *kv, struct kv_list *l, enum kv_end e, int64_t
 }
 
 /* Move the element at end `from` of s to end `to` of d (d may be s), in
- * one group; *ext the element (valid until the next kv_pass). */
+ * one group; *ext the element (valid until the next kv_pass; *big: in
+ * chunks, kv_elem). */
 static int move_one(struct kv *kv, struct kv_list *s, struct kv_list *d, enum kv_end from,
-		    enum kv_end to, struct paste_extent *ext, uint32_t *n, uint32_t *len)
+		    enum kv_end to, struct paste_extent *ext, uint32_t *n, uint32_t *len, uint64_t *big)
 {
 	int64_t pos;
 	int r = kv_begin(kv);
@@ -213,10 +220,10 @@ static int move_one(struct kv *kv, struct kv_list *s, struct kv_list *d, enum kv
 		return r;
 	}
 	r = kv_list_take(kv, s, from, 1, &pos);
-	if (r == 0 && (r = kv_list_get_pos(kv, s->o.coll.id, pos, ext, n, len)) == -ENOENT)
+	if (r == 0 && (r = kv_list_get_pos(kv, s->o.coll.id, pos, ext, n, len, big)) == -ENOENT)
 		r = -EBADMSG;
 	if (r == 0)
-		r = kv_list_push(kv, d, to, ext, *n);
+		r = kv_list_push(kv, d, to, ext, *n, *big != 0);
 	if (r == 0)
 		r = kv_list_drop(kv, s, pos, pos + 1);
 	if (d != s)
@@ -284,7 +291,7 @@ static void cmd_linsert(struct resp_ctx *x, struct kv *kv, const struct paste_re
 	kv_list_walk_init(kv, &l, &w, 0);
 	int g;
 	while ((g = kv_list_walk_next(kv, &w)) == 1 &&
-	       !kv_list_equal(kv, w.ext, w.n, w.len, a[3].p, a[3].len))
+	       !kv_elem_equal(kv, w.ext, w.n, w.len, w.big, a[3].p, a[3].len))
 		;
 	if (g <= 0) {
 		if (g < 0)
@@ -450,14 +457,15 @@ static void cmd_lindex(struct resp_ctx *x, struct kv *kv, const struct paste_res
 		return;
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 	uint32_t en, len;
+	uint64_t big;
 	if (!index_of(v, l.o.coll.count, &i)) {
 		resp_null(x);
-	} else if ((r = kv_list_get(kv, &l, i, ext, &en, &len)) != 0) {
+	} else if ((r = kv_list_get(kv, &l, i, ext, &en, &len, &big)) != 0) {
 		kv_reply_errno(x, r);
 	} else {
 		struct kv_out o;
 		kv_out_init(&o, x);
-		kv_out_value(&o, kv, ext, en, len);
+		kv_out_elem(&o, kv, ext, en, len, big);
 		kv_out_end(&o);
 	}
 }
@@ -527,7 +535,7 @@ static void cmd_lrange(struct resp_ctx *x, struct kv *kv, const struct paste_res
 	kv_out_init(&o, x);
 	kv_out_array(&o, to - from + 1);
 	int64_t head = l.o.coll.head;
-	out_elems(kv, &o, l.o.coll.id, head + (int64_t)from, head + (int64_t)to + 1, false);
+	out_elems(kv, &o, l.o.coll.id, head + (int64_t)from, head + (int64_t)to + 1, false, false);
 	kv_out_end(&o);
 }
 
@@ -599,7 +607,7 @@ static void cmd_lrem(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 	kv_list_walk_pos(kv, &w, l.o.coll.id, l.o.coll.head, l.o.coll.tail, back);
 	int g;
 	while ((!want || h.n < want) && (g = kv_list_walk_next(kv, &w)) == 1)
-		if (kv_list_equal(kv, w.ext, w.n, w.len, a[3].p, a[3].len) &&
+		if (kv_elem_equal(kv, w.ext, w.n, w.len, w.big, a[3].p, a[3].len) &&
 		    !hit_add(&h, (uint64_t)(w.at - l.o.coll.head))) {
 			g = -ENOMEM;
 			break;
@@ -677,7 +685,7 @@ static void cmd_lpos(struct resp_ctx *x, struct kv *kv, const struct paste_resp_
 	int g;
 	while ((maxlen == 0 || scanned < (uint64_t)maxlen) && (g = kv_list_walk_next(kv, &w)) == 1) {
 		scanned++;
-		if (!kv_list_equal(kv, w.ext, w.n, w.len, a[2].p, a[2].len) || ++matches < from)
+		if (!kv_elem_equal(kv, w.ext, w.n, w.len, w.big, a[2].p, a[2].len) || ++matches < from)
 			continue;
 		if (!hit_add(&h, (uint64_t)(w.at - l.o.coll.head))) {
 			g = -ENOMEM;
@@ -726,14 +734,15 @@ static void lmove(struct resp_ctx *x, struct kv *kv, const struct paste_resp_arg
 	}
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 	uint32_t en, len;
-	int r = move_one(kv, s, d, from, to, ext, &en, &len);
+	uint64_t big;
+	int r = move_one(kv, s, d, from, to, ext, &en, &len, &big);
 	if (r) {
 		reply_errno(x, r);
 		return;
 	}
 	struct kv_out o;
 	kv_out_init(&o, x);
-	kv_out_value(&o, kv, ext, en, len);
+	kv_out_elem(&o, kv, ext, en, len, big);
 	kv_out_end(&o);
 }
 

@@ -72,7 +72,10 @@ static void cmd_memory_usage(struct resp_ctx *x, struct kv *kv, const struct pas
 		size_t nlen;
 		struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 		uint32_t ne, len;
+		uint64_t big;
 		while (seen < want && kv_members_next(kv, &m, &name, &nlen, longbuf, ext, &ne, &len) == 1) {
+			/* A value in chunks (kv_elem): its length, not its record's. */
+			kv_elem_decode(kv, paste_btree_cursor_attr(&m.c)->tag, ext, ne, &len, &big);
 			sum += nlen + len + ENTRY_COST;
 			seen++;
 		}

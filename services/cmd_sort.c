@@ -117,7 +117,8 @@ static int pattern_get(struct sort *s, const struct pattern *pt, const uint8_t *
 		if (kv_hash_open(s->kv, &h, true))
 			return 0;
 		v->o = (struct kv_obj){ .type = KV_STRING };
-		return kv_hash_get(s->kv, &h, pt->field, pt->flen, v->o.ext, &v->o.n, &v->o.len) == 0;
+		return kv_hash_get(s->kv, &h, pt->field, pt->flen, v->o.ext, &v->o.n, &v->o.len,
+				   &v->o.big) == 0;
 	}
 	struct kv_key k;
 	kv_key_init(s->kv, &k, s->db, s->key, klen);
@@ -229,7 +230,7 @@ static int intset_order(struct kv *kv, const struct kv_obj *o, const struct kv_n
 /* ------------------------------------------------------------ gathering */
 
 static void add_extents(struct kv *kv, struct kv_names *m, const struct paste_extent *ext,
-			uint32_t n, uint32_t len)
+			uint32_t n, uint32_t len, uint64_t big)
 {
 	uint8_t stack[512];
 	uint8_t *b = len <= sizeof(stack) ? stack : malloc(len);
@@ -237,7 +238,7 @@ static void add_extents(struct kv *kv, struct kv_names *m, const struct paste_ex
 		m->oom = true;
 		return;
 	}
-	size_t got = paste_store_read(kv->store, ext, n, 0, b, len);
+	size_t got = kv_elem_read(kv, ext, n, len, big, 0, b, len);
 	kv_names_add(m, b, got);
 	if (b != stack)
 		free(b);
@@ -263,7 +264,7 @@ static int gather(struct kv *kv, const struct kv_key *k, const struct kv_obj *o,
 		struct kv_list_walk w;
 		kv_list_walk_pos(kv, &w, o->coll.id, o->coll.head + from, o->coll.head + to, back);
 		while ((r = kv_list_walk_next(kv, &w)) == 1 && !els->oom)
-			add_extents(kv, els, w.ext, w.n, w.len);
+			add_extents(kv, els, w.ext, w.n, w.len, w.big);
 		return r < 0 ? r : els->oom ? -ENOMEM : 0;
 	}
 	struct kv_cwalk w;
@@ -328,9 +329,9 @@ static int store_push(struct kv *kv, struct kv_cbuild *b, const struct paste_ext
 	kv_list_pos_key(&mk, b->o.coll.id, b->o.coll.tail);
 	int r;
 	if (ext && n) {
-		r = len > kv_list_max_value(kv) ? -EFBIG : kv_member_put(kv, &mk, ext, n);
+		r = len > kv_max_value(kv) ? -EFBIG : kv_member_put(kv, &mk, ext, n);
 	} else {
-		if (!ext && plen > kv_list_max_value(kv))
+		if (!ext && plen > kv_max_value(kv))
 			return -EFBIG;
 		r = kv_member_put_bytes(kv, &mk, ext || !plen ? "" : p, ext ? 0 : plen);
 	}
@@ -350,7 +351,7 @@ static int store_value(struct sort *s, struct kv_cbuild *b, const struct sval *v
 		return store_push(s->kv, b, NULL, 0, 0, el, elen);
 	if (!v->o.big)
 		return store_push(s->kv, b, v->o.ext, v->o.n, v->o.len, NULL, 0);
-	if (v->o.len > kv_list_max_value(s->kv))
+	if (v->o.len > kv_max_value(s->kv))
 		return -EFBIG;
 	size_t len;
 	uint8_t *p = sval_bytes(s, v, el, elen, &len);

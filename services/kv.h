@@ -206,6 +206,7 @@ struct kv {
 	uint8_t saved_map[KV_MAX_DBS];
 	uint64_t saved_keys[KV_MAX_DBS], saved_expires[KV_MAX_DBS];
 	bool sweep_due;                 /* graves to sweep */
+	bool far_lists;                 /* a list element in chunks was written (kv_db_far_lists) */
 	/* When active expiry or the sweeper next has work, on now_ms's
 	 * clock (INT64_MAX: nothing due; 0, as opened: at the first pass).
 	 * The event loop wakes for it (pkvs_svc_wake), so an idle server
@@ -316,6 +317,11 @@ static inline uint64_t kv_be64(const uint8_t *p)
 	memcpy(&v, p, 8);
 	return __builtin_bswap64(v);
 }
+static inline void kv_be64_put(uint8_t *p, uint64_t v)
+{
+	v = __builtin_bswap64(v);
+	memcpy(p, &v, 8);
+}
 /* A long key or member is kept whole at the start of its entry's value
  * ([u32 length][name], extents of its own): span finds its extents
  * (*next) and length (-EBADMSG when they do not add up), same compares it
@@ -402,6 +408,45 @@ int kv_member_put_bytes(struct kv *kv, struct kv_key *mk, const void *val, size_
 /* The same with the entry's word (0: none): a stream entry's node. */
 int kv_member_put_word(struct kv *kv, struct kv_key *mk, const void *val, size_t len, uint64_t word);
 int kv_member_remove(struct kv *kv, struct kv_key *mk);
+/* The same with the entry's tag: a value in chunks' record (kv_elem). */
+int kv_member_put_tag(struct kv *kv, struct kv_key *mk, uint8_t tag, const struct paste_extent *ext,
+		      uint32_t n);
+
+/* ---- elements: members with values of any size (kv_big.c) ----
+ * A hash field's value or a list element too long for one entry (63
+ * buffers, less a long name's) is kept as a string in chunks is: its
+ * bytes in chunk entries under an id of its own, its member entry the
+ * record {id, length} tagged KV_TAG_BIG. kv_member_put_bytes writes one
+ * when the value does not fit (a hash field or list element only). The
+ * member entry owns the chunks: whoever removes an element buries its id
+ * (kv_elem_bury: HDEL, an overwrite, a pop, LTRIM, LREM, LSET), and the
+ * sweeper buries those of a dropped collection's members; a move (LMOVE,
+ * LINSERT's shift) moves the record. Reads: kv_elem_lookup and the walks
+ * give (ext, n, len, big): big 0, the value is ext[0..n) of len bytes;
+ * else ext[0..n) is the record, len the value's length and big the id,
+ * and kv_elem_each / kv_elem_read / kv_elem_equal read it either way. */
+bool kv_elem_kind(const uint8_t *t, uint32_t tlen);    /* may t's entry be a record? */
+int kv_elem_lookup(struct kv *kv, struct kv_key *mk, struct paste_extent *ext, uint32_t *n,
+		   uint32_t *len, uint64_t *big);
+/* The entry's tag and extents -> big and len (0 for a value in place);
+ * -EBADMSG: a record of the wrong size. */
+int kv_elem_decode(const struct kv *kv, uint8_t tag, const struct paste_extent *ext, uint32_t n,
+		   uint32_t *len, uint64_t *big);
+/* The same for an entry as a cursor gives it, a long name's extents
+ * first: *at the value's first extent, *len its length. */
+int kv_elem_entry(const struct kv *kv, uint8_t tag, const struct paste_extent *ext, uint32_t n,
+		  uint32_t *at, uint32_t *len, uint64_t *big);
+int kv_elem_put_far(struct kv *kv, struct kv_key *mk, const void *val, uint64_t len);
+/* The store says, once, that it holds list elements in chunks: pops and
+ * LTRIM are then one group each (kv_db.c). */
+int kv_db_far_lists(struct kv *kv);
+int kv_elem_bury(struct kv *kv, uint64_t big);
+int kv_elem_each(const struct kv *kv, const struct paste_extent *ext, uint32_t n, uint64_t vlen,
+		 uint64_t big, uint64_t from, uint64_t len, kv_extents_fn fn, void *arg);
+size_t kv_elem_read(const struct kv *kv, const struct paste_extent *ext, uint32_t n, uint64_t vlen,
+		    uint64_t big, uint64_t from, void *out, size_t cap);
+bool kv_elem_equal(const struct kv *kv, const struct paste_extent *ext, uint32_t n, uint64_t vlen,
+		   uint64_t big, const void *p, size_t plen);
 /* Members of collection id and kind in order: a cursor started at the
  * first member >= from (NULL: the first); next gives the member's name
  * (the long name read back from the store into name[0..*nlen), a buffer

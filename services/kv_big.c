@@ -275,23 +275,114 @@ int kv_put_chunks(struct kv *kv, struct kv_key *k, const struct paste_extent *ex
 	return r;
 }
 
+/* ---- elements in chunks ------------------------------------------------ */
+
+int kv_elem_put_far(struct kv *kv, struct kv_key *mk, const void *val, uint64_t len)
+{
+	const struct paste_store_geom *g = paste_store_geom(kv->store);
+	if (len > kv->max_value)
+		return -EFBIG;
+	if (len / g->buf_size + kv_reserve(kv) >= g->nbufs)
+		return -ENOSPC;                  /* more than the whole store holds */
+	uint64_t id, step = (uint64_t)KV_CHUNK_BUFS * g->buf_size;
+	int r = new_chunked(kv, &id);
+	if (r)
+		return r;
+	/* The chunks, copied to the append point (the bytes are a gathered
+	 * command's), then the record and the grave's delete in one group:
+	 * a crash before it leaves the chunks to the sweeper. */
+	for (uint64_t at = 0; r == 0 && at < len;) {
+		uint64_t l = len - at < step ? len - at : step;
+		struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
+		uint32_t n = 0;
+		r = kv_copy_in(kv, (const uint8_t *)val + at, l, ext, PASTE_BTREE_MAX_EXTENTS, &n);
+		if (r == 0)
+			r = put_chunk(kv, id, at + l, ext, n);
+		for (uint32_t i = 0; i < n; i++)
+			paste_store_unref(kv->store, ext[i].buf, false);   /* the tree took its own */
+		at += l;
+	}
+	uint8_t rec[16], gk[16];
+	kv_be64_put(rec, id);
+	kv_be64_put(rec + 8, len);
+	struct paste_extent ext[1];
+	uint32_t n = 0;
+	if (r == 0)
+		r = kv_copy_in(kv, rec, sizeof(rec), ext, 1, &n);
+	if (r == 0 && (r = kv_begin(kv)) == 0) {
+		r = mk->t[9] == 'l' ? kv_db_far_lists(kv) : 0;     /* KV_LIST_ELEM */
+		if (r == 0)
+			r = kv_member_put_tag(kv, mk, KV_TAG_BIG, ext, n);
+		if (r == 0)
+			r = kv_tree_del(kv, gk, kv_grave_key(gk, KV_GRAVE_COLL, id));
+		if (r == 0)
+			r = kv_commit(kv);
+		else
+			kv_abort(kv);
+	}
+	if (n)
+		paste_store_unref(kv->store, ext[0].buf, false);
+	chunked_done(kv, id, r != 0);
+	return r;
+}
+
+int kv_elem_bury(struct kv *kv, uint64_t big)
+{
+	uint8_t g[16];
+	int r = kv_tree_set(kv, g, kv_grave_key(g, KV_GRAVE_COLL, big));
+	if (r == 0)
+		kv->sweep_due = true;
+	return r;
+}
+
+static int cmp_piece(void *arg, const struct paste_extent *ext, uint32_t n, uint64_t skip,
+		     uint64_t len)
+{
+	struct { const struct kv *kv; const uint8_t *p; } *c = arg;
+	uint8_t b[4096];
+	while (len) {
+		size_t k = len < sizeof(b) ? (size_t)len : sizeof(b);
+		if (paste_store_read(c->kv->store, ext, n, skip, b, k) != k || memcmp(b, c->p, k) != 0)
+			return 1;
+		c->p += k;
+		skip += k;
+		len -= k;
+	}
+	return 0;
+}
+
+bool kv_elem_equal(const struct kv *kv, const struct paste_extent *ext, uint32_t n, uint64_t vlen,
+		   uint64_t big, const void *p, size_t plen)
+{
+	if (vlen != plen)
+		return false;
+	struct { const struct kv *kv; const uint8_t *p; } c = { kv, p };
+	return kv_elem_each(kv, ext, n, vlen, big, 0, vlen, cmp_piece, &c) == 0;
+}
+
 /* ---- reading ---------------------------------------------------------- */
 
 int kv_value_each(const struct kv *kv, const struct kv_obj *o, uint64_t from, uint64_t len,
 		  kv_extents_fn fn, void *arg)
 {
-	if (from >= o->len)
+	return kv_elem_each(kv, o->ext, o->n, o->len, o->big, from, len, fn, arg);
+}
+
+int kv_elem_each(const struct kv *kv, const struct paste_extent *vext, uint32_t vn, uint64_t vlen,
+		 uint64_t big, uint64_t from, uint64_t len, kv_extents_fn fn, void *arg)
+{
+	if (from >= vlen)
 		return 0;
-	if (len > o->len - from)
-		len = o->len - from;
+	if (len > vlen - from)
+		len = vlen - from;
 	if (!len)
 		return 0;
-	if (!o->big)
-		return fn(arg, o->ext, o->n, from, len);
+	if (!big)
+		return fn(arg, vext, vn, from, len);
 	uint8_t t[32], pfx[10];
-	uint32_t plen = kv_member_prefix(pfx, o->big, KV_CHUNK);
+	uint32_t plen = kv_member_prefix(pfx, big, KV_CHUNK);
 	struct paste_btree_cursor c;
-	paste_btree_cursor_init(&c, kv->tree, t, chunk_key(t, o->big, from + 1));
+	paste_btree_cursor_init(&c, kv->tree, t, chunk_key(t, big, from + 1));
 	const uint8_t *key;
 	uint32_t klen, n, clen;
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];

@@ -8,12 +8,45 @@
  * as it is (tag, value extents, a long name's extent) under the new id:
  * one write per member and no byte of a value copied. O(members), as
  * Redis's own COPY is; the writes are not one group (a hash of millions
- * of fields would not fit one), the grave makes them safe instead.
+ * of fields would not fit one), the grave makes them safe instead. A
+ * member whose value is in chunks (kv_elem) is the exception: its copy
+ * names chunks of its own, the same extents under a fresh id.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "kv_copy.h"
+
+static int copy_members(struct kv *kv, uint64_t from, uint64_t to);
+
+/* A member's value in chunks (kv_elem) gets chunks of its own: the same
+ * extents under a fresh id, with its grave until the member's entry
+ * names them (a COPY that stops leaves them to the sweeper). ext[0..n)
+ * is the entry's value: a long name's extents, then the record, which
+ * is replaced by the new one. */
+static int copy_far(struct kv *kv, struct paste_extent *ext, uint32_t *n, uint32_t len,
+		    uint8_t tag, struct paste_extent *rec, uint64_t *id)
+{
+	uint32_t next, vlen = len;
+	uint64_t big;
+	int r = kv_elem_entry(kv, tag, ext, *n, &next, &vlen, &big);
+	if (r)
+		return r;
+	*id = kv_new_id(kv);
+	uint8_t g[16], b[16];
+	if ((r = kv_tree_set(kv, g, kv_grave_key(g, KV_GRAVE_COLL, *id))) != 0 ||
+	    (r = copy_members(kv, big, *id)) != 0)
+		return r;
+	kv_be64_put(b, *id);
+	kv_be64_put(b + 8, vlen);
+	uint32_t rn = 0;
+	if ((r = kv_copy_in(kv, b, sizeof(b), rec, 1, &rn)) != 0)
+		return r;
+	/* ext[next] is the caller's copy: the tree holds the old record's. */
+	ext[next] = rec[0];
+	*n = next + 1;
+	return 0;
+}
 
 static int copy_members(struct kv *kv, uint64_t from, uint64_t to)
 {
@@ -31,9 +64,24 @@ static int copy_members(struct kv *kv, uint64_t from, uint64_t to)
 		memcpy(nk, t, tlen);
 		memcpy(nk, npfx, 9);
 		struct paste_btree_attr a = *paste_btree_cursor_attr(&c);
-		int r = paste_btree_put(kv->tree, nk, tlen, ext, n, &a, NULL);
+		struct paste_extent rec[1] = { { .buf = PASTE_NO_BUF } };
+		bool far = kv_elem_kind(t, tlen) && (a.tag & KV_TAG_TYPE) == KV_TAG_BIG;
+		uint32_t klen = tlen;
+		uint64_t fid = 0;
+		int r = far ? copy_far(kv, ext, &n, len, a.tag, rec, &fid) : 0;
+		if (r == 0)
+			r = paste_btree_put(kv->tree, nk, klen, ext, n, &a, NULL);
 		if (r == -ENOSPC && kv_make_room(kv, 0))
-			r = paste_btree_put(kv->tree, nk, tlen, ext, n, &a, NULL);
+			r = paste_btree_put(kv->tree, nk, klen, ext, n, &a, NULL);
+		if (far && r == 0) {
+			/* Named by the member now: the grave goes (a COPY cut
+			 * short leaves the member to its collection's grave,
+			 * which buries these chunks again). */
+			uint8_t g[16];
+			r = kv_tree_del(kv, g, kv_grave_key(g, KV_GRAVE_COLL, fid));
+		}
+		if (rec[0].buf != PASTE_NO_BUF)
+			paste_store_unref(kv->store, rec[0].buf, false);
 		if (r)
 			return r;
 	}

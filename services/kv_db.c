@@ -17,6 +17,20 @@
 #include "kv.h"
 
 static const uint8_t map_key[] = { KV_PFX_SYS, 'd', 'b', 'm', 'a', 'p' };
+/* Present once a list element in chunks was written (kv_elem): from then
+ * on a pop is one group, its record with its chunks' grave. */
+static const uint8_t far_key[] = { KV_PFX_SYS, 'f', 'a', 'r', 'l', 'i', 's', 't', 's' };
+
+int kv_db_far_lists(struct kv *kv)
+{
+	/* Written with each such element, in its group: one entry beside
+	 * 126 KiB or more, and an aborted group cannot leave the flag in
+	 * DRAM only. */
+	int r = kv_sys_put(kv, far_key, sizeof(far_key), "1", 1);
+	if (r == 0)
+		kv->far_lists = true;
+	return r;
+}
 
 int kv_db_open(struct kv *kv)
 {
@@ -28,6 +42,7 @@ int kv_db_open(struct kv *kv)
 	}
 	uint8_t m[KV_MAX_DBS];
 	uint32_t len;
+	kv->far_lists = kv_sys_get(kv, far_key, sizeof(far_key), m, sizeof(m), &len) != -ENOENT;
 	int r = kv_sys_get(kv, map_key, sizeof(map_key), m, sizeof(m), &len);
 	if (r == -ENOENT)
 		return 0;
@@ -196,6 +211,7 @@ static int flushall(struct kv *kv)
 			kv->dbkeys[d] = kv->dbexpires[d] = 0;
 		}
 		kv->sweep_due = false;
+		kv->far_lists = false;
 		/* The layout entry went too: a tree with keys and without it
 		 * would be taken for the first layout at the next start. */
 		if ((r = kv_layout_mark(kv)) != 0)

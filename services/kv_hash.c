@@ -78,11 +78,6 @@ void kv_hash_new(struct kv *kv, struct kv_hash *h)
 	h->saved = 0;
 }
 
-uint64_t kv_hash_max_value(const struct kv *kv)
-{
-	uint64_t one = paste_body_max(&kv->bc, kv->store);
-	return kv_max_value(kv) < one ? kv_max_value(kv) : one;
-}
 
 /* Field f's tree key: the one kv_hash_prefetch made for this command's
  * field (once: the command's bytes may be another's next time), or mk. */
@@ -133,12 +128,16 @@ static int save(struct kv *kv, struct kv_hash *h)
 }
 
 int kv_hash_get(struct kv *kv, const struct kv_hash *h, const void *f, size_t flen,
-		struct paste_extent *ext, uint32_t *n, uint32_t *len)
+		struct paste_extent *ext, uint32_t *n, uint32_t *len, uint64_t *big)
 {
 	if (h->o.coll.count == 0)
 		return -ENOENT;
 	struct kv_key mk;
-	return kv_member_lookup(kv, field_key(kv, h, &mk, f, flen), ext, n, len);
+	uint64_t b;
+	int r = kv_elem_lookup(kv, field_key(kv, h, &mk, f, flen), ext, n, len, &b);
+	if (r == 0 && big)
+		*big = b;
+	return r == 0 && b && !big ? -EFBIG : r;
 }
 
 /* ---- batches ------------------------------------------------------------ */
@@ -186,14 +185,15 @@ static int set_field(struct kv *kv, struct kv_hash *h, const void *f, size_t fle
 {
 	struct kv_key key, *mk = field_key(kv, h, &key, f, flen);
 	bool had = false;
+	uint64_t far = 0;                       /* the old value's chunks, buried once replaced */
 	if (h->o.coll.count) {
 		struct paste_extent old[PASTE_BTREE_MAX_EXTENTS];
 		uint32_t on, olen;
-		had = kv_member_lookup(kv, mk, old, &on, &olen) == 0;
+		had = kv_elem_lookup(kv, mk, old, &on, &olen, &far) != -ENOENT;
 	}
 	if (created)
 		*created = !had;
-	if (had && !h->batch) {
+	if (had && !h->batch && !far) {
 		/* One entry: no group, the record stays as it is. */
 		int r = put(kv, mk, ext, n, val, len);
 		if (r == 0)
@@ -205,6 +205,8 @@ static int set_field(struct kv *kv, struct kv_hash *h, const void *f, size_t fle
 	if (r)
 		return r;
 	r = put(kv, mk, ext, n, val, len);
+	if (r == 0 && far)
+		r = kv_elem_bury(kv, far);
 	if (r == 0) {
 		h->o.coll.count += !had;
 		h->changed = true;
@@ -221,7 +223,7 @@ int kv_hash_set(struct kv *kv, struct kv_hash *h, const void *f, size_t flen,
 int kv_hash_set_bytes(struct kv *kv, struct kv_hash *h, const void *f, size_t flen,
 		      const void *val, size_t len, bool *created)
 {
-	if (len > kv_hash_max_value(kv))
+	if (len > kv_max_value(kv))
 		return -EFBIG;
 	/* An empty value is an entry of no extents: val must still say
 	 * "bytes" so that put() copies (nothing). */
@@ -259,7 +261,8 @@ int kv_hash_del(struct kv *kv, struct kv_hash *h, const void *f, size_t flen)
 	mk = field_key(kv, h, &key, f, flen);
 	/* A lookup first: it checks a long name against the one stored (a
 	 * digest is not the name), and an absent field writes nothing. */
-	if (kv_member_lookup(kv, mk, old, &on, &olen))
+	uint64_t far;
+	if (kv_elem_lookup(kv, mk, old, &on, &olen, &far) == -ENOENT)
 		return 0;
 	if (h->o.coll.count == 1 && h->stored && !h->batch) {
 		/* The last field: the key goes, the field with its grave. */
@@ -273,6 +276,8 @@ int kv_hash_del(struct kv *kv, struct kv_hash *h, const void *f, size_t flen)
 	if (r)
 		return r;
 	r = kv_member_remove(kv, mk);
+	if (r > 0 && far && (r = kv_elem_bury(kv, far)) == 0)
+		r = 1;
 	if (r > 0) {
 		h->o.coll.count--;
 		h->changed = true;
@@ -325,7 +330,11 @@ bool kv_hash_walk_at(struct kv *kv, const struct kv_hash *h, struct kv_hash_walk
 
 int kv_hash_walk_next(struct kv *kv, struct kv_hash_walk *w)
 {
-	return kv_members_next(kv, &w->m, &w->name, &w->nlen, w->longbuf, w->ext, &w->n, &w->len);
+	int r = kv_members_next(kv, &w->m, &w->name, &w->nlen, w->longbuf, w->ext, &w->n, &w->len);
+	if (r == 1 && kv_elem_decode(kv, paste_btree_cursor_attr(&w->m.c)->tag, w->ext, w->n, &w->len,
+				     &w->big))
+		return -EBADMSG;
+	return r;
 }
 
 uint64_t kv_hash_walk_skip(struct kv_hash_walk *w, uint64_t n)

@@ -2,7 +2,8 @@
  * kv_hash.h - hashes over the typed core's collections (kv.h): a hash
  * key's value is its record (struct kv_coll: id, count), and each field
  * is a member entry [0xFF][id]['f'][field] whose value is the field's
- * value, held where it landed (over KV_PACK_MAX bytes) or packed densely.
+ * value, held where it landed (over KV_PACK_MAX bytes) or packed densely,
+ * or, too long for one entry, in chunks of its own (kv_elem, kv.h).
  *
  * Consistency: a change that touches a field and the record's count goes
  * in one group (kv_begin/kv_commit), so after a crash the count always
@@ -47,10 +48,6 @@ void kv_hash_new(struct kv *kv, struct kv_hash *h);
  * on one hash find it in the cache. Changes nothing. */
 void kv_hash_prefetch(struct kv *kv, const struct kv_key *k, const void *f, size_t flen);
 
-/* The longest field value: what one entry holds (63 store buffers,
- * 129,024 bytes with 2 KiB buffers), or --max-value if less. */
-uint64_t kv_hash_max_value(const struct kv *kv);
-
 /* Would Redis keep this hash (o as kv_lookup found it) as a listpack,
  * with its defaults (hash-max-listpack-entries 512, -value 64): at most
  * 512 fields, no name or value over 64 bytes? OBJECT ENCODING says so, and
@@ -61,9 +58,10 @@ uint64_t kv_hash_max_value(const struct kv *kv);
 bool kv_hash_small(struct kv *kv, const struct kv_obj *o);
 
 /* A field's value: 0 with its extents (room for PASTE_BTREE_MAX_EXTENTS)
- * and bytes, or -ENOENT. */
+ * and bytes, *big its chunks' id when it is in chunks (kv_elem; big NULL:
+ * such a value is -EFBIG), or -ENOENT. */
 int kv_hash_get(struct kv *kv, const struct kv_hash *h, const void *f, size_t flen,
-		struct paste_extent *ext, uint32_t *n, uint32_t *len);
+		struct paste_extent *ext, uint32_t *n, uint32_t *len, uint64_t *big);
 
 /* Set field f to the value in ext[0..n) (the tree takes its own
  * references), to bytes copied in, or to a gathered body (released here;
@@ -100,6 +98,7 @@ struct kv_hash_walk {
 	const uint8_t *name;            /* the field next returned */
 	size_t nlen;
 	uint32_t n, len;                /* its value: ext[0..n), len bytes */
+	uint64_t big;                   /* ... or in chunks (kv_elem): their id, ext the record */
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 };
 int kv_hash_walk_init(struct kv *kv, const struct kv_hash *h, struct kv_hash_walk *w,

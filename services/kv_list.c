@@ -73,6 +73,7 @@ int kv_list_open(struct kv *kv, struct kv_list *l, bool read)
 	if (l->o.type != KV_LIST)
 		return -EMEDIUMTYPE;
 	l->stored = true;
+	l->slot = INT64_MIN;
 	return 0;
 }
 
@@ -80,14 +81,9 @@ void kv_list_new(struct kv *kv, struct kv_list *l)
 {
 	kv_coll_new(kv, &l->o, KV_LIST);
 	l->stored = false;
+	l->slot = INT64_MIN;
 	l->depth = 0;
 	l->group = l->dirty = false;
-}
-
-uint64_t kv_list_max_value(const struct kv *kv)
-{
-	uint64_t one = paste_body_max(&kv->bc, kv->store);
-	return kv_max_value(kv) < one ? kv_max_value(kv) : one;
 }
 
 /* The record as the DRAM copy says: written (the key's deadline kept), or
@@ -154,31 +150,36 @@ int kv_list_end(struct kv *kv, struct kv_list *l, int r)
 /* ---- elements ----------------------------------------------------------- */
 
 int kv_list_get_pos(struct kv *kv, uint64_t id, int64_t pos, struct paste_extent *ext,
-		    uint32_t *n, uint32_t *len)
+		    uint32_t *n, uint32_t *len, uint64_t *big)
 {
 	struct kv_key mk;
+	uint64_t b;
 	kv_list_pos_key(&mk, id, pos);
-	return kv_member_lookup(kv, &mk, ext, n, len);
+	int r = kv_elem_lookup(kv, &mk, ext, n, len, &b);
+	if (r == 0 && big)
+		*big = b;
+	return r == 0 && b && !big ? -EFBIG : r;
 }
 
 int kv_list_get(struct kv *kv, const struct kv_list *l, uint64_t i, struct paste_extent *ext,
-		uint32_t *n, uint32_t *len)
+		uint32_t *n, uint32_t *len, uint64_t *big)
 {
 	if (i >= l->o.coll.count)
 		return -ENOENT;
-	int r = kv_list_get_pos(kv, l->o.coll.id, l->o.coll.head + (int64_t)i, ext, n, len);
+	int r = kv_list_get_pos(kv, l->o.coll.id, l->o.coll.head + (int64_t)i, ext, n, len, big);
 	return r == -ENOENT ? -EBADMSG : r;
 }
 
-/* Position pos of l gets the value: extents (val NULL) or bytes. */
+/* Position pos of l gets the value: extents (val NULL; big: a record of
+ * a value in chunks, moved) or bytes. */
 static int put_at(struct kv *kv, const struct kv_list *l, int64_t pos, const struct paste_extent *ext,
-		  uint32_t n, const void *val, size_t len)
+		  uint32_t n, bool big, const void *val, size_t len)
 {
 	struct kv_key mk;
 	kv_list_pos_key(&mk, l->o.coll.id, pos);
 	if (!val)
-		return kv_member_put(kv, &mk, ext, n);
-	if (len > kv_list_max_value(kv))
+		return kv_member_put_tag(kv, &mk, big ? KV_TAG_BIG : 0, ext, n);
+	if (len > kv_max_value(kv))
 		return -EFBIG;
 	return kv_member_put_bytes(kv, &mk, val, len);
 }
@@ -196,25 +197,25 @@ static void grow(struct kv_list *l, enum kv_end e)
 }
 
 static int push(struct kv *kv, struct kv_list *l, enum kv_end e, const struct paste_extent *ext,
-		uint32_t n, const void *val, size_t len)
+		uint32_t n, bool big, const void *val, size_t len)
 {
 	const struct kv_coll *c = &l->o.coll;
-	int r = put_at(kv, l, e == KV_HEAD ? c->head - 1 : c->tail, ext, n, val, len);
+	int r = put_at(kv, l, e == KV_HEAD ? c->head - 1 : c->tail, ext, n, big, val, len);
 	if (r == 0)
 		grow(l, e);
 	return r;
 }
 
 int kv_list_push(struct kv *kv, struct kv_list *l, enum kv_end e, const struct paste_extent *ext,
-		 uint32_t n)
+		 uint32_t n, bool big)
 {
-	return push(kv, l, e, ext, n, NULL, 0);
+	return push(kv, l, e, ext, n, big, NULL, 0);
 }
 
 int kv_list_push_bytes(struct kv *kv, struct kv_list *l, enum kv_end e, const void *p, size_t len)
 {
 	/* An empty element is an entry of no extents: "bytes" all the same. */
-	return push(kv, l, e, NULL, 0, p ? p : "", len);
+	return push(kv, l, e, NULL, 0, false, p ? p : "", len);
 }
 
 /* A gathered body as extents held or, small, as bytes packed; released. */
@@ -241,7 +242,7 @@ static int body_do(struct kv *kv, struct paste_body *b, int (*fn)(struct kv *, s
 static int push_fn(struct kv *kv, struct kv_list *l, int64_t e, const struct paste_extent *ext,
 		   uint32_t n, const void *val, size_t len)
 {
-	return push(kv, l, (enum kv_end)e, ext, n, val ? val : (ext ? NULL : ""), len);
+	return push(kv, l, (enum kv_end)e, ext, n, false, val ? val : (ext ? NULL : ""), len);
 }
 
 int kv_list_push_body(struct kv *kv, struct kv_list *l, enum kv_end e, struct paste_body *b)
@@ -254,7 +255,23 @@ static int set_fn(struct kv *kv, struct kv_list *l, int64_t i, const struct past
 {
 	if (i < 0 || (uint64_t)i >= l->o.coll.count)
 		return -ENOENT;
-	int r = put_at(kv, l, l->o.coll.head + i, ext, n, val ? val : (ext ? NULL : ""), len);
+	/* An old value in chunks is buried with the put, in one group (not
+	 * in the slot LINSERT opened: it holds a moved neighbour's copy). */
+	struct paste_extent old[PASTE_BTREE_MAX_EXTENTS];
+	uint32_t on, olen;
+	uint64_t far = 0;
+	if (l->o.coll.head + i != l->slot)
+		kv_list_get(kv, l, (uint64_t)i, old, &on, &olen, &far);
+	l->slot = INT64_MIN;
+	int r = far ? kv_begin(kv) : 0;
+	if (r)
+		return r;
+	r = put_at(kv, l, l->o.coll.head + i, ext, n, false, val ? val : (ext ? NULL : ""), len);
+	if (far) {
+		if (r == 0)
+			r = kv_elem_bury(kv, far);
+		r = r ? (kv_abort(kv), r) : kv_commit(kv);
+	}
 	if (r == 0 && !l->group)
 		touched(kv, l);         /* one entry changed: no record to write */
 	return r;
@@ -336,6 +353,17 @@ int kv_list_drop(struct kv *kv, const struct kv_list *l, int64_t from, int64_t t
 	return r ? r : r2;
 }
 
+int kv_list_bury(struct kv *kv, uint64_t id, int64_t from, int64_t to)
+{
+	struct kv_list_walk w;
+	kv_list_walk_pos(kv, &w, id, from, to, false);
+	int r = 0;
+	while (r == 0 && kv_list_walk_next(kv, &w) == 1)
+		if (w.big)
+			r = kv_elem_bury(kv, w.big);
+	return r;
+}
+
 int kv_list_trim(struct kv *kv, struct kv_list *l, uint64_t start, uint64_t stop)
 {
 	struct kv_coll *c = &l->o.coll;
@@ -353,7 +381,16 @@ int kv_list_trim(struct kv *kv, struct kv_list *l, uint64_t start, uint64_t stop
 	if (c->head == head && c->tail == tail)
 		return 0;
 	l->dirty = true;
-	int r = l->group ? 0 : save(kv, l);
+	/* Elements in chunks among the trimmed: their graves go with the
+	 * record, in one group (an emptied list's go with its grave). */
+	bool far = kv->far_lists && c->count, g = far && !l->group;
+	int r = g ? kv_begin(kv) : 0;
+	if (r == 0 && !l->group)
+		r = save(kv, l);
+	if (r == 0 && far && (r = kv_list_bury(kv, c->id, head, c->head)) == 0)
+		r = kv_list_bury(kv, c->id, c->tail, tail);
+	if (g)
+		r = r ? (kv_abort(kv), r) : kv_commit(kv);
 	if (r)
 		return r;
 	(void)kv_list_drop(kv, l, head, c->head);    /* left outside: harmless */
@@ -365,10 +402,9 @@ int kv_list_trim(struct kv *kv, struct kv_list *l, uint64_t start, uint64_t stop
 
 /* Element at position from moves to position to (a put of its extents:
  * no byte copied). */
-static int move(struct kv *kv, const struct kv_list *l, int64_t to, const struct paste_extent *ext,
-		uint32_t n)
+static int move(struct kv *kv, const struct kv_list *l, int64_t to, const struct kv_list_walk *w)
 {
-	return put_at(kv, l, to, ext, n, NULL, 0);
+	return put_at(kv, l, to, w->ext, w->n, w->big != 0, NULL, 0);
 }
 
 /* Elements [a, b) (indexes) move by one position (-1: toward the head,
@@ -381,7 +417,7 @@ static int shift(struct kv *kv, const struct kv_list *l, uint64_t a, uint64_t b,
 	kv_list_walk_pos(kv, &w, c->id, c->head + (int64_t)a, c->head + (int64_t)b, by > 0);
 	int g;
 	while ((g = kv_list_walk_next(kv, &w)) == 1) {
-		int r = move(kv, l, w.at + by, w.ext, w.n);
+		int r = move(kv, l, w.at + by, &w);
 		if (r)
 			return r;
 	}
@@ -395,8 +431,10 @@ int kv_list_open_slot(struct kv *kv, struct kv_list *l, uint64_t i)
 		return -EINVAL;
 	bool down = i <= c->count - i;          /* the head side is the shorter */
 	int r = down ? shift(kv, l, 0, i, -1) : shift(kv, l, i, c->count, 1);
-	if (r == 0)
+	if (r == 0) {
 		grow(l, down ? KV_HEAD : KV_TAIL);
+		l->slot = c->head + (int64_t)i;
+	}
 	return r;
 }
 
@@ -427,6 +465,8 @@ int kv_list_remove_at(struct kv *kv, struct kv_list *l, const uint64_t *idx, uin
 		while (r == 0 && (g = kv_list_walk_next(kv, &w)) == 1) {
 			uint64_t j = (uint64_t)(w.at - head);
 			if (m < k && idx[m] == j) {        /* removed */
+				if (w.big)
+					r = kv_elem_bury(kv, w.big);
 				if (back)
 					m = m ? m - 1 : k;   /* k: none left */
 				else
@@ -434,7 +474,7 @@ int kv_list_remove_at(struct kv *kv, struct kv_list *l, const uint64_t *idx, uin
 				continue;
 			}
 			if (w.at != at)
-				r = move(kv, l, at, w.ext, w.n);
+				r = move(kv, l, at, &w);
 			at += back ? -1 : 1;
 		}
 		if (r == 0 && g < 0)
@@ -479,7 +519,6 @@ void kv_list_walk_init(struct kv *kv, const struct kv_list *l, struct kv_list_wa
 
 int kv_list_walk_next(struct kv *kv, struct kv_list_walk *w)
 {
-	(void)kv;
 	if (w->from >= w->to)
 		return 0;
 	const uint8_t *t;
@@ -493,21 +532,8 @@ int kv_list_walk_next(struct kv *kv, struct kv_list_walk *w)
 		g = paste_btree_cursor_next(&w->c, &t, &tlen, w->ext, &w->n, &w->len);
 	}
 	if (g != 1 || tlen != 18 || memcmp(t, w->prefix, sizeof(w->prefix)) != 0 ||
-	    pos_of(t) != w->at)
+	    pos_of(t) != w->at ||
+	    kv_elem_decode(kv, paste_btree_cursor_attr(&w->c)->tag, w->ext, w->n, &w->len, &w->big))
 		return -EBADMSG;
 	return 1;
-}
-
-bool kv_list_equal(const struct kv *kv, const struct paste_extent *ext, uint32_t n, uint32_t len,
-		   const void *p, size_t plen)
-{
-	if (len != plen)
-		return false;
-	const uint8_t *q = p;
-	for (uint32_t i = 0; i < n; i++) {
-		if (memcmp(paste_store_buf(kv->store, ext[i].buf) + ext[i].off, q, ext[i].len) != 0)
-			return false;
-		q += ext[i].len;
-	}
-	return true;
 }

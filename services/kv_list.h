@@ -26,8 +26,8 @@
  * lists (LMOVE) or moves elements (LINSERT, LREM): kv_list_begin.
  *
  * Values: an element over KV_PACK_MAX bytes is held where it landed (a
- * body: kv_list_push_body), smaller ones are packed densely; one element
- * fits one entry (kv_list_max_value). The last element popped or removed
+ * body: kv_list_push_body), smaller ones are packed densely; one too long
+ * for one entry is in chunks of its own (kv_elem, kv.h). The last element popped or removed
  * deletes the key (Redis's rule: no empty lists).
  */
 #ifndef PASTE_SERVICES_KV_LIST_H
@@ -47,6 +47,7 @@ struct kv_list {
 	bool dirty;                     /* the record changed since it was written */
 	uint32_t depth;                 /* kv_list_begin nesting */
 	struct kv_coll was;             /* the record as kv_list_begin found it */
+	int64_t slot;                   /* the position kv_list_open_slot opened (INT64_MIN: none) */
 	bool was_stored;
 };
 
@@ -55,10 +56,6 @@ struct kv_list {
  * type: WRONGTYPE). read: counted as a read. */
 int kv_list_open(struct kv *kv, struct kv_list *l, bool read);
 void kv_list_new(struct kv *kv, struct kv_list *l);
-
-/* The longest element: what one entry holds (63 store buffers, 129,024
- * bytes with 2 KiB buffers), or --max-value if less. */
-uint64_t kv_list_max_value(const struct kv *kv);
 
 /* The tree key of position pos of list id. */
 void kv_list_pos_key(struct kv_key *mk, uint64_t id, int64_t pos);
@@ -69,13 +66,14 @@ void kv_list_pos_key(struct kv_key *mk, uint64_t id, int64_t pos);
 bool kv_list_elem_key(const uint8_t *t, uint32_t tlen);
 
 /* The element at position pos of list id: 0 with its value's extents
- * (room for PASTE_BTREE_MAX_EXTENTS) and bytes, or -ENOENT. One lookup.
- * kv_list_get: element i (0 <= i < count) of l, -EBADMSG when its
- * position is empty (a damaged list). */
+ * (room for PASTE_BTREE_MAX_EXTENTS) and bytes, *big its chunks' id when
+ * it is in chunks (kv_elem, kv.h; big NULL: such an element is -EFBIG),
+ * or -ENOENT. One lookup. kv_list_get: element i (0 <= i < count) of l,
+ * -EBADMSG when its position is empty (a damaged list). */
 int kv_list_get_pos(struct kv *kv, uint64_t id, int64_t pos, struct paste_extent *ext,
-		    uint32_t *n, uint32_t *len);
+		    uint32_t *n, uint32_t *len, uint64_t *big);
 int kv_list_get(struct kv *kv, const struct kv_list *l, uint64_t i, struct paste_extent *ext,
-		uint32_t *n, uint32_t *len);
+		uint32_t *n, uint32_t *len, uint64_t *big);
 
 /* ---- changes ------------------------------------------------------------ */
 
@@ -88,11 +86,12 @@ int kv_list_begin(struct kv *kv, struct kv_list *l, uint64_t bytes, bool group);
 int kv_list_end(struct kv *kv, struct kv_list *l, int r);
 
 /* Push one element at an end: from extents held by the caller (the tree
- * takes its own references), bytes copied in, or a gathered body
- * (released here; small ones are packed). 0, -ENOSPC, -EFBIG, or the
- * store's failure. */
+ * takes its own references; big: they are the record of an element in
+ * chunks, moved from another position), bytes copied in, or a gathered
+ * body (released here; small ones are packed). 0, -ENOSPC, -EFBIG, or
+ * the store's failure. */
 int kv_list_push(struct kv *kv, struct kv_list *l, enum kv_end e, const struct paste_extent *ext,
-		 uint32_t n);
+		 uint32_t n, bool big);
 int kv_list_push_bytes(struct kv *kv, struct kv_list *l, enum kv_end e, const void *p, size_t len);
 int kv_list_push_body(struct kv *kv, struct kv_list *l, enum kv_end e, struct paste_body *b);
 
@@ -126,6 +125,9 @@ int kv_list_open_slot(struct kv *kv, struct kv_list *l, uint64_t i);
  * elements between them and the nearer end move up. Inside
  * kv_list_begin(group). */
 int kv_list_remove_at(struct kv *kv, struct kv_list *l, const uint64_t *idx, uint64_t k);
+/* The elements in chunks among positions [from, to) of list id are
+ * removed: their chunks' graves (kv_elem_bury). 0 or the error. */
+int kv_list_bury(struct kv *kv, uint64_t id, int64_t from, int64_t to);
 /* Keep elements [start, stop] only (0 <= start <= stop < count) or none
  * (start > stop): the record first, then the ends' entries deleted. */
 int kv_list_trim(struct kv *kv, struct kv_list *l, uint64_t start, uint64_t stop);
@@ -145,6 +147,7 @@ struct kv_list_walk {
 	int64_t from, to;               /* the positions still to come */
 	int64_t at;                     /* the element next returned */
 	uint32_t n, len;
+	uint64_t big;                   /* in chunks (kv_elem): their id, ext the record */
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 };
 void kv_list_walk_pos(struct kv *kv, struct kv_list_walk *w, uint64_t id, int64_t from, int64_t to,
@@ -152,8 +155,5 @@ void kv_list_walk_pos(struct kv *kv, struct kv_list_walk *w, uint64_t id, int64_
 void kv_list_walk_init(struct kv *kv, const struct kv_list *l, struct kv_list_walk *w, uint64_t i);
 int kv_list_walk_next(struct kv *kv, struct kv_list_walk *w);
 
-/* Does the element in ext[0..n) (len bytes) equal p[0..plen)? */
-bool kv_list_equal(const struct kv *kv, const struct paste_extent *ext, uint32_t n, uint32_t len,
-		   const void *p, size_t plen);
 
 #endif

@@ -28,27 +28,21 @@ const char *kv_type_name(enum kv_type t)
 
 /* ---- the record of a collection ---------------------------------------- */
 
-static void be64_out(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
 /* A collection's record: four words; a stream's has nine more. */
 #define COLL_MAX_BYTES (KV_COLL_BYTES + 72u)
 
 static size_t coll_encode(const struct kv_coll *c, enum kv_type type, uint8_t out[COLL_MAX_BYTES])
 {
-	be64_out(out, c->id);
-	be64_out(out + 8, c->count);
-	be64_out(out + 16, (uint64_t)c->head);
-	be64_out(out + 24, (uint64_t)c->tail);
+	kv_be64_put(out, c->id);
+	kv_be64_put(out + 8, c->count);
+	kv_be64_put(out + 16, (uint64_t)c->head);
+	kv_be64_put(out + 24, (uint64_t)c->tail);
 	if (type != KV_STREAM)
 		return KV_COLL_BYTES;
 	const uint64_t w[9] = { c->last_ms, c->last_seq, c->del_ms, c->del_seq, c->added, c->node,
 				c->fill, c->top_ms, c->top_seq };
 	for (int i = 0; i < 9; i++)
-		be64_out(out + KV_COLL_BYTES + 8 * i, w[i]);
+		kv_be64_put(out + KV_COLL_BYTES + 8 * i, w[i]);
 	return COLL_MAX_BYTES;
 }
 
@@ -615,8 +609,8 @@ int kv_put_big(struct kv *kv, struct kv_key *k, uint64_t id, uint64_t len, int64
 	       bool *created)
 {
 	uint8_t rec[16];
-	be64_out(rec, id);
-	be64_out(rec + 8, len);
+	kv_be64_put(rec, id);
+	kv_be64_put(rec + 8, len);
 	struct paste_extent ext[1];
 	uint32_t n = 0;
 	int r = copy_in(kv, rec, sizeof(rec), ext, 1, &n);
@@ -752,6 +746,18 @@ size_t kv_value_read(const struct kv *kv, const struct kv_obj *o, uint64_t from,
 	return rt.got;
 }
 
+size_t kv_elem_read(const struct kv *kv, const struct paste_extent *ext, uint32_t n, uint64_t vlen,
+		    uint64_t big, uint64_t from, void *out, size_t cap)
+{
+	if (!big)
+		return paste_store_read(kv->store, ext, n, from, out, cap);
+	if (from >= vlen)
+		return 0;
+	struct read_to rt = { kv, out, 0 };
+	kv_elem_each(kv, ext, n, vlen, big, from, cap < vlen - from ? cap : vlen - from, read_piece, &rt);
+	return rt.got;
+}
+
 /* ---- collections ------------------------------------------------------- */
 
 uint64_t kv_new_id(struct kv *kv)
@@ -831,10 +837,28 @@ int kv_member_put(struct kv *kv, struct kv_key *mk, const struct paste_extent *e
 	return put_entry(kv, mk, 0, ext, n, KV_NO_TTL);
 }
 
+int kv_member_put_tag(struct kv *kv, struct kv_key *mk, uint8_t tag, const struct paste_extent *ext,
+		      uint32_t n)
+{
+	return put_entry(kv, mk, tag, ext, n, KV_NO_TTL);
+}
+
+bool kv_elem_kind(const uint8_t *t, uint32_t tlen)
+{
+	/* KV_HASH_FIELD, KV_LIST_ELEM (kv_hash.h, kv_list.h) */
+	return tlen >= 10 && t[0] == KV_PFX_MEMBER && (t[9] == 'f' || t[9] == 'l');
+}
+
 int kv_member_put_word(struct kv *kv, struct kv_key *mk, const void *val, size_t len, uint64_t word)
 {
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 	uint32_t n = 0;
+	/* A hash field's value or a list element that one entry cannot hold
+	 * beside its name goes to chunks of its own (kv_elem_put_far). */
+	uint32_t bs = paste_store_geom(kv->store)->buf_size;
+	if (word == KV_NO_TTL && (len + bs - 1) / bs + 1 > PASTE_BTREE_MAX_EXTENTS - name_extents(kv, mk) &&
+	    kv_elem_kind(mk->t, mk->tlen))
+		return name_fits(kv, mk) ? -ENAMETOOLONG : kv_elem_put_far(kv, mk, val, len);
 	int r = name_fits(kv, mk);
 	if (r == 0 && len)
 		r = copy_in(kv, val, len, ext, PASTE_BTREE_MAX_EXTENTS - name_extents(kv, mk), &n);
@@ -847,6 +871,46 @@ int kv_member_put_word(struct kv *kv, struct kv_key *mk, const void *val, size_t
 int kv_member_put_bytes(struct kv *kv, struct kv_key *mk, const void *val, size_t len)
 {
 	return kv_member_put_word(kv, mk, val, len, KV_NO_TTL);
+}
+
+int kv_elem_decode(const struct kv *kv, uint8_t tag, const struct paste_extent *ext, uint32_t n,
+		   uint32_t *len, uint64_t *big)
+{
+	*big = 0;
+	if ((tag & KV_TAG_TYPE) != KV_TAG_BIG)
+		return 0;
+	uint8_t rec[16];
+	if (*len != sizeof(rec) || paste_store_read(kv->store, ext, n, 0, rec, sizeof(rec)) != sizeof(rec))
+		return -EBADMSG;
+	*big = kv_be64(rec);
+	uint64_t l = kv_be64(rec + 8);
+	if (!*big || l > KV_STRING_MAX)
+		return -EBADMSG;
+	*len = (uint32_t)l;
+	return 0;
+}
+
+int kv_elem_entry(const struct kv *kv, uint8_t tag, const struct paste_extent *ext, uint32_t n,
+		  uint32_t *at, uint32_t *len, uint64_t *big)
+{
+	uint32_t next = 0, l = 0;
+	if ((tag & KV_TAG_LONG) && kv_long_span(kv, ext, n, &next, &l))
+		return -EBADMSG;
+	for (uint32_t i = 0; i < next; i++)
+		*len -= ext[i].len;
+	*at = next;
+	return kv_elem_decode(kv, tag, ext + next, n - next, len, big);
+}
+
+int kv_elem_lookup(struct kv *kv, struct kv_key *mk, struct paste_extent *ext, uint32_t *n,
+		   uint32_t *len, uint64_t *big)
+{
+	struct paste_btree_attr a;
+	if (paste_btree_lookup(kv->tree, mk->t, mk->tlen, ext, n, len, &a))
+		return -ENOENT;
+	if ((a.tag & KV_TAG_LONG) && !strip_long(kv, mk, ext, n, len))
+		return -ENOENT;
+	return kv_elem_decode(kv, a.tag, ext, *n, len, big);
 }
 
 int kv_member_remove(struct kv *kv, struct kv_key *mk)

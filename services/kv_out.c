@@ -88,3 +88,54 @@ void kv_out_value(struct kv_out *o, struct kv *kv, const struct paste_extent *ex
 	}
 	kv_out_put(o, "\r\n", 2);
 }
+
+static int send_piece(void *arg, const struct paste_extent *ext, uint32_t n, uint64_t skip,
+		      uint64_t len)
+{
+	struct kv_out *o = arg;
+	return paste_port_send_extents(o->x->w->port, o->x->conn, ext, n, skip, len, PASTE_SEND_DURABLE);
+}
+
+struct copy_to {
+	struct kv_out *o;
+	const struct kv *kv;
+};
+
+static int copy_piece(void *arg, const struct paste_extent *ext, uint32_t n, uint64_t skip,
+		      uint64_t len)
+{
+	struct copy_to *c = arg;
+	char b[4096];
+	while (len) {
+		size_t k = paste_store_read(c->kv->store, ext, n, skip, b, len < sizeof(b) ? (size_t)len : sizeof(b));
+		if (!k)
+			return -EBADMSG;
+		kv_out_put(c->o, b, k);
+		skip += k;
+		len -= k;
+	}
+	return 0;
+}
+
+void kv_out_elem(struct kv_out *o, struct kv *kv, const struct paste_extent *ext, uint32_t n,
+		 uint32_t len, uint64_t big)
+{
+	if (!big) {
+		kv_out_value(o, kv, ext, n, len);
+		return;
+	}
+	struct resp_ctx *x = o->x;
+	LINE(o, paste_resp_put_bulk_head(l_, sizeof(l_), len));
+	/* A chunk at a time, from the buffers it lies in (copied where
+	 * kv_out_value copies). */
+	struct copy_to c = { o, kv };
+	bool copy = x->capture || x->r->reply_off || x->r->skip;
+	if (!copy)
+		flush(o);
+	if (!o->r && kv_elem_each(kv, ext, n, len, big, 0, len, copy ? copy_piece : send_piece,
+				  copy ? (void *)&c : (void *)o)) {
+		resp_reply_failed(x);
+		o->r = -EIO;
+	}
+	kv_out_put(o, "\r\n", 2);
+}

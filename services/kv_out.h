@@ -39,5 +39,9 @@ void kv_out_bulk(struct kv_out *o, const void *p, size_t n);
 /* A bulk of the value in ext[0..n) (len bytes), as it lies in the store. */
 void kv_out_value(struct kv_out *o, struct kv *kv, const struct paste_extent *ext, uint32_t n,
 		  uint32_t len);
+/* The same for an element that may be in chunks (kv_elem, kv.h: big its
+ * id, len its length), sent a chunk at a time from where it lies. */
+void kv_out_elem(struct kv_out *o, struct kv *kv, const struct paste_extent *ext, uint32_t n,
+		 uint32_t len, uint64_t big);
 
 #endif

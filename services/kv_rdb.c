@@ -134,13 +134,13 @@ static void put_str(struct kv_rdb_buf *b, const void *p, size_t n)
 	kv_rdb_put(b, p, n);
 }
 
-/* A string whose bytes lie in store extents. */
+/* A string whose bytes lie in store extents (or in chunks: kv_elem). */
 static void put_ext(struct kv *kv, struct kv_rdb_buf *b, const struct paste_extent *ext,
-		    uint32_t n, uint32_t len)
+		    uint32_t n, uint32_t len, uint64_t big)
 {
 	put_len(b, len);
 	if (len && reserve(b, len)) {
-		paste_store_read(kv->store, ext, n, 0, b->p + b->len, len);
+		kv_elem_read(kv, ext, n, len, big, 0, b->p + b->len, len);
 		b->len += len;
 	}
 }
@@ -155,7 +155,7 @@ static int put_coll(struct kv *kv, const struct kv_obj *o, struct kv_rdb_buf *b)
 		struct kv_list_walk w;
 		kv_list_walk_pos(kv, &w, id, o->coll.head, o->coll.tail, false);
 		while ((r = kv_list_walk_next(kv, &w)) == 1 && got < count) {
-			put_ext(kv, b, w.ext, w.n, w.len);
+			put_ext(kv, b, w.ext, w.n, w.len, w.big);
 			got++;
 		}
 	} else {
@@ -167,8 +167,13 @@ static int put_coll(struct kv *kv, const struct kv_obj *o, struct kv_rdb_buf *b)
 			      z ? KV_ZSCORE : 0, false, NULL, 0);
 		while ((r = kv_cwalk_next(kv, &w)) == 1 && got < count) {
 			put_str(b, w.name, w.nlen);
-			if (h) {
-				put_ext(kv, b, w.ext, w.n, w.len);
+			uint64_t big;
+			if (h && kv_elem_decode(kv, paste_btree_cursor_attr(&w.c)->tag, w.ext, w.n, &w.len,
+						&big)) {
+				r = -EBADMSG;
+				break;
+			} else if (h) {
+				put_ext(kv, b, w.ext, w.n, w.len, big);
 			} else if (z) {
 				double d = kv_zwalk_scoreof(&w);
 				uint64_t u;

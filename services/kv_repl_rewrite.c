@@ -247,7 +247,8 @@ void kv_repl_propagate(struct resp_ctx *x, struct kv *kv, struct kv_cmd_rt *rt,
 		struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 		uint32_t en, len;
 		kv_key_init(kv, &h.key, db, a[1].p, a[1].len);
-		if (kv_hash_open(kv, &h, false) == 0 && kv_hash_get(kv, &h, a[2].p, a[2].len, ext, &en, &len) == 0 &&
+		if (kv_hash_open(kv, &h, false) == 0 &&
+		    kv_hash_get(kv, &h, a[2].p, a[2].len, ext, &en, &len, NULL) == 0 &&
 		    len < sizeof(num)) {
 			paste_store_read(kv->store, ext, en, 0, num, len);
 			av[0] = (struct paste_resp_arg){ "HSET", 4 };

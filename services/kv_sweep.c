@@ -8,7 +8,8 @@
  * time with one range-delete record each, a few per event-loop pass. The
  * graves:
  *
- *   [KV_PFX_GRAVE]['c'][id]      members [KV_PFX_MEMBER][id]...
+ *   [KV_PFX_GRAVE]['c'][id]      members [KV_PFX_MEMBER][id]...; a member's
+ *                                value in chunks gets a 'c' grave first
  *   [KV_PFX_GRAVE]['d'][prefix]  keys [prefix]...; a collection among
  *                                them gets a 'c' grave of its own first
  *
@@ -26,7 +27,8 @@
 /* The keys of [lo, hi) up to the range limit: *cut the exclusive end of
  * the first PASTE_BTREE_RANGE_MAX of them (the range's own end when it
  * holds no more). Collections among them (a flushed database's) get
- * graves when `colls`. 0, or a negative errno. */
+ * graves when `colls`; otherwise (a collection's members) the chunks of
+ * values too long for one entry do (kv_elem). 0, or a negative errno. */
 static int bound(struct kv *kv, const uint8_t *lo, uint32_t lolen, const uint8_t *hi,
 		 uint32_t hilen, bool colls, uint8_t *cut, uint32_t *cutlen)
 {
@@ -48,7 +50,14 @@ static int bound(struct kv *kv, const uint8_t *lo, uint32_t lolen, const uint8_t
 		}
 		seen++;
 		const struct paste_btree_attr *a = paste_btree_cursor_attr(&c);
-		if (colls && kv_is_coll((enum kv_type)(a->tag & KV_TAG_TYPE))) {
+		if (!colls) {
+			/* A member whose value is in chunks: they go too. */
+			uint64_t big = 0;
+			uint32_t at;
+			if (kv_elem_kind(t, tlen) && (a->tag & KV_TAG_TYPE) == KV_TAG_BIG &&
+			    kv_elem_entry(kv, a->tag, ext, n, &at, &len, &big) == 0)
+				ids[nids++] = big;   /* (unreadable: deleted with the range) */
+		} else if (kv_is_coll((enum kv_type)(a->tag & KV_TAG_TYPE))) {
 			uint8_t rec[8] = { 0 };
 			uint32_t next = 0, l = 0;
 			if ((a->tag & KV_TAG_LONG) && kv_long_span(kv, ext, n, &next, &l))

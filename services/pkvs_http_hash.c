@@ -197,12 +197,12 @@ static int hash_json(struct kv *kv, struct kv_hash *h, struct jw *w, uint8_t **v
 		json_name(w, hw.name, hw.nlen);
 		jw_put(w, ":", 1);
 		const uint8_t *v;
-		if (hw.n <= 1) {
+		if (hw.n <= 1 && !hw.big) {
 			v = hw.n ? paste_store_buf(kv->store, hw.ext[0].buf) + hw.ext[0].off
 				 : (const uint8_t *)"";
 		} else {
-			/* A value over several buffers: read whole (UTF-8 may
-			 * cross from one to the next). */
+			/* A value over several buffers or in chunks: read whole
+			 * (UTF-8 may cross from one to the next). */
 			if (hw.len > *vcap) {
 				uint8_t *g = realloc(*val, hw.len);
 				if (!g)
@@ -210,7 +210,7 @@ static int hash_json(struct kv *kv, struct kv_hash *h, struct jw *w, uint8_t **v
 				*val = g;
 				*vcap = hw.len;
 			}
-			paste_store_read(kv->store, hw.ext, hw.n, 0, *val, hw.len);
+			kv_elem_read(kv, hw.ext, hw.n, hw.len, hw.big, 0, *val, hw.len);
 			v = *val;
 		}
 		json_value(w, v, hw.len);

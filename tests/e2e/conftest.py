@@ -86,6 +86,20 @@ def wait_until(pred, timeout, interval=0.05):
         time.sleep(interval)
 
 
+def settled(read, tries=30, interval=0.1):
+    """read() once two readings interval apart agree (at most tries more):
+    a figure that moves for a while, such as pkvs_held_bytes after a fresh
+    store's first checkpoint or a restart's sweep."""
+    last = read()
+    for _ in range(tries):
+        time.sleep(interval)
+        now = read()
+        if now == last:
+            return now
+        last = now
+    return last
+
+
 def sha256(data):
     return hashlib.sha256(data).hexdigest()
 
@@ -374,11 +388,14 @@ class RefusedLoad(paste_proc.ClientThreads):
     _record(reply, what, sent) -> True when the reply was a refusal (the
     server closes after it). acks: (time sent, id) per acknowledgement;
     refused: (time received, message) per store-failed error; closes:
-    connections the server ended; problems: anything else."""
+    connections the server ended; problems: anything else. together: every
+    thread connects, then all begin writing at once (a fault counted in
+    barriers then falls on all of them, not on the first few started)."""
 
-    def __init__(self, port, conns, seed):
+    def __init__(self, port, conns, seed, together=False):
         super().__init__(conns, seed)
         self.port = port
+        self.ready = threading.Barrier(conns) if together else None
         self.acks = []
         self.refused = []
         self.problems = []
@@ -390,6 +407,11 @@ class RefusedLoad(paste_proc.ClientThreads):
             try:
                 if conn is None:
                     conn = self._connect()
+                if n == 0 and self.ready:
+                    try:
+                        self.ready.wait(timeout=10)
+                    except threading.BrokenBarrierError:
+                        pass                 # a thread could not connect: go on
                 sent = time.monotonic()
                 n += 1                       # a write is never retried under its number
                 reply, what = self._write(conn, tid, n - 1, rng)

@@ -20,6 +20,11 @@
     for a command sent after a store-failed error arrived, and both the
     store and the shim's crash image check clean and pass the above after
     a fault-free restart.
+    The same with elements in chunks (150-300 KB field values and list
+    elements: HSETs of new fields and over big ones, RPUSHes, LPOPs, a
+    MULTI/EXEC of a big HSET and a big RPUSH), each value byte-exact and
+    named by a header; then, every key deleted, the held bytes come back
+    to the empty store's: no chunk the failure cut off is left behind.
 (2) Connection churn on a consumer group: 3,000 short connections each
     send XREADGROUP GROUP g c<i> COUNT 1 STREAMS s > and read the reply,
     or close (FIN or RST) without reading, or send half the command; then
@@ -45,8 +50,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (ConnectionClosed, RefusedLoad, RespConn, RespError, connect, reset,
-                      resp_command, run_threads, run_tool, wait_until)
+from conftest import (ConnectionClosed, RefusedLoad, RespConn, RespError, connect, reset, settled,
+                      resp_command, run_threads, run_tool, uring_unavailable_reason, wait_until)
 from redis_peer import flushed_peers, redis_peer  # noqa: F401 (redis_peer: a fixture)
 from test_pkvs_churn import (EIO, FAULT, connected_clients, engine_args, pipelined, run_to_failure,
                              wait_clients)
@@ -174,14 +179,24 @@ def matches(got, want):
 class TypesLoad(RefusedLoad):
     """One connection per kind (KINDS), each sending plan()'s commands one
     at a time until the server is gone. sent[tid]: its commands in order,
-    sent_at[tid] when each was sent; last_ack[tid]: the index of its last acknowledged one; ids: (key,
-    fields) -> ID of each acknowledged XADD."""
+    sent_at[tid] when each was sent; last_ack[tid]: the index of its last
+    acknowledged one; ids: (key, fields) -> ID of each acknowledged XADD.
+    Other kinds come with their own start model, plan, model of the
+    replies and problem report (big_load)."""
 
-    def __init__(self, port, seed):
-        super().__init__(port, len(KINDS), seed)
-        self.models = {t: empty_model(t) for t in range(len(KINDS))}   # after all that was sent
-        self.sent = {t: [] for t in range(len(KINDS))}
-        self.sent_at = {t: [] for t in range(len(KINDS))}
+    def __init__(self, port, seed, kinds=KINDS, start_model=None, plan_fn=None, apply_fn=None,
+                 problem=None):
+        n = len(kinds)
+        super().__init__(port, n, seed, together=True)
+        self.kinds = kinds
+        self.plan = plan_fn or plan
+        self.apply = apply_fn or apply
+        self.problem = problem or (lambda tid, i, cmds, reply, want:
+                                   (kind_of(tid), i, cmds[-1][:3], reply, want))
+        self.start_model = start_model or empty_model
+        self.models = {t: self.start_model(t) for t in range(n)}   # after all that was sent
+        self.sent = {t: [] for t in range(n)}
+        self.sent_at = {t: [] for t in range(n)}
         self.last_ack = {}
         self.ids = {}
 
@@ -189,8 +204,8 @@ class TypesLoad(RefusedLoad):
         return RespConn(self.port, timeout=5)
 
     def _write(self, conn, tid, n, rng):
-        cmds = plan(self.models[tid], tid, n, rng)
-        want = apply(self.models[tid], cmds)
+        cmds = self.plan(self.models[tid], tid, n, rng)
+        want = self.apply(self.models[tid], cmds)
         with self.lock:
             self.sent[tid].append(cmds)
             self.sent_at[tid].append(time.monotonic())
@@ -215,7 +230,7 @@ class TypesLoad(RefusedLoad):
         if isinstance(err, RespError) and str(err).startswith(STORE_FAILED):
             self.refused.append((time.monotonic(), str(err)))
         else:
-            self.problems.append((kind_of(tid), i, cmds[-1][:3], reply, want))
+            self.problems.append(self.problem(tid, i, cmds, reply, want))
         return True                   # the server closes after the error
 
 
@@ -272,36 +287,42 @@ def differences(seen, want):
     return out
 
 
-def check_types(port, load):
-    """The restarted server's keys against the load's model: the problems."""
+def prefix_problems(c, load, keys, observe, differences):
+    """Each connection's keys on the restarted server (c) against the
+    prefixes of its commands, from its last acknowledged one to its last
+    one sent before a store-failed error arrived (the server refuses all
+    after), and keys no connection wrote: the problems."""
     bad = []
     refusal = load.first_refusal() or float("inf")
+    for tid, sent in load.sent.items():
+        m = load.start_model(tid)
+        states = [copy.deepcopy(m)]
+        for cmds in sent:
+            load.apply(m, cmds)
+            states.append(copy.deepcopy(m))
+        seen = {k: observe(c, k) for k in keys(tid)}
+        lo = load.last_ack.get(tid, -1) + 1
+        hi = sum(t <= refusal for t in load.sent_at[tid])
+        if seen not in states[lo:hi + 1]:
+            near = [k for k, s in enumerate(states) if s == seen]
+            bad.append(f"{load.kinds[tid % len(load.kinds)]} {tid}: keys are not what its first "
+                       f"{lo} to {hi} commands make (but its first {near or 'none of'}); against "
+                       f"the first {lo}: " + "; ".join(differences(seen, states[lo])))
+    extra = {k.decode() for k in c.command("KEYS", "*")} - {k for t in load.sent for k in keys(t)}
+    if extra:
+        bad.append(f"keys never written, or written after the failure: {sorted(extra)[:10]}")
+    return bad
+
+
+def check_types(port, load):
+    """The restarted server's keys against the load's model: the problems."""
     with RespConn(port, timeout=10) as c:
-        for tid, sent in load.sent.items():
-            m = empty_model(tid)
-            states = [copy.deepcopy(m)]
-            for cmds in sent:
-                apply(m, cmds)
-                states.append(copy.deepcopy(m))
-            seen = {k: observe(c, k) for k in keys_of(tid)}
-            # From its last acknowledged command to its last sent before a
-            # store-failed error arrived (the server refuses all after).
-            lo = load.last_ack.get(tid, -1) + 1
-            hi = sum(t <= refusal for t in load.sent_at[tid])
-            if seen not in states[lo:hi + 1]:
-                near = [k for k, s in enumerate(states) if s == seen]
-                bad.append(f"{kind_of(tid)}: keys are not what its first {lo} to {hi} commands "
-                           f"make (but its first {near or 'none of'}); against the first {lo}: "
-                           + "; ".join(differences(seen, states[lo])))
+        bad = prefix_problems(c, load, keys_of, observe, differences)
         for key in {k for k, _ in load.ids}:
             ids = {tuple(f.decode() for f in fields): i for i, fields in c.command("XRANGE", key, "-", "+")}
             lost = [(f, i, ids.get(f)) for (k, f), i in load.ids.items() if k == key and ids.get(f) != i]
             if lost:
                 bad.append(f"{key}: acknowledged XADDs without their ID: {lost[:5]}")
-        # (probe_refusals's SET late came after the failure: refused)
-        extra = {k.decode() for k in c.command("KEYS", "*")} - {k for t in load.sent for k in keys_of(t)}
-        if extra:
-            bad.append(f"keys never written, or written after the failure: {sorted(extra)[:10]}")
     return bad
 
 
@@ -325,15 +346,26 @@ def test_failed_barrier_mixed_types(pkvs, engine, durability, error):
     srv = pkvs.start(args, store=store, binary_name="pkvs-shim",
                      env={"PASTE_FAULT": fault, "PASTE_SHIM_IMAGE": str(image)})
     load = TypesLoad(srv.resp_port, seed=random.getrandbits(32)).start()
+    failed_and_restarted(pkvs, srv, load, store, image, fault, error, args, kind_of, check_types)
+
+
+def failed_and_restarted(pkvs, srv, load, store, image, fault, error, args, kind, check, after=None):
+    """What a barrier-failure test checks once the load ran: the server
+    exits as run_to_failure says; every reply before the failure was right
+    and each connection had 3 or more acknowledged; nothing sent after a
+    store-failed error was acknowledged, the refusals name the error;
+    then the store and the shim's crash image (a copy) pass paste-store
+    check and, restarted without faults, check(port, load) finds nothing
+    wrong; after(port, path) runs on each before it stops."""
     probes = run_to_failure(srv, load, store, fault, ERRORS[error])
     assert not load.problems, f"wrong replies before the failure: {load.problems[:5]}"
-    acked = {kind_of(t): i + 1 for t, i in load.last_ack.items()}
-    assert all(acked.get(k, 0) >= 3 for k in KINDS), f"too few acknowledged before {fault}: {acked}"
+    acked = {f"{kind(t)}:{t}": load.last_ack.get(t, -1) + 1 for t in range(len(load.kinds))}
+    assert all(n >= 3 for n in acked.values()), f"too few acknowledged before {fault}: {acked}"
     assert load.refused or load.closes, "commands after the failure were neither refused nor closed"
     for _, msg in load.refused:
         assert ERRORS[error] in msg, msg
     first_refusal = load.first_refusal()
-    late = sorted((kind_of(t), i) for sent, (t, i) in load.acks
+    late = sorted((kind(t), i) for sent, (t, i) in load.acks
                   if first_refusal is not None and sent > first_refusal)
     assert not late, f"acknowledged although sent after a store-failed error was received: {late[:10]}"
     for cmd, reply in probes:
@@ -344,9 +376,200 @@ def test_failed_barrier_mixed_types(pkvs, engine, durability, error):
         cp = run_tool("--store", path, "check")
         assert cp.returncode == 0, f"paste-store check {path}: exit {cp.returncode}\n{cp.stdout}{cp.stderr}"
         again = pkvs.start(args, store=path)
-        bad = check_types(again.resp_port, load)
+        bad = check(again.resp_port, load)
         assert not bad, f"{path} after {fault} ({acked} acknowledged):\n" + "\n".join(bad)
+        if after:
+            after(again.resp_port, path)
         again.stop(keep_store=True)
+
+
+# --------------------------------------------------------------------------
+# (1b) injected barrier failures under big elements (in chunks)
+# --------------------------------------------------------------------------
+
+# Field values and list elements over one tree entry (129,024 bytes with
+# 2 KiB buffers) go in chunks under an id of their own (services/kv_big.c).
+BIG_KINDS = ("hset", "rpush", "lpop", "multi", "hset", "lpop")
+BIG_KEYS = {"hset": ("bh",), "rpush": ("bl",), "lpop": ("bq",), "multi": ("bmh", "bml")}
+BIG_HASHES = ("bh", "bmh")  # the others are lists
+BIG_MIN, BIG_MAX = 150_000, 300_000
+BIG_PRE = 8                 # big elements in each LPOP connection's list before the load
+BIG_FAULT_SCALE = 3
+BIG_STORE_SIZE = "192M"
+HELD_SLACK = 64 * 1024      # less than one element in chunks: one left behind shows
+
+
+def big_kind(tid):
+    return BIG_KINDS[tid % len(BIG_KINDS)]
+
+
+def big_keys(tid):
+    return [f"{p}:{tid}" for p in BIG_KEYS[big_kind(tid)]]
+
+
+def big_value(rng, head):
+    """150-300 KB: head (which names the element) and random bytes."""
+    head = head.encode() + b"|"
+    return head + rng.randbytes(rng.randint(BIG_MIN, BIG_MAX) - len(head))
+
+
+def big_name(v):
+    """The header that names a value (or its first bytes and length)."""
+    if v is None:
+        return None
+    end = v.find(b"|", 0, 40)
+    return v[:end].decode() if end > 0 else f"{v[:16]!r}..({len(v)} bytes)"
+
+
+def pre_elems(tid):
+    """What connection tid's list holds before the load (LPOP connections)."""
+    rng = random.Random(f"pre {tid}")
+    return [big_value(rng, f"t{tid} pre{i}") for i in range(BIG_PRE)] if big_kind(tid) == "lpop" else []
+
+
+def big_start_model(tid):
+    """Connection tid's keys before the load: hashes empty, lists as prepared."""
+    return {k: {} if k.split(":")[0] in BIG_HASHES else list(pre_elems(tid)) for k in big_keys(tid)}
+
+
+def big_apply(m, cmds):
+    """Run cmds (one command, or MULTI ... EXEC) on the model m; the replies."""
+    if cmds[0][0] == "MULTI":
+        return ["OK"] + ["QUEUED"] * (len(cmds) - 2) + [big_apply(m, cmds[1:-1])]
+    out = []
+    for name, key, *a in cmds:
+        v = m[key]
+        if name == "HSET":                      # field value
+            out.append(int(a[0] not in v))
+            v[a[0]] = a[1]
+        elif name == "RPUSH":
+            v.extend(a)
+            out.append(len(v))
+        else:                                   # LPOP
+            out.append(v.pop(0) if v else None)
+    return out
+
+
+def big_plan(m, tid, n, rng):
+    """Connection tid's n-th command(s), given its model m after all it sent."""
+    kind, k = big_kind(tid), big_keys(tid)
+    name = f"t{tid} c{n}"
+    if kind == "hset":
+        # An overwrite of one of its big fields, or a new field.
+        f = rng.choice(sorted(m[k[0]])) if m[k[0]] and rng.random() < 0.4 else f"f{n}"
+        return [("HSET", k[0], f, big_value(rng, name))]
+    if kind == "rpush":
+        return [("RPUSH", k[0]) + tuple(big_value(rng, f"{name} e{j}")
+                                        for j in range(1 + (rng.random() < 0.3)))]
+    if kind == "lpop":
+        if len(m[k[0]]) > 2 and rng.random() < 0.55:      # never empty: each state its own
+            return [("LPOP", k[0])]
+        return [("RPUSH", k[0], big_value(rng, name))]
+    f = rng.choice(sorted(m[k[0]])) if m[k[0]] and rng.random() < 0.3 else f"f{n}"
+    return [("MULTI",), ("HSET", k[0], f, big_value(rng, f"{name} h")),
+            ("RPUSH", k[1], big_value(rng, f"{name} l")), ("EXEC",)]
+
+
+def big_sent(cmds):
+    """A command list, briefly (element headers for values)."""
+    return " ".join(big_name(a) if isinstance(a, bytes) else str(a) for c in cmds for a in c)
+
+
+def big_load(port, seed):
+    """One connection per entry of BIG_KINDS, each sending big_plan()'s
+    commands one at a time until the server is gone (TypesLoad's way; an
+    LPOP's element is matched byte for byte)."""
+    return TypesLoad(port, seed, BIG_KINDS, big_start_model, big_plan, big_apply,
+                     lambda tid, i, cmds, reply, want: (big_kind(tid), i, big_sent(cmds),
+                                                        [big_name(r) if isinstance(r, bytes) else r
+                                                         for r in reply]))
+
+
+def info_held(port):
+    """INFO memory's pkvs_held_bytes."""
+    with RespConn(port) as c:
+        m = re.search(rb"pkvs_held_bytes:(\d+)", c.command("INFO", "memory"))
+    assert m, "no pkvs_held_bytes in INFO memory"
+    return int(m.group(1))
+
+
+def big_observe(c, key):
+    if key.split(":")[0] in BIG_HASHES:
+        r = c.command("HGETALL", key)
+        return dict(zip((f.decode() for f in r[::2]), r[1::2]))
+    return c.command("LRANGE", key, 0, -1)
+
+
+def big_differences(seen, want):
+    out = []
+    for k, w in want.items():
+        g = seen[k]
+        if isinstance(w, dict):
+            out += [f"{k} missing {sorted(w.keys() - g.keys())[:5]}"] if w.keys() - g.keys() else []
+            out += [f"{k} extra {sorted(g.keys() - w.keys())[:5]}"] if g.keys() - w.keys() else []
+            out += [f"{k}[{f}] {big_name(g[f])} ({len(g[f])} bytes), want {big_name(w[f])} "
+                    f"({len(w[f])} bytes)" for f in sorted(g.keys() & w.keys()) if g[f] != w[f]][:5]
+        elif g != w:
+            names = [big_name(x) for x in g]
+            odd = [big_name(x) for x, y in zip(g, w) if x != y and big_name(x) == big_name(y)]
+            out.append(f"{k}: {names[:3]}..{names[-3:]} ({len(g)}), want "
+                       f"{[big_name(x) for x in w][:3]}..{[big_name(x) for x in w][-3:]} ({len(w)})"
+                       + (f"; same header, other bytes: {odd[:5]}" if odd else ""))
+    return out
+
+
+def check_big(port, load):
+    """The restarted server's keys against big_load's model: the problems."""
+    with RespConn(port, timeout=20) as c:
+        return prefix_problems(c, load, big_keys, big_observe, big_differences)
+
+
+def prepare_big(port):
+    cmds = [("RPUSH", k) + tuple(pre_elems(t)) for t in range(len(BIG_KINDS))
+            for k in big_keys(t) if pre_elems(t)]
+    bad = [r for r in pipelined(port, cmds) if r != BIG_PRE]
+    assert not bad, bad[:3]
+
+
+@pytest.mark.parametrize("engine,durability,error", [("uring", "emulated", "EIO"),
+                                                     ("uring", "fsync", "ENOSPC"),
+                                                     ("epoll", "fsync", "EIO")])
+@pytest.mark.crash
+def test_failed_barrier_big_elements(pkvs, engine, durability, error):
+    """HSETs of 150-300 KB field values (new fields and over big ones),
+    RPUSHes of such elements, LPOPs of them and a MULTI/EXEC of a big HSET
+    and a big RPUSH, until a barrier fails: as above, each connection's
+    keys are what a prefix of its commands makes them, byte for byte, and
+    once every key is deleted the held bytes are the empty store's: no
+    chunk the failure cut off from its element is left behind."""
+    if engine == "uring" and uring_unavailable_reason():
+        pytest.skip(uring_unavailable_reason())
+    store = pkvs.new_store("/var/tmp" if durability == "fsync" else "/dev/shm")
+    image = Path(pkvs.tmpdir()) / "image"
+    op, count = FAULT[(engine, durability)].split(":")
+    fault = f"{op}:{int(count) * BIG_FAULT_SCALE}:{error}"
+    args = engine_args(engine, "--durability", durability)
+    first = pkvs.start(args, store=store, store_size=BIG_STORE_SIZE)
+    base = settled(lambda: info_held(first.resp_port))   # the empty store's
+    prepare_big(first.resp_port)
+    first.stop(keep_store=True)
+    srv = pkvs.start(args, store=store, binary_name="pkvs-shim",
+                     env={"PASTE_FAULT": fault, "PASTE_SHIM_IMAGE": str(image)})
+    load = big_load(srv.resp_port, random.getrandbits(32)).start()
+
+    def emptied(port, path):
+        with RespConn(port, timeout=20) as c:
+            keys = c.command("KEYS", "*")
+            assert keys and c.command("DEL", *keys) == len(keys), keys
+            assert c.command("DBSIZE") == 0
+        wait_until(lambda: info_held(port) <= base + HELD_SLACK, 30, interval=0.1)
+        now = info_held(port)
+        assert now <= base + HELD_SLACK, \
+            f"{path}: pkvs_held_bytes {now} with every key deleted, {base} on the empty store " \
+            f"({(now - base) // 1024} KiB over): chunks left behind by {fault}"
+
+    failed_and_restarted(pkvs, srv, load, store, image, fault, error, args, big_kind, check_big,
+                         after=emptied)
 
 
 # --------------------------------------------------------------------------

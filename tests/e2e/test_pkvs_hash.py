@@ -302,25 +302,27 @@ def test_sizes_survive_restart(pkvs):
                 assert c.command("HGET", key, k) == v
 
 
-def test_limits(server):
-    """A field value over what one entry holds and a name over pkvs's
-    longest are refused with an error, and change nothing."""
-    with RespConn(server.resp_port, timeout=20) as c:
-        c.command("FLUSHALL")
-        maxv = 63 * 2048           # one entry of 2 KiB buffers (docs/compat.md)
-        assert c.command("HSET", "h", "f", b"v" * maxv) == 1
-        assert c.command("HSTRLEN", "h", "f") == maxv
-        assert c.command("HGET", "h", "f") == b"v" * maxv
-        r = c.command("HSET", "h", "g", b"v" * (maxv + 1))
+def test_limits(pkvs):
+    """A field value past one entry is kept (in chunks); one over
+    --max-value and a name over pkvs's longest are refused with an error,
+    and change nothing."""
+    srv = pkvs.start(["--max-value", "300000"])
+    with RespConn(srv.resp_port, timeout=20) as c:
+        one = 63 * 2048            # one entry of 2 KiB buffers (docs/design.md)
+        for f, n in (("f", one), ("g", one + 1), ("h", 300000)):
+            assert c.command("HSET", "h", f, b"v" * n) == 1
+            assert c.command("HSTRLEN", "h", f) == n
+            assert c.command("HGET", "h", f) == b"v" * n
+        r = c.command("HSET", "h", "x", b"v" * 300001)
         assert isinstance(r, RespError) and "too large" in str(r), r
         r = c.command("HSET", "h", b"n" * 200000, "v")
         assert isinstance(r, RespError) and "field" in str(r), r
-        assert c.command("HLEN", "h") == 1
+        assert c.command("HLEN", "h") == 3
         # a multi-field HSET with one bad value sets none of them
-        r = c.command("HSET", "h", "a", "1", "b", b"v" * (maxv + 1))
+        r = c.command("HSET", "h", "a", "1", "b", b"v" * 300001)
         assert isinstance(r, RespError), r
         assert c.command("HEXISTS", "h", "a") == 0
-        assert c.command("HLEN", "h") == 1
+        assert c.command("HLEN", "h") == 3
 
 
 # ---------------------------------------------------------------------------
@@ -376,6 +378,20 @@ def test_hscan_large(server):
             c.command("HSET", "small2", "a", "1", "b", "2", *extra)
             cursor, items = c.command("HSCAN", "small2", "0", "COUNT", "1")
             assert cursor != b"0" and len(items) == 2, extra
+
+
+def test_hrandfield_empty_values(server):
+    """Drawn with repetition, fields whose values are empty (no extents)
+    come back as empty bulks (the first one drawn once read a null array
+    under ASan/UBSan)."""
+    with RespConn(server.resp_port, timeout=20) as c:
+        c.command("FLUSHALL")
+        c.command("HSET", "h", "e", "")
+        assert c.command("HRANDFIELD", "h", "-3", "WITHVALUES") == [b"e", b""] * 3
+        c.command("HSET", "h", "f", "x")
+        res = c.command("HRANDFIELD", "h", "-50", "WITHVALUES")
+        assert len(res) == 100
+        assert all({b"e": b"", b"f": b"x"}[k] == v for k, v in zip(res[::2], res[1::2]))
 
 
 def chi_square(samples):

@@ -303,11 +303,13 @@ def test_lrange_10000_like_redis(server, redis_peer):
 
 
 def test_limits_and_restart(pkvs):
-    """An element over what one entry holds is refused (pkvs's limit) and
-    changes nothing; lists of every size survive a restart."""
-    srv = pkvs.start()
-    maxv = 63 * 2048                # one entry of 2 KiB buffers (docs/compat.md)
-    vals = [blob(n, n) for n in SIZES] + [blob(maxv, 1)]
+    """An element past one entry is kept (in chunks), one over --max-value
+    is refused and changes nothing; lists of every size survive a
+    restart."""
+    srv = pkvs.start(["--max-value", "300000"])
+    one = 63 * 2048                 # one entry of 2 KiB buffers (docs/design.md)
+    maxv = 300000
+    vals = [blob(n, n) for n in SIZES] + [blob(one, 1), blob(one + 1, 2), blob(maxv, 3)]
     with RespConn(srv.resp_port, timeout=20) as c:
         assert c.command("RPUSH", "l", *vals) == len(vals)
         for cmd in [("RPUSH", "l", "a", b"v" * (maxv + 1)), ("LPUSH", "new", b"v" * (maxv + 1)),
@@ -320,7 +322,7 @@ def test_limits_and_restart(pkvs):
         c.command("RPUSH", "m", "x")
         c.command("EXPIRE", "m", "1000")
     srv.stop(keep_store=True)
-    srv = pkvs.start(store=srv.store)
+    srv = pkvs.start(["--max-value", "300000"], store=srv.store)
     with RespConn(srv.resp_port, timeout=20) as c:
         assert c.command("LRANGE", "l", "0", "-1") == vals
         assert 990 < c.command("TTL", "m") <= 1000

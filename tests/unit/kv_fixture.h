@@ -219,6 +219,23 @@ static inline uint64_t make_hash(struct kenv *e, uint32_t db, const char *key, u
 	return h.coll.id;
 }
 
+/* Run the sweeper until no grave is left. */
+static inline void kenv_sweep(struct kenv *e)
+{
+	for (int i = 0; i < 100000 && e->kv->sweep_due; i++)
+		kv_sweep_step(e->kv, 16);
+	CHECK(!e->kv->sweep_due);
+}
+
+/* Free buffers once what was dropped is durable and out of the log. */
+static inline uint32_t kenv_free(struct kenv *e)
+{
+	kenv_settle(e);
+	paste_btree_checkpoint(e->kv->tree);
+	kenv_settle(e);
+	return paste_store_nfree(e->st);
+}
+
 /* Member entries of collection id (kind kind). */
 static inline uint64_t members_of(struct kenv *e, uint64_t id, uint8_t kind)
 {

@@ -103,22 +103,6 @@ static uint64_t all_chunks(void)
 	return count_byte(&E, KV_PFX_MEMBER);
 }
 
-static void sweep_all(void)
-{
-	for (int i = 0; i < 100000 && E.kv->sweep_due; i++)
-		kv_sweep_step(E.kv, 16);
-	CHECK(!E.kv->sweep_due);
-}
-
-/* Free buffers once what was dropped is durable and out of the log. */
-static uint32_t free_now(void)
-{
-	kenv_settle(&E);
-	paste_btree_checkpoint(E.kv->tree);
-	kenv_settle(&E);
-	return paste_store_nfree(E.st);
-}
-
 /* The pieces kv_value_each gives, checked against the value. */
 struct pieces {
 	const uint8_t *want;
@@ -272,9 +256,9 @@ static void test_long_keys(void)
 static void test_drop(void)
 {
 	kenv_start(&E, "big-drop", 64u << 20, BS);
-	uint32_t base = free_now();
+	uint32_t base = kenv_free(&E);
 	CHECK_EQ(write_big(0, "a", 1, 4u << 20, 1, 65536, KV_NO_TTL), 0);
-	uint32_t used = base - free_now();
+	uint32_t used = base - kenv_free(&E);
 	CHECK(used >= (4u << 20) / BS && used < (4u << 20) / BS + 64);
 	/* Overwritten by a small value: buried, then swept. */
 	uint64_t chunks = all_chunks();
@@ -283,22 +267,22 @@ static void test_drop(void)
 	CHECK(has_str(&E, 0, "a", "small"));
 	CHECK_EQ(count_byte(&E, KV_PFX_GRAVE), 1);
 	CHECK_EQ(all_chunks(), chunks);
-	sweep_all();
+	kenv_sweep(&E);
 	CHECK_EQ(all_chunks(), 0);
-	CHECK(free_now() + 8 >= base);
+	CHECK(kenv_free(&E) + 8 >= base);
 	/* DEL. */
 	CHECK_EQ(write_big(0, "b", 1, 2u << 20, 2, 65536, KV_NO_TTL), 0);
 	struct kv_key k;
 	key_of(&E, &k, 0, "b");
 	CHECK_EQ(kv_remove(E.kv, &k), 1);
 	CHECK(absent(&E, 0, "b"));
-	sweep_all();
+	kenv_sweep(&E);
 	CHECK_EQ(all_chunks(), 0);
-	CHECK(free_now() + 8 >= base);
+	CHECK(kenv_free(&E) + 8 >= base);
 	/* Overwritten by another big one: only the old chunks go. */
 	CHECK_EQ(write_big(0, "c", 1, 1u << 20, 3, 65536, KV_NO_TTL), 0);
 	CHECK_EQ(write_big(0, "c", 1, 1u << 20, 4, 65536, KV_NO_TTL), 0);
-	sweep_all();
+	kenv_sweep(&E);
 	CHECK(same_model(0, "c", 1u << 20, 4));
 	CHECK_EQ(all_chunks(), chunks_of("c"));
 	/* Expiry, lazy and active. */
@@ -309,18 +293,18 @@ static void test_drop(void)
 	CHECK(absent(&E, 0, "d"));
 	kv_expire_step(E.kv, 10);
 	CHECK_EQ(count_byte(&E, KV_PFX_EXPIRE), 0);
-	sweep_all();
+	kenv_sweep(&E);
 	CHECK_EQ(all_chunks(), chunks_of("c"));
 	/* A flushed database: its big strings get graves of their own. */
 	CHECK_EQ(write_big(1, "f", 1, 1u << 20, 7, 65536, KV_NO_TTL), 0);
 	CHECK_EQ(kv_flushdb(E.kv, 1), 0);
-	sweep_all();
+	kenv_sweep(&E);
 	CHECK_EQ(all_chunks(), chunks_of("c"));
 	key_of(&E, &k, 0, "c");
 	CHECK_EQ(kv_remove(E.kv, &k), 1);
-	sweep_all();
+	kenv_sweep(&E);
 	CHECK_EQ(all_chunks(), 0);
-	CHECK(free_now() + 8 >= base);
+	CHECK(kenv_free(&E) + 8 >= base);
 	CHECK_EQ(count_byte(&E, KV_PFX_GRAVE), 0);
 	check_counts(&E);
 	kenv_finish(&E);
@@ -330,7 +314,7 @@ static void test_drop(void)
 static void test_in_progress(void)
 {
 	kenv_start(&E, "big-progress", 64u << 20, BS);
-	uint32_t base = free_now();
+	uint32_t base = kenv_free(&E);
 	CHECK_EQ(write_big(0, "old", 3, 1u << 20, 1, 65536, KV_NO_TTL), 0);
 	uint64_t old_chunks = all_chunks();
 	/* Half written: the sweeper leaves its chunks alone, FLUSHALL does
@@ -349,7 +333,7 @@ static void test_in_progress(void)
 	CHECK_EQ(put_str(&E, 0, "x", "gone", KV_NO_TTL), 0);
 	CHECK_EQ(kv_flushall(E.kv), 0);
 	CHECK(absent(&E, 0, "x") && absent(&E, 0, "old"));
-	sweep_all();
+	kenv_sweep(&E);
 	CHECK_EQ(all_chunks(), mid - old_chunks);
 	CHECK_EQ(kv_writer_copy(E.kv, &w, v + len / 2, len - len / 2), 0);
 	struct kv_key k;
@@ -365,7 +349,7 @@ static void test_in_progress(void)
 	CHECK_EQ(kv_writer_begin(E.kv, &w, len), 0);
 	CHECK_EQ(kv_writer_copy(E.kv, &w, v, len / 2), 0);
 	kv_writer_drop(E.kv, &w);
-	sweep_all();
+	kenv_sweep(&E);
 	CHECK_EQ(all_chunks(), chunks_of("new"));
 	CHECK(same_value(0, "new", 3, v, len));
 	/* Cut short by a crash: the old value whole, the new one's chunks
@@ -378,22 +362,22 @@ static void test_in_progress(void)
 	CHECK(kenv_reopen(&E));
 	CHECK(E.kv->sweep_due);
 	CHECK(same_value(0, "new", 3, v, len));
-	sweep_all();
+	kenv_sweep(&E);
 	CHECK_EQ(all_chunks(), chunks_of("new"));
 	key_of(&E, &k, 0, "new");
 	CHECK_EQ(kv_remove(E.kv, &k), 1);
-	sweep_all();
-	CHECK(free_now() + 8 >= base);
+	kenv_sweep(&E);
+	CHECK(kenv_free(&E) + 8 >= base);
 	/* A failure partway (a value over the store's room): refused, and
 	 * what it wrote is swept. */
 	kenv_finish(&E);
 	kenv_start(&E, "big-full", 8u << 20, BS);
-	base = free_now();
+	base = kenv_free(&E);
 	CHECK_EQ(write_big(0, "full", 4, 6u << 20, 3, 65536, KV_NO_TTL), -ENOSPC);
 	CHECK(absent(&E, 0, "full"));
-	sweep_all();
+	kenv_sweep(&E);
 	CHECK_EQ(all_chunks(), 0);
-	CHECK(free_now() + 8 >= base);
+	CHECK(kenv_free(&E) + 8 >= base);
 	CHECK_EQ(write_big(0, "fits", 4, 1u << 20, 3, 65536, KV_NO_TTL), 0);
 	/* Below the reserve a value of one entry is refused too, and the key
 	 * keeps what it had. */
@@ -531,7 +515,7 @@ static void test_append_setrange(void)
 	/* Over the limit: refused, nothing changed. */
 	CHECK_EQ(setrange_model("s", &s, &slen, KV_STRING_MAX, "x", 1), -EFBIG);
 	CHECK(same_value(0, "s", 1, s, slen));
-	sweep_all();
+	kenv_sweep(&E);
 	CHECK_EQ(count_byte(&E, KV_PFX_GRAVE), 0);
 	/* Every chunk belongs to a key. */
 	CHECK_EQ(all_chunks(), chunks_of("a") + chunks_of("z") + chunks_of("g"));

@@ -20,14 +20,6 @@ static uint64_t graves(void)
 	return count_byte(&E, KV_PFX_GRAVE);
 }
 
-
-static void sweep_all(void)
-{
-	for (int i = 0; i < 10000 && E.kv->sweep_due; i++)
-		kv_sweep_step(E.kv, 16);
-	CHECK(!E.kv->sweep_due);
-}
-
 static void test_flushdb(void)
 {
 	kenv_start(&E, "flushdb", 32u << 20, 2048);
@@ -65,7 +57,7 @@ static void test_flushdb(void)
 	CHECK(has_str(&E, 1, "k0000", "again") && absent(&E, 1, "k0001"));
 	kv_sweep_step(E.kv, 1);                     /* one range: the hash is past it */
 	CHECK_EQ(prefix_keys(old), 601 - PASTE_BTREE_RANGE_MAX);
-	sweep_all();
+	kenv_sweep(&E);
 	CHECK_EQ(prefix_keys(old), 0);
 	CHECK_EQ(members_of(&E, id, 'f'), 0);                /* its collection's grave swept too */
 	CHECK_EQ(graves(), 0);
@@ -108,7 +100,7 @@ static void test_prefixes_run_out(void)
 	CHECK_EQ(kv_flushdb(E.kv, 2), -ENOSPC);
 	kv_abort(E.kv);
 	CHECK(has_str(&E, 2, "k", "v"));
-	sweep_all();
+	kenv_sweep(&E);
 	CHECK_EQ(graves(), 0);
 	check_counts(&E);
 	kenv_finish(&E);
@@ -154,7 +146,7 @@ static void test_flushall(void)
 	CHECK_EQ(kv_dbsize(E.kv, 0) + kv_dbsize(E.kv, 3), 0);
 	CHECK(kenv_reopen(&E));
 	CHECK(absent(&E, 0, "new") && absent(&E, 3, "k"));
-	sweep_all();
+	kenv_sweep(&E);
 	CHECK_EQ(prefix_keys(0) + prefix_keys(3), 0);
 	check_counts(&E);
 	kenv_finish(&E);

@@ -32,13 +32,14 @@ static bool field_is(struct kv_hash *h, const void *f, size_t flen, const void *
 {
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 	uint32_t n, len;
-	int r = kv_hash_get(E.kv, h, f, flen, ext, &n, &len);
+	uint64_t big;
+	int r = kv_hash_get(E.kv, h, f, flen, ext, &n, &len, &big);
 	if (!want)
 		return r == -ENOENT;
 	if (r || len != wlen)
 		return false;
 	uint8_t *buf = malloc(len + 1);
-	bool ok = paste_store_read(E.kv->store, ext, n, 0, buf, len) == len && !memcmp(buf, want, len);
+	bool ok = kv_elem_read(E.kv, ext, n, len, big, 0, buf, len) == len && !memcmp(buf, want, len);
 	free(buf);
 	return ok;
 }
@@ -312,7 +313,7 @@ static void test_values(void)
 	CHECK_EQ(kv_hash_set(E.kv, &h, "big", 3, big, 3, NULL), 0);
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
 	uint32_t n, len;
-	CHECK_EQ(kv_hash_get(E.kv, &h, "big", 3, ext, &n, &len), 0);
+	CHECK_EQ(kv_hash_get(E.kv, &h, "big", 3, ext, &n, &len, NULL), 0);
 	CHECK_EQ(n, 3);
 	CHECK_EQ(len, 2048 * 2 + 900);
 	CHECK(ext[0].buf == bufs[0] && ext[2].buf == bufs[2] && ext[2].off == 100);
@@ -328,18 +329,24 @@ static void test_values(void)
 	uint32_t before = paste_store_refcount(E.st, bufs[1]);
 	CHECK_EQ(kv_hash_set_body(E.kv, &h, "small", 5, &body, NULL), 0);
 	CHECK_EQ(paste_store_refcount(E.st, bufs[1]), before - 1);
-	CHECK_EQ(kv_hash_get(E.kv, &h, "small", 5, ext, &n, &len), 0);
+	CHECK_EQ(kv_hash_get(E.kv, &h, "small", 5, ext, &n, &len, NULL), 0);
 	CHECK(n == 1 && len == 64 && ext[0].buf != bufs[1]);
 	CHECK(field_is(&h, "small", 5, paste_store_buf(E.st, bufs[1]) + 1000, 64));
 
-	/* Too big for an entry: refused. */
-	uint64_t most = kv_hash_max_value(E.kv);
-	CHECK_EQ(most, 63 * 2048);
+	/* Too big for an entry: in chunks of its own (test_kv_elem.c); over
+	 * --max-value: refused. */
+	uint64_t most = 63 * 2048;
 	uint8_t *huge = malloc(most + 1);
 	fill(huge, most + 1, 3);
-	CHECK_EQ(kv_hash_set_bytes(E.kv, &h, "huge", 4, huge, most + 1, NULL), -EFBIG);
+	CHECK_EQ(kv_hash_set_bytes(E.kv, &h, "huge", 4, huge, most + 1, NULL), 0);
+	CHECK(field_is(&h, "huge", 4, huge, most + 1));
+	CHECK_EQ(kv_hash_get(E.kv, &h, "huge", 4, ext, &n, &len, NULL), -EFBIG);
 	CHECK_EQ(kv_hash_set_bytes(E.kv, &h, "huge", 4, huge, most, NULL), 0);
 	CHECK(field_is(&h, "huge", 4, huge, most));
+	uint64_t was = E.kv->max_value;
+	E.kv->max_value = 1000;
+	CHECK_EQ(kv_hash_set_bytes(E.kv, &h, "huge", 4, huge, 1001, NULL), -EFBIG);
+	E.kv->max_value = was;
 	free(huge);
 	check_count("h", 3);
 	uint8_t *want = malloc(big[0].len + big[1].len + big[2].len);

@@ -65,7 +65,7 @@ static bool hash_is(const char *key, const char *f, const char *v)
 	uint32_t n, len;
 	char b[64];
 	key_of(&E, &h.key, 0, key);
-	if (kv_hash_open(E.kv, &h, false) || kv_hash_get(E.kv, &h, f, strlen(f), ext, &n, &len) ||
+	if (kv_hash_open(E.kv, &h, false) || kv_hash_get(E.kv, &h, f, strlen(f), ext, &n, &len, NULL) ||
 	    len >= sizeof(b))
 		return false;
 	paste_store_read(E.kv->store, ext, n, 0, b, len);
@@ -79,7 +79,7 @@ static bool list_at(const char *key, uint64_t i, const char *v)
 	uint32_t n, len;
 	char b[64];
 	key_of(&E, &l.key, 0, key);
-	if (kv_list_open(E.kv, &l, false) || kv_list_get(E.kv, &l, i, ext, &n, &len) || len >= sizeof(b))
+	if (kv_list_open(E.kv, &l, false) || kv_list_get(E.kv, &l, i, ext, &n, &len, NULL) || len >= sizeof(b))
 		return false;
 	paste_store_read(E.kv->store, ext, n, 0, b, len);
 	return len == strlen(v) && !memcmp(b, v, len);
