@@ -28,6 +28,11 @@
  * the first byte wanted; GET sends each chunk's extents as they are.
  * Nothing here copies a whole string into DRAM: SETRANGE rewrites only the
  * chunks it touches, one at a time.
+ *
+ * Elements (kv.h, "elements"): a hash field's value or a list element too
+ * long for its entry is chunks of the same kind under an id of its own,
+ * its member entry the record {id, length} tagged KV_TAG_BIG; the readers
+ * above serve it (kv_elem_each), and whoever removes it buries the id.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -401,6 +406,73 @@ int kv_elem_each(const struct kv *kv, const struct paste_extent *vext, uint32_t 
 		at += l;
 	}
 	return 0;
+}
+
+bool kv_elem_kind(const uint8_t *t, uint32_t tlen)
+{
+	/* KV_HASH_FIELD, KV_LIST_ELEM (kv_hash.h, kv_list.h) */
+	return tlen >= 10 && t[0] == KV_PFX_MEMBER && (t[9] == 'f' || t[9] == 'l');
+}
+
+int kv_elem_decode(const struct kv *kv, uint8_t tag, const struct paste_extent *ext, uint32_t n,
+		   uint32_t *len, uint64_t *big)
+{
+	*big = 0;
+	if ((tag & KV_TAG_TYPE) != KV_TAG_BIG)
+		return 0;
+	uint8_t rec[16];
+	if (*len != sizeof(rec) || paste_store_read(kv->store, ext, n, 0, rec, sizeof(rec)) != sizeof(rec))
+		return -EBADMSG;
+	*big = kv_be64(rec);
+	uint64_t l = kv_be64(rec + 8);
+	if (!*big || l > KV_STRING_MAX)
+		return -EBADMSG;
+	*len = (uint32_t)l;
+	return 0;
+}
+
+int kv_elem_entry(const struct kv *kv, uint8_t tag, const struct paste_extent *ext, uint32_t n,
+		  uint32_t *at, uint32_t *len, uint64_t *big)
+{
+	uint32_t next = 0, l = 0;
+	if ((tag & KV_TAG_LONG) && kv_long_span(kv, ext, n, &next, &l))
+		return -EBADMSG;
+	for (uint32_t i = 0; i < next; i++)
+		*len -= ext[i].len;
+	*at = next;
+	return kv_elem_decode(kv, tag, ext + next, n - next, len, big);
+}
+
+struct read_to {
+	const struct kv *kv;
+	uint8_t *out;
+	size_t got;
+};
+
+static int read_piece(void *arg, const struct paste_extent *ext, uint32_t n, uint64_t skip,
+		      uint64_t len)
+{
+	struct read_to *rt = arg;
+	rt->got += paste_store_read(rt->kv->store, ext, n, skip, rt->out + rt->got, (size_t)len);
+	return 0;
+}
+
+size_t kv_elem_read(const struct kv *kv, const struct paste_extent *ext, uint32_t n, uint64_t vlen,
+		    uint64_t big, uint64_t from, void *out, size_t cap)
+{
+	if (!big)
+		return paste_store_read(kv->store, ext, n, from, out, cap);
+	if (from >= vlen)
+		return 0;
+	struct read_to rt = { kv, out, 0 };
+	kv_elem_each(kv, ext, n, vlen, big, from, cap < vlen - from ? cap : vlen - from, read_piece, &rt);
+	return rt.got;
+}
+
+size_t kv_value_read(const struct kv *kv, const struct kv_obj *o, uint64_t from, void *out,
+		     size_t cap)
+{
+	return kv_elem_read(kv, o->ext, o->n, o->len, o->big, from, out, cap);
 }
 
 /* ---- changes in place -------------------------------------------------- */

@@ -720,44 +720,6 @@ int kv_set_expire(struct kv *kv, struct kv_key *k, const struct kv_obj *o, int64
 	return r;
 }
 
-struct read_to {
-	const struct kv *kv;
-	uint8_t *out;
-	size_t got;
-};
-
-static int read_piece(void *arg, const struct paste_extent *ext, uint32_t n, uint64_t skip,
-		      uint64_t len)
-{
-	struct read_to *rt = arg;
-	rt->got += paste_store_read(rt->kv->store, ext, n, skip, rt->out + rt->got, (size_t)len);
-	return 0;
-}
-
-size_t kv_value_read(const struct kv *kv, const struct kv_obj *o, uint64_t from, void *out,
-		     size_t cap)
-{
-	if (!o->big)
-		return paste_store_read(kv->store, o->ext, o->n, from, out, cap);
-	if (from >= o->len)
-		return 0;
-	struct read_to rt = { kv, out, 0 };
-	kv_value_each(kv, o, from, cap < o->len - from ? cap : o->len - from, read_piece, &rt);
-	return rt.got;
-}
-
-size_t kv_elem_read(const struct kv *kv, const struct paste_extent *ext, uint32_t n, uint64_t vlen,
-		    uint64_t big, uint64_t from, void *out, size_t cap)
-{
-	if (!big)
-		return paste_store_read(kv->store, ext, n, from, out, cap);
-	if (from >= vlen)
-		return 0;
-	struct read_to rt = { kv, out, 0 };
-	kv_elem_each(kv, ext, n, vlen, big, from, cap < vlen - from ? cap : vlen - from, read_piece, &rt);
-	return rt.got;
-}
-
 /* ---- collections ------------------------------------------------------- */
 
 uint64_t kv_new_id(struct kv *kv)
@@ -843,12 +805,6 @@ int kv_member_put_tag(struct kv *kv, struct kv_key *mk, uint8_t tag, const struc
 	return put_entry(kv, mk, tag, ext, n, KV_NO_TTL);
 }
 
-bool kv_elem_kind(const uint8_t *t, uint32_t tlen)
-{
-	/* KV_HASH_FIELD, KV_LIST_ELEM (kv_hash.h, kv_list.h) */
-	return tlen >= 10 && t[0] == KV_PFX_MEMBER && (t[9] == 'f' || t[9] == 'l');
-}
-
 int kv_member_put_word(struct kv *kv, struct kv_key *mk, const void *val, size_t len, uint64_t word)
 {
 	struct paste_extent ext[PASTE_BTREE_MAX_EXTENTS];
@@ -871,35 +827,6 @@ int kv_member_put_word(struct kv *kv, struct kv_key *mk, const void *val, size_t
 int kv_member_put_bytes(struct kv *kv, struct kv_key *mk, const void *val, size_t len)
 {
 	return kv_member_put_word(kv, mk, val, len, KV_NO_TTL);
-}
-
-int kv_elem_decode(const struct kv *kv, uint8_t tag, const struct paste_extent *ext, uint32_t n,
-		   uint32_t *len, uint64_t *big)
-{
-	*big = 0;
-	if ((tag & KV_TAG_TYPE) != KV_TAG_BIG)
-		return 0;
-	uint8_t rec[16];
-	if (*len != sizeof(rec) || paste_store_read(kv->store, ext, n, 0, rec, sizeof(rec)) != sizeof(rec))
-		return -EBADMSG;
-	*big = kv_be64(rec);
-	uint64_t l = kv_be64(rec + 8);
-	if (!*big || l > KV_STRING_MAX)
-		return -EBADMSG;
-	*len = (uint32_t)l;
-	return 0;
-}
-
-int kv_elem_entry(const struct kv *kv, uint8_t tag, const struct paste_extent *ext, uint32_t n,
-		  uint32_t *at, uint32_t *len, uint64_t *big)
-{
-	uint32_t next = 0, l = 0;
-	if ((tag & KV_TAG_LONG) && kv_long_span(kv, ext, n, &next, &l))
-		return -EBADMSG;
-	for (uint32_t i = 0; i < next; i++)
-		*len -= ext[i].len;
-	*at = next;
-	return kv_elem_decode(kv, tag, ext + next, n - next, len, big);
 }
 
 int kv_elem_lookup(struct kv *kv, struct kv_key *mk, struct paste_extent *ext, uint32_t *n,
