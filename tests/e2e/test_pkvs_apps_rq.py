@@ -7,6 +7,9 @@ its jobs' results streams (XADD with MAXLEN, XREVRANGE).
   pushes its number onto a list, which ends holding every number once;
   the queue and its intermediate list end empty; each job's result (its
   number, kept in a stream) reads back through RQ's API.
+- Jobs whose arguments are larger than one tree entry (300 KB of random
+  bytes: RQ's job hash keeps them, pickled and compressed, in one field,
+  so pkvs keeps it in chunks): each worker's job sees its bytes whole.
 - kill -9 of pkvs while a producer enqueues jobs one by one: after the
   restart every job whose enqueue was acknowledged is queued (its hash
   and its id in the queue), and a worker then runs each of them.
@@ -31,6 +34,11 @@ JOBS = textwrap.dedent("""
     def mark(i):
         get_current_job().connection.rpush("done", i)
         return i
+
+    def digest(i, data):
+        import hashlib
+        get_current_job().connection.hset("digests", i, hashlib.sha256(data).hexdigest())
+        return len(data)
 """)
 
 
@@ -85,6 +93,28 @@ def test_rq_10000_jobs(pkvs, jobs_dir):
         results[job.id] = job.return_value()
     assert sorted(results.values()) == list(range(n))
     assert conn.type(f"rq:results:{jobs[0].id}") == b"stream"
+    conn.close()
+
+
+def test_rq_big_job_arguments(pkvs, jobs_dir):
+    import hashlib
+    import random
+
+    import rqjobs
+    srv = pkvs.start(http=False, store_size="256M")
+    needs_rq_commands(srv.resp_port)
+    conn = redis.Redis(port=srv.resp_port)
+    q = rq.Queue(connection=conn)
+    rng = random.Random(7)
+    args = {i: rng.randbytes(300_000 + i) for i in range(20)}
+    jobs = [q.enqueue(rqjobs.digest, i, data) for i, data in args.items()]
+    assert all(conn.hstrlen(f"rq:job:{j.id}", "data") > 63 * 2048 for j in jobs)
+    run_worker(srv.resp_port, jobs_dir, timeout=120)
+    got = {int(k): v.decode() for k, v in conn.hgetall("digests").items()}
+    assert got == {i: hashlib.sha256(d).hexdigest() for i, d in args.items()}
+    for j in jobs:
+        j.refresh()
+        assert j.return_value() == len(args[j.args[0]])
     conn.close()
 
 
