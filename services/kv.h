@@ -399,7 +399,8 @@ int kv_coll_save(struct kv *kv, struct kv_key *k, struct kv_obj *o);
 int kv_coll_batch(struct kv *kv, uint32_t *batch, uint64_t bytes);
 /* A collection's members: kind is the collection's (KV_HASH: 'f'
  * fields, ...). lookup: 0 with the member's value extents (its long name's
- * extent left out), -ENOENT. put/remove: as kv_put/kv_remove, for one
+ * extent left out), -ENOENT (-EFBIG: a value in chunks, kv_elem_lookup
+ * reads those). put/remove: as kv_put/kv_remove, for one
  * member entry. */
 int kv_member_lookup(struct kv *kv, struct kv_key *mk, struct paste_extent *ext, uint32_t *n,
 		     uint32_t *len);
@@ -426,6 +427,7 @@ int kv_member_put_tag(struct kv *kv, struct kv_key *mk, uint8_t tag, const struc
  * else ext[0..n) is the record, len the value's length and big the id,
  * and kv_elem_each / kv_elem_read / kv_elem_equal read it either way. */
 bool kv_elem_kind(const uint8_t *t, uint32_t tlen);    /* may t's entry be a record? */
+/* big NULL: a value in chunks is -EFBIG (for callers that read ext). */
 int kv_elem_lookup(struct kv *kv, struct kv_key *mk, struct paste_extent *ext, uint32_t *n,
 		   uint32_t *len, uint64_t *big);
 /* The entry's tag and extents -> big and len (0 for a value in place);
@@ -621,6 +623,9 @@ int kv_value_setrange(struct kv *kv, struct kv_key *k, const struct kv_obj *o, u
 uint64_t kv_new_id(struct kv *kv);
 int kv_put_big(struct kv *kv, struct kv_key *k, uint64_t id, uint64_t len, int64_t expire_ms,
 	       bool *created);
+/* The record {id, length} of a string or element in chunks, copied to
+ * the append point: ext[0..*n) with a reference of the caller's. */
+int kv_big_record(struct kv *kv, uint64_t id, uint64_t len, struct paste_extent *ext, uint32_t *n);
 int kv_put_chunks(struct kv *kv, struct kv_key *k, const struct paste_extent *ext, uint32_t n,
 		  int64_t expire_ms, bool *created);
 int kv_tree_put(struct kv *kv, const uint8_t *t, uint32_t tlen, const struct paste_extent *ext,

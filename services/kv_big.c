@@ -126,20 +126,28 @@ static int next_body(struct kv *kv, struct kv_writer *w)
 	return paste_body_begin(&w->body, &kv->bc, kv->store, l);
 }
 
-int kv_writer_begin(struct kv *kv, struct kv_writer *w, uint64_t len)
+/* A value of len bytes may be written at all: 0, -EFBIG over --max-value,
+ * -ENOSPC when it is more than the whole store holds. */
+static int may_write(const struct kv *kv, uint64_t len)
 {
+	const struct paste_store_geom *g = paste_store_geom(kv->store);
 	if (len > kv->max_value)
 		return -EFBIG;
-	const struct paste_store_geom *g = paste_store_geom(kv->store);
-	if (len / g->buf_size + kv_reserve(kv) >= g->nbufs)
-		return -ENOSPC;                  /* more than the whole store holds */
+	return len / g->buf_size + kv_reserve(kv) >= g->nbufs ? -ENOSPC : 0;
+}
+
+int kv_writer_begin(struct kv *kv, struct kv_writer *w, uint64_t len)
+{
+	int r = may_write(kv, len);
+	if (r)
+		return r;
 	kv_writer_idle(w);
 	w->len = w->left = len;
 	if (len <= paste_body_max(&kv->bc, kv->store)) {
 		kv_admit(kv, len);
 		return paste_body_begin(&w->body, &kv->bc, kv->store, len) ? -EFBIG : 0;
 	}
-	int r = new_chunked(kv, &w->id);
+	r = new_chunked(kv, &w->id);
 	if (r) {
 		w->id = 0;
 		w->len = w->left = 0;
@@ -284,14 +292,9 @@ int kv_put_chunks(struct kv *kv, struct kv_key *k, const struct paste_extent *ex
 
 int kv_elem_put_far(struct kv *kv, struct kv_key *mk, const void *val, uint64_t len)
 {
-	const struct paste_store_geom *g = paste_store_geom(kv->store);
-	if (len > kv->max_value)
-		return -EFBIG;
-	if (len / g->buf_size + kv_reserve(kv) >= g->nbufs)
-		return -ENOSPC;                  /* more than the whole store holds */
-	uint64_t id, step = (uint64_t)KV_CHUNK_BUFS * g->buf_size;
-	int r = new_chunked(kv, &id);
-	if (r)
+	uint64_t id, step = (uint64_t)KV_CHUNK_BUFS * buf_size(kv);
+	int r = may_write(kv, len);
+	if (r || (r = new_chunked(kv, &id)) != 0)
 		return r;
 	/* The chunks, copied to the append point (the bytes are a gathered
 	 * command's), then the record and the grave's delete in one group:
@@ -307,13 +310,11 @@ int kv_elem_put_far(struct kv *kv, struct kv_key *mk, const void *val, uint64_t 
 			paste_store_unref(kv->store, ext[i].buf, false);   /* the tree took its own */
 		at += l;
 	}
-	uint8_t rec[16], gk[16];
-	kv_be64_put(rec, id);
-	kv_be64_put(rec + 8, len);
+	uint8_t gk[16];
 	struct paste_extent ext[1];
 	uint32_t n = 0;
 	if (r == 0)
-		r = kv_copy_in(kv, rec, sizeof(rec), ext, 1, &n);
+		r = kv_big_record(kv, id, len, ext, &n);
 	if (r == 0 && (r = kv_begin(kv)) == 0) {
 		r = mk->t[9] == 'l' ? kv_db_far_lists(kv) : 0;     /* KV_LIST_ELEM */
 		if (r == 0)
@@ -340,20 +341,29 @@ int kv_elem_bury(struct kv *kv, uint64_t big)
 	return r;
 }
 
+struct cmp_to {
+	const struct kv *kv;
+	const uint8_t *p;               /* the bytes still to compare */
+};
+
+/* Bytes [skip, skip + len) of ext[0..n) against c->p, where they lie. */
 static int cmp_piece(void *arg, const struct paste_extent *ext, uint32_t n, uint64_t skip,
 		     uint64_t len)
 {
-	struct { const struct kv *kv; const uint8_t *p; } *c = arg;
-	uint8_t b[4096];
-	while (len) {
-		size_t k = len < sizeof(b) ? (size_t)len : sizeof(b);
-		if (paste_store_read(c->kv->store, ext, n, skip, b, k) != k || memcmp(b, c->p, k) != 0)
+	struct cmp_to *c = arg;
+	for (uint32_t i = 0; i < n && len; i++) {
+		if (skip >= ext[i].len) {
+			skip -= ext[i].len;
+			continue;
+		}
+		uint64_t k = ext[i].len - skip < len ? ext[i].len - skip : len;
+		if (memcmp(paste_store_buf(c->kv->store, ext[i].buf) + ext[i].off + skip, c->p, k) != 0)
 			return 1;
 		c->p += k;
-		skip += k;
 		len -= k;
+		skip = 0;
 	}
-	return 0;
+	return len != 0;
 }
 
 bool kv_elem_equal(const struct kv *kv, const struct paste_extent *ext, uint32_t n, uint64_t vlen,
@@ -361,7 +371,7 @@ bool kv_elem_equal(const struct kv *kv, const struct paste_extent *ext, uint32_t
 {
 	if (vlen != plen)
 		return false;
-	struct { const struct kv *kv; const uint8_t *p; } c = { kv, p };
+	struct cmp_to c = { kv, p };
 	return kv_elem_each(kv, ext, n, vlen, big, 0, vlen, cmp_piece, &c) == 0;
 }
 

@@ -33,14 +33,10 @@ static int copy_far(struct kv *kv, struct paste_extent *ext, uint32_t *n, uint32
 	if (r)
 		return r;
 	*id = kv_new_id(kv);
-	uint8_t g[16], b[16];
+	uint8_t g[16];
+	uint32_t rn;
 	if ((r = kv_tree_set(kv, g, kv_grave_key(g, KV_GRAVE_COLL, *id))) != 0 ||
-	    (r = copy_members(kv, big, *id)) != 0)
-		return r;
-	kv_be64_put(b, *id);
-	kv_be64_put(b + 8, vlen);
-	uint32_t rn = 0;
-	if ((r = kv_copy_in(kv, b, sizeof(b), rec, 1, &rn)) != 0)
+	    (r = copy_members(kv, big, *id)) != 0 || (r = kv_big_record(kv, *id, vlen, rec, &rn)) != 0)
 		return r;
 	/* ext[next] is the caller's copy: the tree holds the old record's. */
 	ext[next] = rec[0];

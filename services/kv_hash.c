@@ -133,11 +133,7 @@ int kv_hash_get(struct kv *kv, const struct kv_hash *h, const void *f, size_t fl
 	if (h->o.coll.count == 0)
 		return -ENOENT;
 	struct kv_key mk;
-	uint64_t b;
-	int r = kv_elem_lookup(kv, field_key(kv, h, &mk, f, flen), ext, n, len, &b);
-	if (r == 0 && big)
-		*big = b;
-	return r == 0 && b && !big ? -EFBIG : r;
+	return kv_elem_lookup(kv, field_key(kv, h, &mk, f, flen), ext, n, len, big);
 }
 
 /* ---- batches ------------------------------------------------------------ */
@@ -261,7 +257,7 @@ int kv_hash_del(struct kv *kv, struct kv_hash *h, const void *f, size_t flen)
 	mk = field_key(kv, h, &key, f, flen);
 	/* A lookup first: it checks a long name against the one stored (a
 	 * digest is not the name), and an absent field writes nothing. */
-	uint64_t far;
+	uint64_t far = 0;
 	if (kv_elem_lookup(kv, mk, old, &on, &olen, &far) == -ENOENT)
 		return 0;
 	if (h->o.coll.count == 1 && h->stored && !h->batch) {

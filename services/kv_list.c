@@ -153,12 +153,8 @@ int kv_list_get_pos(struct kv *kv, uint64_t id, int64_t pos, struct paste_extent
 		    uint32_t *n, uint32_t *len, uint64_t *big)
 {
 	struct kv_key mk;
-	uint64_t b;
 	kv_list_pos_key(&mk, id, pos);
-	int r = kv_elem_lookup(kv, &mk, ext, n, len, &b);
-	if (r == 0 && big)
-		*big = b;
-	return r == 0 && b && !big ? -EFBIG : r;
+	return kv_elem_lookup(kv, &mk, ext, n, len, big);
 }
 
 int kv_list_get(struct kv *kv, const struct kv_list *l, uint64_t i, struct paste_extent *ext,
@@ -260,7 +256,7 @@ static int set_fn(struct kv *kv, struct kv_list *l, int64_t i, const struct past
 	struct paste_extent old[PASTE_BTREE_MAX_EXTENTS];
 	uint32_t on, olen;
 	uint64_t far = 0;
-	if (l->o.coll.head + i != l->slot)
+	if (kv->far_lists && l->o.coll.head + i != l->slot)
 		kv_list_get(kv, l, (uint64_t)i, old, &on, &olen, &far);
 	l->slot = INT64_MIN;
 	int r = far ? kv_begin(kv) : 0;

@@ -605,15 +605,21 @@ int kv_put_body(struct kv *kv, struct kv_key *k, struct paste_body *b, int64_t e
 	return r;
 }
 
-int kv_put_big(struct kv *kv, struct kv_key *k, uint64_t id, uint64_t len, int64_t expire_ms,
-	       bool *created)
+int kv_big_record(struct kv *kv, uint64_t id, uint64_t len, struct paste_extent *ext, uint32_t *n)
 {
 	uint8_t rec[16];
 	kv_be64_put(rec, id);
 	kv_be64_put(rec + 8, len);
+	*n = 0;
+	return copy_in(kv, rec, sizeof(rec), ext, 1, n);
+}
+
+int kv_put_big(struct kv *kv, struct kv_key *k, uint64_t id, uint64_t len, int64_t expire_ms,
+	       bool *created)
+{
 	struct paste_extent ext[1];
-	uint32_t n = 0;
-	int r = copy_in(kv, rec, sizeof(rec), ext, 1, &n);
+	uint32_t n;
+	int r = kv_big_record(kv, id, len, ext, &n);
 	if (r)
 		return r;
 	struct old old;
@@ -786,12 +792,7 @@ int kv_coll_batch(struct kv *kv, uint32_t *batch, uint64_t bytes)
 int kv_member_lookup(struct kv *kv, struct kv_key *mk, struct paste_extent *ext, uint32_t *n,
 		     uint32_t *len)
 {
-	struct paste_btree_attr a;
-	if (paste_btree_lookup(kv->tree, mk->t, mk->tlen, ext, n, len, &a))
-		return -ENOENT;
-	if ((a.tag & KV_TAG_LONG) && !strip_long(kv, mk, ext, n, len))
-		return -ENOENT;
-	return 0;
+	return kv_elem_lookup(kv, mk, ext, n, len, NULL);
 }
 
 int kv_member_put(struct kv *kv, struct kv_key *mk, const struct paste_extent *ext, uint32_t n)
@@ -833,11 +834,15 @@ int kv_elem_lookup(struct kv *kv, struct kv_key *mk, struct paste_extent *ext, u
 		   uint32_t *len, uint64_t *big)
 {
 	struct paste_btree_attr a;
+	uint64_t b;
 	if (paste_btree_lookup(kv->tree, mk->t, mk->tlen, ext, n, len, &a))
 		return -ENOENT;
 	if ((a.tag & KV_TAG_LONG) && !strip_long(kv, mk, ext, n, len))
 		return -ENOENT;
-	return kv_elem_decode(kv, a.tag, ext, *n, len, big);
+	int r = kv_elem_decode(kv, a.tag, ext, *n, len, &b);
+	if (r == 0 && big)
+		*big = b;
+	return r == 0 && b && !big ? -EFBIG : r;
 }
 
 int kv_member_remove(struct kv *kv, struct kv_key *mk)
